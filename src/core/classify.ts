@@ -1,0 +1,276 @@
+import {
+  BreakwaterError,
+  isBreakwaterError,
+  type ErrorCode,
+  type ErrorKind,
+  type ErrorOutcome,
+} from './errors.js';
+
+/**
+ * What a failure means for the caller (DESIGN: "Classification").
+ * - `kind`: `transient` (a later try may succeed), `permanent` (it will not), `fatal` (a bug).
+ * - `outcome`: `unknown` when the request may have taken effect (written, answer lost).
+ * - `retryable`: whether an automatic retry is safe: transient, and either the outcome is `failed` or the
+ *   request is idempotent (an idempotent method, or an idempotency key the server dedupes on).
+ * - `written`: whether the request reached the wire (`undefined` when it cannot be told).
+ */
+export interface Classification {
+  readonly kind: ErrorKind;
+  readonly code: ErrorCode;
+  readonly outcome: ErrorOutcome;
+  readonly retryable: boolean;
+  /** HTTP status of the upstream response, when the failure was one. */
+  readonly status: number | undefined;
+  /** Retry hint in ms from now (from `Retry-After` / `retry-after-ms`, or the error's own). */
+  readonly retryAfterMs: number | undefined;
+  readonly written: boolean | undefined;
+  /** A short machine-readable reason: `http_503`, `ECONNREFUSED`, `TypeError`, … */
+  readonly reason: string;
+}
+
+/** Context that changes how a failure is read. */
+export interface ClassifyOptions {
+  /** HTTP method of the failed request; non-idempotent methods (POST, PATCH) make post-write failures `unknown`. */
+  method?: string;
+  /** True when the request carried an idempotency key, so resending after an unknown outcome is safe. */
+  idempotencyKey?: boolean;
+  /** "Now" in ms since the epoch, to read an HTTP-date `Retry-After` (default `Date.now()`). */
+  nowMs?: number;
+}
+
+/** Methods that are idempotent per RFC 9110, section 9.2.2. */
+const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
+/** HTTP statuses that are transient (DESIGN). */
+const TRANSIENT_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
+
+/**
+ * Transient statuses where the server says it did not process the request (408 request timeout, 425 too
+ * early, 429 too many requests, 503 unavailable): the outcome stays `failed` even for a POST. After 500, 502
+ * or 504 the origin may have acted, so a non-idempotent write's outcome is `unknown`.
+ */
+const NOT_PROCESSED_STATUSES = new Set([408, 425, 429, 503]);
+
+/** Connection failures that happen before any request byte is written: always safe to resend. */
+const BEFORE_WRITE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** Failures after the request may have been written: the answer was lost, the effect is not known. */
+const AFTER_WRITE_CODES = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_RESPONSE_STATUS_CODE',
+]);
+
+const FATAL_ERRORS = new Set([
+  'TypeError',
+  'RangeError',
+  'ReferenceError',
+  'SyntaxError',
+  'EvalError',
+  'URIError',
+]);
+
+/**
+ * Classifies anything thrown or returned as a failure:
+ * - a {@link BreakwaterError}: its own fields (`rate_limited` and `spend_limited` are never retryable by our
+ *   own clients, per DESIGN);
+ * - an HTTP response or an error carrying `status`/`statusCode` (fetch `Response`, the `openai` client's
+ *   `APIError`): 408/425/429/500/502/503/504 transient, other 4xx and 5xx permanent; `Retry-After` (seconds or
+ *   HTTP-date, RFC 9110 section 10.2.3) and `retry-after-ms` are read;
+ * - fetch/undici/Node socket failures, following `cause` chains (`TypeError: fetch failed` wraps the real
+ *   one): refused/DNS/connect timeout → transient, not written; reset/headers or body timeout → written, and
+ *   `unknown` for non-idempotent methods;
+ * - `TimeoutError` / `AbortError` DOM exceptions → `timeout` / `canceled`;
+ * - TypeError, RangeError and other programming errors → `fatal`;
+ * - anything else → transient `upstream_unavailable`.
+ */
+export function classify(error: unknown, options: ClassifyOptions = {}): Classification {
+  if (isBreakwaterError(error)) {
+    const ownLimit = error.code === 'rate_limited' || error.code === 'spend_limited';
+    return {
+      kind: error.kind,
+      code: error.code,
+      outcome: error.outcome,
+      retryable:
+        error.kind === 'transient' && !ownLimit && (error.outcome === 'failed' || isIdempotent(options)),
+      status: error.status,
+      retryAfterMs: error.retryAfterMs,
+      written: undefined,
+      reason: error.code,
+    };
+  }
+
+  const status = httpStatusOf(error);
+  if (status !== undefined) return classifyStatus(status, headersOf(error), options);
+
+  const network = networkCodeOf(error);
+  if (network !== undefined) {
+    if (BEFORE_WRITE_CODES.has(network)) {
+      return result('transient', 'upstream_unavailable', 'failed', false, network, options);
+    }
+    const code: ErrorCode =
+      network.includes('TIMEOUT') || network === 'ETIMEDOUT' ? 'timeout' : 'upstream_unavailable';
+    return result('transient', code, writeOutcome(options), true, network, options);
+  }
+
+  const name = error instanceof Error || error instanceof DOMException ? error.name : undefined;
+  if (name === 'TimeoutError') {
+    return result('transient', 'timeout', writeOutcome(options), undefined, name, options);
+  }
+  if (name === 'AbortError') return result('permanent', 'canceled', 'failed', undefined, name, options);
+  if (name !== undefined && FATAL_ERRORS.has(name)) {
+    return result('fatal', 'internal_error', 'failed', undefined, name, options);
+  }
+  return result('transient', 'upstream_unavailable', 'failed', undefined, name ?? typeof error, options);
+}
+
+/**
+ * Turns any failure into a {@link BreakwaterError} with its classification (the original is kept as
+ * `cause`). A BreakwaterError is returned as it is.
+ */
+export function toBreakwaterError(
+  error: unknown,
+  options: ClassifyOptions & { source?: string; operationId?: string } = {},
+): BreakwaterError {
+  if (isBreakwaterError(error)) return error;
+  const c = classify(error, options);
+  const code: ErrorCode = c.outcome === 'unknown' ? 'outcome_unknown' : c.code;
+  return new BreakwaterError(code, {
+    kind: c.kind,
+    retryAfterMs: c.retryAfterMs,
+    outcome: c.outcome,
+    source: options.source,
+    operationId: options.operationId,
+    details: { reason: c.reason, ...(c.status === undefined ? {} : { upstream_status: c.status }) },
+    cause: error,
+  });
+}
+
+/**
+ * Parses a `Retry-After` value (RFC 9110, section 10.2.3): delay-seconds or an HTTP-date. Returns ms from
+ * `nowMs` (never negative), or `undefined` when the value is missing or malformed.
+ */
+export function parseRetryAfter(
+  value: string | null | undefined,
+  nowMs: number = Date.now(),
+): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // RFC 9110 allows only IMF-fixdate and two obsolete forms; all contain a weekday name and "GMT".
+  if (!/GMT$/.test(text)) return undefined;
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - nowMs);
+}
+
+function classifyStatus(
+  status: number,
+  headers: HeaderReader | undefined,
+  options: ClassifyOptions,
+): Classification {
+  const retryAfterMs = readRetryAfter(headers, options.nowMs ?? Date.now());
+  const reason = `http_${status}`;
+  if (TRANSIENT_STATUSES.has(status)) {
+    const outcome = NOT_PROCESSED_STATUSES.has(status) ? 'failed' : writeOutcome(options);
+    const code: ErrorCode = status === 408 || status === 504 ? 'timeout' : 'upstream_unavailable';
+    return { ...result('transient', code, outcome, true, reason, options), status, retryAfterMs };
+  }
+  const code: ErrorCode = status === 401 || status === 403 ? 'unauthorized' : 'upstream_error';
+  return { ...result('permanent', code, 'failed', true, reason, options), status, retryAfterMs };
+}
+
+function result(
+  kind: ErrorKind,
+  code: ErrorCode,
+  outcome: ErrorOutcome,
+  written: boolean | undefined,
+  reason: string,
+  options: ClassifyOptions,
+): Classification {
+  return {
+    kind,
+    code,
+    outcome,
+    retryable: kind === 'transient' && (outcome === 'failed' || isIdempotent(options)),
+    status: undefined,
+    retryAfterMs: undefined,
+    written,
+    reason,
+  };
+}
+
+function isIdempotent(options: ClassifyOptions): boolean {
+  if (options.idempotencyKey === true) return true;
+  return options.method === undefined || IDEMPOTENT_METHODS.has(options.method.toUpperCase());
+}
+
+/** A post-write failure is `unknown` only when we know the request is a non-idempotent write. */
+function writeOutcome(options: ClassifyOptions): ErrorOutcome {
+  return options.method !== undefined && !isIdempotent(options) ? 'unknown' : 'failed';
+}
+
+type HeaderReader = (name: string) => string | undefined;
+
+function httpStatusOf(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const candidate =
+    (error as { status?: unknown; statusCode?: unknown }).status ??
+    (error as { statusCode?: unknown }).statusCode;
+  return typeof candidate === 'number' && Number.isInteger(candidate) && candidate >= 400 && candidate <= 599
+    ? candidate
+    : undefined;
+}
+
+function headersOf(error: unknown): HeaderReader | undefined {
+  const headers = (error as { headers?: unknown }).headers;
+  if (headers === null || typeof headers !== 'object') return undefined;
+  if (typeof (headers as Headers).get === 'function') {
+    return (name) => (headers as Headers).get(name) ?? undefined;
+  }
+  const record = headers as Record<string, unknown>;
+  return (name) => {
+    for (const key of Object.keys(record)) {
+      if (key.toLowerCase() === name) {
+        const value = record[key];
+        return Array.isArray(value) ? String(value[0]) : value === undefined ? undefined : String(value);
+      }
+    }
+    return undefined;
+  };
+}
+
+function readRetryAfter(headers: HeaderReader | undefined, nowMs: number): number | undefined {
+  if (headers === undefined) return undefined;
+  // `retry-after-ms` (sent by OpenAI-compatible APIs) is more precise than whole seconds when present.
+  const ms = headers('retry-after-ms');
+  if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms.trim())) return Math.ceil(Number(ms));
+  return parseRetryAfter(headers('retry-after'), nowMs);
+}
+
+/** The first Node/undici error code found along the `cause` chain (bounded, cycle-safe). */
+function networkCodeOf(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && (BEFORE_WRITE_CODES.has(code) || AFTER_WRITE_CODES.has(code)))
+      return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -1,0 +1,134 @@
+/**
+ * Time as an injected dependency (DESIGN: "Time"). Every policy reads a `Clock`; tests pass a
+ * {@link FakeClock} and never sleep on real time.
+ */
+
+/** An opaque timer handle returned by {@link Clock.setTimeout}. */
+export type TimerHandle = unknown;
+
+/** A source of time and timers. `now()` is milliseconds since the Unix epoch. */
+export interface Clock {
+  now(): number;
+  /** Calls `callback` once after `delayMs` ms (negative counts as 0). */
+  setTimeout(callback: () => void, delayMs: number): TimerHandle;
+  clearTimeout(handle: TimerHandle): void;
+}
+
+/** The process clock: `Date.now()` and Node timers. Timers are `unref`'d so they never keep a process alive. */
+export const systemClock: Clock = {
+  now: Date.now,
+  setTimeout(callback, delayMs) {
+    const handle = setTimeout(callback, Math.max(0, delayMs));
+    handle.unref();
+    return handle;
+  },
+  clearTimeout(handle) {
+    clearTimeout(handle as NodeJS.Timeout);
+  },
+};
+
+interface FakeTimer {
+  readonly id: number;
+  readonly at: number;
+  readonly callback: () => void;
+}
+
+/**
+ * A deterministic clock for tests. Time moves only when told to; timers due at the same instant fire in the
+ * order they were set. Use {@link FakeClock.tickAsync} when the code under test awaits promises between
+ * timers: it lets pending microtasks and I/O callbacks settle before and after each timer fires.
+ */
+export class FakeClock implements Clock {
+  private current: number;
+  private seq = 0;
+  private timers: FakeTimer[] = [];
+
+  /** @param startMs initial `now()` in ms since the epoch (default 2026-01-01T00:00:00Z). */
+  constructor(startMs = Date.UTC(2026, 0, 1)) {
+    this.current = startMs;
+  }
+
+  now(): number {
+    return this.current;
+  }
+
+  setTimeout(callback: () => void, delayMs: number): TimerHandle {
+    const timer: FakeTimer = { id: ++this.seq, at: this.current + Math.max(0, delayMs), callback };
+    // Keep the list sorted by (at, id); insertion is linear but test timer counts are small.
+    let i = this.timers.length;
+    while (i > 0 && this.timers[i - 1]!.at > timer.at) i--;
+    this.timers.splice(i, 0, timer);
+    return timer.id;
+  }
+
+  clearTimeout(handle: TimerHandle): void {
+    const index = this.timers.findIndex((t) => t.id === handle);
+    if (index >= 0) this.timers.splice(index, 1);
+  }
+
+  /** Number of timers set and not yet fired or cleared. */
+  pendingTimers(): number {
+    return this.timers.length;
+  }
+
+  /** Moves time forward by `ms`, firing due timers synchronously in order. */
+  tick(ms: number): void {
+    const target = this.current + ms;
+    for (let next = this.timers[0]; next !== undefined && next.at <= target; next = this.timers[0]) {
+      this.timers.shift();
+      this.current = next.at;
+      next.callback();
+    }
+    this.current = target;
+  }
+
+  /** Moves time forward by `ms`, letting promises settle before and after every timer that fires. */
+  async tickAsync(ms: number): Promise<void> {
+    const target = this.current + ms;
+    await settle();
+    for (let next = this.timers[0]; next !== undefined && next.at <= target; next = this.timers[0]) {
+      this.timers.shift();
+      this.current = next.at;
+      next.callback();
+      await settle();
+    }
+    this.current = target;
+    await settle();
+  }
+
+  /** Fires every pending timer (and those they set), up to `limit` timers, letting promises settle. */
+  async runAllAsync(limit = 10_000): Promise<void> {
+    await settle();
+    for (let fired = 0; fired < limit && this.timers.length > 0; fired++) {
+      const next = this.timers.shift()!;
+      this.current = Math.max(this.current, next.at);
+      next.callback();
+      await settle();
+    }
+  }
+}
+
+/** Lets every queued microtask (and promise chain built from them) run. */
+async function settle(): Promise<void> {
+  // A macrotask turn drains the whole microtask queue, including chains several awaits deep.
+  for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Waits `ms` on `clock`. Rejects with the signal's reason if `signal` aborts first; the timer and the abort
+ * listener are removed on every path.
+ */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = (): void => {
+      clock.clearTimeout(handle);
+      reject(signal!.reason);
+    };
+    const handle = clock.setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

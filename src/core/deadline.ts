@@ -1,0 +1,64 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { systemClock, type Clock } from './clock.js';
+import { BreakwaterError } from './errors.js';
+
+interface DeadlineScope {
+  /** Absolute expiry, ms since the epoch on `clock`. */
+  readonly at: number;
+  readonly clock: Clock;
+}
+
+const storage = new AsyncLocalStorage<DeadlineScope>();
+
+/**
+ * Deadline propagation (DESIGN: "Deadlines"). A deadline is carried by `AsyncLocalStorage` through every
+ * await below {@link Deadline.run}; nested deadlines take the smaller. The deadline does not interrupt work
+ * by itself: every timeout, retry and bulkhead policy reads {@link Deadline.remaining} and shortens its own
+ * wait to `min(own, remaining − margin)`, failing fast with `deadline_exceeded` when no useful time is left.
+ */
+export const Deadline = {
+  /**
+   * Runs `fn` under a deadline `timeoutMs` ms from now, or the enclosing deadline if that is sooner.
+   * @throws RangeError if `timeoutMs` is negative or NaN (a programming error).
+   */
+  run<T>(timeoutMs: number, fn: () => T, clock: Clock = systemClock): T {
+    if (!(timeoutMs >= 0)) {
+      throw new RangeError(`Deadline.run: timeoutMs must be a number >= 0, got ${timeoutMs}`);
+    }
+    return Deadline.runAt(clock.now() + timeoutMs, fn, clock);
+  },
+
+  /** Runs `fn` under a deadline at absolute time `atMs` (ms since the epoch), or the enclosing one if sooner. */
+  runAt<T>(atMs: number, fn: () => T, clock: Clock = systemClock): T {
+    const parent = storage.getStore();
+    if (parent !== undefined && parent.at - parent.clock.now() <= atMs - clock.now()) {
+      return fn();
+    }
+    return storage.run({ at: atMs, clock }, fn);
+  },
+
+  /** Ms left before the current deadline (0 once passed), or `Infinity` when none is set. */
+  remaining(): number {
+    const scope = storage.getStore();
+    if (scope === undefined) return Infinity;
+    return Math.max(0, scope.at - scope.clock.now());
+  },
+
+  /** The current absolute deadline (ms since the epoch on its clock), or `undefined`. */
+  at(): number | undefined {
+    return storage.getStore()?.at;
+  },
+
+  /**
+   * Throws `deadline_exceeded` when less than `marginMs` ms remain.
+   * @throws BreakwaterError `deadline_exceeded`
+   */
+  check(marginMs = 0): void {
+    if (Deadline.remaining() <= marginMs) throw deadlineExceeded();
+  },
+};
+
+/** The `deadline_exceeded` error (transient, HTTP 504). */
+export function deadlineExceeded(source?: string): BreakwaterError {
+  return new BreakwaterError('deadline_exceeded', { source });
+}

@@ -1,0 +1,26 @@
+/** core/: the contracts every other folder builds on. Imports nothing of ours. */
+export {
+  BreakwaterError,
+  ERROR_CODES,
+  isBreakwaterError,
+  isErrorCode,
+  sentenceFor,
+  type BreakwaterErrorOptions,
+  type ErrorCode,
+  type ErrorKind,
+  type ErrorOutcome,
+} from './errors.js';
+export { PROBLEM_CONTENT_TYPE, toProblem, retryAfterHeader, type ProblemDetails } from './problem.js';
+export {
+  classify,
+  parseRetryAfter,
+  toBreakwaterError,
+  type Classification,
+  type ClassifyOptions,
+} from './classify.js';
+export { Deadline, deadlineExceeded } from './deadline.js';
+export { FakeClock, sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
+export { newId } from './ids.js';
+export { canonicalJson, fingerprint } from './fingerprint.js';
+export { LinkedAbort, abortReason, neverAbortedSignal } from './signals.js';
+export { EventSource, type Disposable, type Listener } from './events.js';

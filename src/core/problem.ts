@@ -1,0 +1,62 @@
+import { BreakwaterError, ERROR_CODES, isBreakwaterError } from './errors.js';
+
+/** The media type of an RFC 9457 problem details document. */
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/**
+ * An RFC 9457 problem details document with Breakwater's extension members.
+ * `type` is a stable URN per code (`urn:breakwater:error:<code>`); `retry_after_ms` (ms) and `outcome` are
+ * always present so a client never has to guess; `operation_id` only when the failure belongs to one.
+ */
+export interface ProblemDetails {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  retryable: boolean;
+  retry_after_ms: number | null;
+  outcome: 'failed' | 'unknown';
+  instance?: string;
+  operation_id?: string;
+  [extension: string]: unknown;
+}
+
+/**
+ * Serializes any thrown value as problem details (RFC 9457, section 3). A non-Breakwater error becomes
+ * `internal_error` (500) whose detail never leaks the original message or stack.
+ *
+ * @param error what was thrown
+ * @param instance optional URI reference naming this occurrence (for example the request path)
+ */
+export function toProblem(error: unknown, instance?: string): ProblemDetails {
+  const err = isBreakwaterError(error) ? error : new BreakwaterError('internal_error');
+  const problem: ProblemDetails = {
+    type: `urn:breakwater:error:${err.code}`,
+    title: ERROR_CODES[err.code].title,
+    status: err.status,
+    detail: err.message,
+    code: err.code,
+    retryable: err.kind === 'transient',
+    retry_after_ms: err.retryAfterMs ?? null,
+    outcome: err.outcome,
+  };
+  if (instance !== undefined) problem.instance = instance;
+  if (err.operationId !== undefined) problem.operation_id = err.operationId;
+  if (err.details !== undefined) {
+    for (const [key, value] of Object.entries(err.details)) {
+      // Extension members must not overwrite the standard ones (RFC 9457, section 3.2).
+      if (!(key in problem)) problem[key] = value;
+    }
+  }
+  return problem;
+}
+
+/**
+ * The HTTP `Retry-After` header value for an error (whole seconds, rounded up, RFC 9110 section 10.2.3),
+ * or `undefined` when the error carries no retry hint.
+ */
+export function retryAfterHeader(error: BreakwaterError): string | undefined {
+  if (error.retryAfterMs === undefined) return undefined;
+  return String(Math.max(0, Math.ceil(error.retryAfterMs / 1000)));
+}

@@ -1,0 +1,45 @@
+import { Invocation, rootContext } from './invoke.js';
+import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
+
+/**
+ * A composition of policies, outer to inner: `pipeline(a, b, c).execute(fn)` runs `a(b(c(fn)))`. The
+ * documented order (DESIGN: "Policies") is fallback → rate limit → bulkhead → retry → circuit breaker →
+ * timeout (per attempt) → call. A pipeline is itself a policy, so pipelines nest.
+ *
+ * One call allocates one {@link Invocation} shared by every layer, instead of a closure per layer.
+ */
+export class Pipeline implements Policy {
+  readonly policies: readonly Policy[];
+
+  constructor(policies: readonly Policy[]) {
+    // Flatten nested pipelines: fewer hops per call, same semantics.
+    this.policies = policies.flatMap((p) => (p instanceof Pipeline ? p.policies : [p]));
+  }
+
+  execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
+    return new Invocation(this.policies, fn).invoke(rootContext(signal), 0);
+  }
+
+  run<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
+    return new NestedInvocation(this.policies, next, index).invoke(ctx, 0);
+  }
+}
+
+/** A pipeline used as one layer of an outer composition: after its own policies, continue outside. */
+class NestedInvocation<T> implements Next<T> {
+  constructor(
+    private readonly policies: readonly Policy[],
+    private readonly outer: Next<T>,
+    private readonly outerIndex: number,
+  ) {}
+
+  invoke(ctx: PolicyContext, index: number): Promise<T> {
+    if (index < this.policies.length) return this.policies[index]!.run(ctx, this, index + 1);
+    return this.outer.invoke(ctx, this.outerIndex);
+  }
+}
+
+/** Composes `policies` outer to inner into one {@link Pipeline}. */
+export function pipeline(...policies: Policy[]): Pipeline {
+  return new Pipeline(policies);
+}

@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { BreakwaterError, Deadline, FakeClock } from '../core/index.js';
+import { timeout } from './timeout.js';
+
+function never<T>(): Promise<T> {
+  return new Promise<T>(() => {});
+}
+
+describe('TimeoutPolicy', () => {
+  it('rejects with timeout at exactly timeoutMs in aggressive mode and aborts the signal', async () => {
+    const clock = new FakeClock();
+    const policy = timeout({ timeoutMs: 1000, clock });
+    let seen: AbortSignal | undefined;
+    const result = policy.execute((ctx) => {
+      seen = ctx.signal;
+      return never<string>();
+    });
+    const settled = result.catch((e: unknown) => e);
+    await clock.tickAsync(999);
+    expect(seen!.aborted).toBe(false);
+    await clock.tickAsync(1);
+    const error = (await settled) as BreakwaterError;
+    expect(error).toBeInstanceOf(BreakwaterError);
+    expect(error.code).toBe('timeout');
+    expect(error.status).toBe(504);
+    expect(error.details).toEqual({ timeout_ms: 1000 });
+    expect(seen!.aborted).toBe(true);
+    expect(clock.pendingTimers()).toBe(0);
+  });
+
+  it('returns the value and clears its timer when fn resolves in time', async () => {
+    const clock = new FakeClock();
+    const policy = timeout({ timeoutMs: 1000, clock });
+    await expect(policy.execute(() => 42)).resolves.toBe(42);
+    expect(clock.pendingTimers()).toBe(0);
+  });
+
+  it('cooperative mode waits for fn and turns its abort rejection into timeout', async () => {
+    const clock = new FakeClock();
+    const policy = timeout({ timeoutMs: 500, strategy: 'cooperative', clock });
+    const result = policy
+      .execute(
+        (ctx) =>
+          new Promise((_, reject) => {
+            ctx.signal.addEventListener('abort', () =>
+              clock.setTimeout(() => reject(new Error('stopped')), 20),
+            );
+          }),
+      )
+      .catch((e: unknown) => e);
+    await clock.tickAsync(500);
+    await clock.tickAsync(20);
+    const error = (await result) as BreakwaterError;
+    expect(error.code).toBe('timeout');
+    expect((error.cause as Error).message).toBe('stopped');
+    expect(clock.now() - Date.UTC(2026, 0, 1)).toBe(520);
+  });
+
+  it('cooperative mode keeps a value returned after the limit', async () => {
+    const clock = new FakeClock();
+    const policy = timeout({ timeoutMs: 100, strategy: 'cooperative', clock });
+    const result = policy.execute(
+      () => new Promise<string>((resolve) => clock.setTimeout(() => resolve('late'), 150)),
+    );
+    await clock.tickAsync(150);
+    await expect(result).resolves.toBe('late');
+  });
+
+  it('an inner 4 s timeout under an outer 1 s deadline fires at 1 s minus the margin with deadline_exceeded', async () => {
+    const clock = new FakeClock();
+    const start = clock.now();
+    const policy = timeout({ timeoutMs: 4000, clock });
+    let firedAt = 0;
+    const result = Deadline.run(1000, () => policy.execute(() => never<void>()), clock).catch(
+      (e: unknown) => {
+        firedAt = clock.now() - start;
+        return e;
+      },
+    );
+    await clock.tickAsync(4000);
+    const error = (await result) as BreakwaterError;
+    expect(error.code).toBe('deadline_exceeded');
+    expect(firedAt).toBe(950);
+  });
+
+  it('fails fast without calling fn when no useful time is left', async () => {
+    const clock = new FakeClock();
+    const policy = timeout({ timeoutMs: 4000, deadlineMarginMs: 50, clock });
+    let calls = 0;
+    const error = await Deadline.run(
+      40,
+      () =>
+        policy.execute(() => {
+          calls++;
+        }),
+      clock,
+    ).catch((e: unknown) => e);
+    expect((error as BreakwaterError).code).toBe('deadline_exceeded');
+    expect(calls).toBe(0);
+    expect(clock.pendingTimers()).toBe(0);
+  });
+
+  it('propagates the parent signal lazily and detaches from it afterwards', async () => {
+    const clock = new FakeClock();
+    const policy = timeout({ timeoutMs: 1000, clock });
+    const parent = new AbortController();
+    let inner: AbortSignal | undefined;
+    const result = policy
+      .execute((ctx) => {
+        inner = ctx.signal;
+        return new Promise((_, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)),
+        );
+      }, parent.signal)
+      .catch((e: unknown) => e);
+    parent.abort(new Error('caller left'));
+    expect(((await result) as Error).message).toBe('caller left');
+    expect(inner!.aborted).toBe(true);
+    expect(clock.pendingTimers()).toBe(0);
+  });
+
+  it('emits a timeout event and validates options at construction', async () => {
+    const clock = new FakeClock();
+    const policy = timeout({ timeoutMs: 10, clock, name: 'gift-service' });
+    const events: unknown[] = [];
+    policy.onTimeout((e) => events.push(e));
+    const result = policy.execute(() => never<void>()).catch(() => undefined);
+    await clock.tickAsync(10);
+    await result;
+    expect(events).toEqual([{ name: 'gift-service', code: 'timeout', afterMs: 10 }]);
+    expect(() => timeout({ timeoutMs: 0 })).toThrow(/timeoutMs/);
+    expect(() => timeout({ timeoutMs: 5, deadlineMarginMs: -1 })).toThrow(/deadlineMarginMs/);
+  });
+});

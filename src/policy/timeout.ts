@@ -1,0 +1,216 @@
+import {
+  BreakwaterError,
+  EventSource,
+  LinkedAbort,
+  systemClock,
+  type Clock,
+  type ErrorCode,
+} from '../core/index.js';
+import { executeOne } from './invoke.js';
+import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
+
+/**
+ * - `aggressive` (default): the caller gets `timeout` at the limit even if `fn` ignores its signal; the signal
+ *   is aborted so cooperative work stops, but `fn` may keep running in the background.
+ * - `cooperative`: the signal is aborted at the limit and the policy waits for `fn` to settle; a rejection
+ *   after the limit becomes `timeout`, a value returned anyway is kept.
+ */
+export type TimeoutStrategy = 'aggressive' | 'cooperative';
+
+/** Options of {@link TimeoutPolicy}; validated at construction. */
+export interface TimeoutOptions {
+  /** Limit per execution in ms (required, > 0). */
+  timeoutMs: number;
+  /** Default `aggressive`. */
+  strategy?: TimeoutStrategy;
+  /**
+   * Ms kept back from an enclosing deadline so the outer layer still has time to answer (default 50). The
+   * effective limit is `min(timeoutMs, deadline − now − deadlineMarginMs)` (DESIGN: "Deadlines").
+   */
+  deadlineMarginMs?: number;
+  /** Names the dependency in errors and events (default `timeout`). */
+  name?: string;
+  clock?: Clock;
+}
+
+/** Emitted when a limit fires; `code` is `timeout` (own limit) or `deadline_exceeded` (the deadline's). */
+export interface TimeoutEvent {
+  readonly name: string;
+  readonly code: 'timeout' | 'deadline_exceeded';
+  readonly afterMs: number;
+}
+
+/** Defaults of {@link TimeoutOptions}. */
+export const TIMEOUT_DEFAULTS = { strategy: 'aggressive', deadlineMarginMs: 50 } as const;
+
+/**
+ * Bounds each execution in time (DESIGN: "Policies", Timeout). The limit is the smaller of `timeoutMs` and
+ * the enclosing deadline minus a margin; with no useful time left it rejects at once without calling `fn`.
+ * The timer and every abort listener are released on every path.
+ *
+ * @throws BreakwaterError `timeout` when its own limit fires, `deadline_exceeded` when the deadline's does.
+ * @throws RangeError at construction for a bad option (names the option).
+ */
+export class TimeoutPolicy implements Policy {
+  readonly name: string;
+  readonly timeoutMs: number;
+  readonly strategy: TimeoutStrategy;
+  private readonly marginMs: number;
+  private readonly clock: Clock;
+  private readonly timeouts = new EventSource<TimeoutEvent>();
+  /** Subscribe to limits firing. */
+  readonly onTimeout = this.timeouts.on;
+
+  constructor(options: TimeoutOptions) {
+    if (!(options.timeoutMs > 0) || !Number.isFinite(options.timeoutMs)) {
+      throw new RangeError(`timeout: timeoutMs must be a finite number > 0, got ${options.timeoutMs}`);
+    }
+    const margin = options.deadlineMarginMs ?? TIMEOUT_DEFAULTS.deadlineMarginMs;
+    if (!(margin >= 0)) throw new RangeError(`timeout: deadlineMarginMs must be >= 0, got ${margin}`);
+    const strategy = options.strategy ?? TIMEOUT_DEFAULTS.strategy;
+    if (strategy !== 'aggressive' && strategy !== 'cooperative') {
+      throw new RangeError(
+        `timeout: strategy must be 'aggressive' or 'cooperative', got ${String(strategy)}`,
+      );
+    }
+    this.timeoutMs = options.timeoutMs;
+    this.strategy = strategy;
+    this.marginMs = margin;
+    this.name = options.name ?? 'timeout';
+    this.clock = options.clock ?? systemClock;
+  }
+
+  execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
+    return executeOne(this, fn, signal);
+  }
+
+  run<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
+    const now = this.clock.now();
+    let delay = this.timeoutMs;
+    let code: ErrorCode = 'timeout';
+    if (ctx.deadlineAt !== Infinity) {
+      const left = ctx.deadlineAt - now - this.marginMs;
+      if (left <= 0) return Promise.reject(this.error('deadline_exceeded', 0));
+      if (left < delay) {
+        delay = left;
+        code = 'deadline_exceeded';
+      }
+    }
+    const child = new TimeoutContext(ctx, now + delay);
+    const run = new TimedRun<T>(this, child, code, delay);
+    return run.start(next.invoke(child, index));
+  }
+
+  /** @internal */
+  error(code: ErrorCode, afterMs: number, cause?: unknown): BreakwaterError {
+    const message =
+      code === 'deadline_exceeded'
+        ? `${this.name}: the deadline ran out after ${afterMs} ms.`
+        : `${this.name}: no answer within ${afterMs} ms.`;
+    return new BreakwaterError(code, { message, source: this.name, details: { timeout_ms: afterMs }, cause });
+  }
+
+  /** @internal */
+  fired(code: 'timeout' | 'deadline_exceeded', afterMs: number): void {
+    if (this.timeouts.hasListeners) this.timeouts.emit({ name: this.name, code, afterMs });
+  }
+
+  /** @internal */
+  get timerClock(): Clock {
+    return this.clock;
+  }
+}
+
+/** One timed execution: owns the timer, settles the outer promise once, releases everything. */
+class TimedRun<T> {
+  private handle: unknown;
+  private settled = false;
+  private timedOut: BreakwaterError | undefined;
+  private resolve!: (value: T) => void;
+  private reject!: (error: unknown) => void;
+
+  constructor(
+    private readonly policy: TimeoutPolicy,
+    private readonly child: TimeoutContext,
+    private readonly code: ErrorCode,
+    private readonly delay: number,
+  ) {}
+
+  start(inner: Promise<T>): Promise<T> {
+    const promise = new Promise<T>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    this.handle = this.policy.timerClock.setTimeout(() => this.fire(), this.delay);
+    inner.then(
+      (value) => this.done(value, undefined, false),
+      (error: unknown) => this.done(undefined, error, true),
+    );
+    return promise;
+  }
+
+  private fire(): void {
+    this.handle = undefined;
+    if (this.settled) return;
+    const error = this.policy.error(this.code, this.delay);
+    this.timedOut = error;
+    this.policy.fired(this.code as 'timeout' | 'deadline_exceeded', this.delay);
+    this.child.expire(error);
+    if (this.policy.strategy === 'aggressive') {
+      this.settled = true;
+      this.reject(error);
+    }
+  }
+
+  private done(value: T | undefined, error: unknown, failed: boolean): void {
+    if (this.handle !== undefined) this.policy.timerClock.clearTimeout(this.handle);
+    this.handle = undefined;
+    this.child.dispose();
+    if (this.settled) return;
+    this.settled = true;
+    if (!failed) this.resolve(value as T);
+    else if (this.timedOut !== undefined) {
+      // Cooperative: the work stopped because we aborted it; report the timeout, keep the cause.
+      this.reject(this.policy.error(this.code, this.delay, error));
+    } else this.reject(error);
+  }
+}
+
+/**
+ * The context passed inside a timeout. Its signal is created on first access only, so a call that never
+ * reads `ctx.signal` costs no AbortController and no listener on the parent signal.
+ */
+class TimeoutContext implements PolicyContext {
+  readonly attempt: number;
+  private link: LinkedAbort | undefined;
+  private expiredReason: unknown;
+
+  constructor(
+    private readonly parent: PolicyContext,
+    readonly deadlineAt: number,
+  ) {
+    this.attempt = parent.attempt;
+  }
+
+  get signal(): AbortSignal {
+    if (this.link === undefined) {
+      this.link = new LinkedAbort(this.parent.signal);
+      if (this.expiredReason !== undefined) this.link.abort(this.expiredReason);
+    }
+    return this.link.signal;
+  }
+
+  expire(reason: unknown): void {
+    this.expiredReason = reason;
+    this.link?.abort(reason);
+  }
+
+  dispose(): void {
+    this.link?.dispose();
+  }
+}
+
+/** Shorthand for `new TimeoutPolicy(options)`; a number means `{ timeoutMs }`. */
+export function timeout(options: TimeoutOptions | number): TimeoutPolicy {
+  return new TimeoutPolicy(typeof options === 'number' ? { timeoutMs: options } : options);
+}
