@@ -98,7 +98,10 @@ export class TimeoutPolicy implements Policy {
     }
     const child = new TimeoutContext(ctx, now + delay);
     const run = new TimedRun<T>(this, child, code, delay);
-    return run.start(next.invoke(child, index));
+    // Arm first: a timer inside (a bulkhead's queue timeout) due at the same instant fires after ours.
+    const promise = run.arm();
+    run.follow(next.invoke(child, index));
+    return promise;
   }
 
   /** @internal */
@@ -136,17 +139,20 @@ class TimedRun<T> {
     private readonly delay: number,
   ) {}
 
-  start(inner: Promise<T>): Promise<T> {
+  arm(): Promise<T> {
     const promise = new Promise<T>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
     });
     this.handle = this.policy.timerClock.setTimeout(() => this.fire(), this.delay);
+    return promise;
+  }
+
+  follow(inner: Promise<T>): void {
     inner.then(
       (value) => this.done(value, undefined, false),
       (error: unknown) => this.done(undefined, error, true),
     );
-    return promise;
   }
 
   private fire(): void {

@@ -1,0 +1,19 @@
+/**
+ * `npm run bench -- <suite>`: benchmarks against peers, never part of `npm test`.
+ * Suites: policies.
+ */
+const suites: Record<string, () => Promise<unknown>> = {
+  policies: () => import('./policies.js'),
+};
+
+const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const names = requested.length > 0 ? requested : Object.keys(suites);
+for (const name of names) {
+  const load = suites[name];
+  if (load === undefined) {
+    console.error(`unknown bench suite '${name}'; known: ${Object.keys(suites).join(', ')}`);
+    process.exit(2);
+  }
+  const mod = (await load()) as { main: () => Promise<void> };
+  await mod.main();
+}

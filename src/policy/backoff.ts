@@ -1,0 +1,205 @@
+/**
+ * Backoffs for {@link RetryPolicy} (and anything else that waits between tries), cockatiel style: a backoff is
+ * a swappable object that answers one question, "how long before the next try?". Backoffs are stateless and
+ * can be shared by any number of concurrent executions: the per-execution state is the two numbers passed to
+ * {@link Backoff.next} (which retry this is, and the previous delay), kept by the caller.
+ */
+
+/** A source of uniform random numbers in `[0, 1)`, like `Math.random`; inject a fixed one in tests. */
+export type RandomSource = () => number;
+
+/** "Give me the next delay": a stateless delay schedule. */
+export interface Backoff {
+  /**
+   * The delay in ms (>= 0) before retry number `retry`.
+   * @param retry 1 before the first retry (after the first call failed), 2 before the second, …
+   * @param previousMs the delay actually waited before the previous retry of this execution, 0 before the
+   *   first retry (decorrelated jitter grows from it; the other schedules ignore it).
+   */
+  next(retry: number, previousMs: number): number;
+}
+
+/** How an exponential delay is randomised (AWS Architecture Blog, "Exponential Backoff And Jitter"). */
+export type Jitter = 'none' | 'full' | 'equal';
+
+/** Defaults of every backoff's options, in ms. */
+export const BACKOFF_DEFAULTS = {
+  linear: { baseMs: 100, maxMs: 30_000 },
+  exponential: { baseMs: 200, factor: 2, maxMs: 30_000, jitter: 'full' },
+  decorrelated: { baseMs: 200, maxMs: 30_000 },
+} as const;
+
+/** Waits the same `delayMs` before every retry. */
+export class ConstantBackoff implements Backoff {
+  /** @throws RangeError if `delayMs` is not a finite number >= 0. */
+  constructor(readonly delayMs: number) {
+    nonNegative('constantBackoff', 'delayMs', delayMs);
+  }
+
+  next(_retry: number, _previousMs: number): number {
+    return this.delayMs;
+  }
+}
+
+/** Options of {@link LinearBackoff}. */
+export interface LinearBackoffOptions {
+  /** Delay before the first retry in ms (default 100). */
+  baseMs?: number;
+  /** Added for every further retry, in ms (default `baseMs`, so delays are base, 2·base, 3·base, …). */
+  stepMs?: number;
+  /** Upper bound of any delay in ms (default 30 000). */
+  maxMs?: number;
+}
+
+/** `min(maxMs, baseMs + stepMs · (retry − 1))`. */
+export class LinearBackoff implements Backoff {
+  readonly baseMs: number;
+  readonly stepMs: number;
+  readonly maxMs: number;
+
+  /** @throws RangeError for a negative or non-finite option (names the option). */
+  constructor(options: LinearBackoffOptions = {}) {
+    this.baseMs = options.baseMs ?? BACKOFF_DEFAULTS.linear.baseMs;
+    this.stepMs = options.stepMs ?? this.baseMs;
+    this.maxMs = options.maxMs ?? BACKOFF_DEFAULTS.linear.maxMs;
+    nonNegative('linearBackoff', 'baseMs', this.baseMs);
+    nonNegative('linearBackoff', 'stepMs', this.stepMs);
+    nonNegative('linearBackoff', 'maxMs', this.maxMs);
+  }
+
+  next(retry: number, _previousMs: number): number {
+    return Math.min(this.maxMs, this.baseMs + this.stepMs * (retry - 1));
+  }
+}
+
+/** Options of {@link ExponentialBackoff}. */
+export interface ExponentialBackoffOptions {
+  /** Delay before the first retry, before jitter, in ms (> 0, default 200). */
+  baseMs?: number;
+  /** Growth per retry (>= 1, default 2). */
+  factor?: number;
+  /** Upper bound of the un-jittered delay in ms (default 30 000). */
+  maxMs?: number;
+  /**
+   * Default `full`: `random(0, d)`, which spreads a crowd of retrying clients best (AWS blog). `equal`:
+   * `d/2 + random(0, d/2)`, which never retries at once. `none`: exactly `d`.
+   */
+  jitter?: Jitter;
+  /** Default `Math.random`. */
+  random?: RandomSource;
+}
+
+/**
+ * `d = min(maxMs, baseMs · factor^(retry − 1))`, then jittered, rounded to whole ms. With the defaults the
+ * un-jittered delays are 200, 400, 800, … ms up to 30 s.
+ */
+export class ExponentialBackoff implements Backoff {
+  readonly baseMs: number;
+  readonly factor: number;
+  readonly maxMs: number;
+  readonly jitter: Jitter;
+  private readonly random: RandomSource;
+
+  /** @throws RangeError for a bad option (names the option). */
+  constructor(options: ExponentialBackoffOptions = {}) {
+    const d = BACKOFF_DEFAULTS.exponential;
+    this.baseMs = options.baseMs ?? d.baseMs;
+    this.factor = options.factor ?? d.factor;
+    this.maxMs = options.maxMs ?? d.maxMs;
+    this.jitter = options.jitter ?? d.jitter;
+    this.random = options.random ?? Math.random;
+    if (!(this.baseMs > 0) || !Number.isFinite(this.baseMs)) {
+      throw new RangeError(`exponentialBackoff: baseMs must be a finite number > 0, got ${this.baseMs}`);
+    }
+    if (!(this.factor >= 1) || !Number.isFinite(this.factor)) {
+      throw new RangeError(`exponentialBackoff: factor must be a finite number >= 1, got ${this.factor}`);
+    }
+    nonNegative('exponentialBackoff', 'maxMs', this.maxMs);
+    if (this.jitter !== 'none' && this.jitter !== 'full' && this.jitter !== 'equal') {
+      throw new RangeError(
+        `exponentialBackoff: jitter must be 'none', 'full' or 'equal', got ${String(this.jitter)}`,
+      );
+    }
+  }
+
+  next(retry: number, _previousMs: number): number {
+    // factor^n overflows to Infinity for large n; min() then caps it (baseMs > 0, so never NaN).
+    const d = Math.min(this.maxMs, this.baseMs * Math.pow(this.factor, retry - 1));
+    switch (this.jitter) {
+      case 'none':
+        return Math.round(d);
+      case 'full':
+        return Math.round(this.random() * d);
+      case 'equal':
+        return Math.round(d / 2 + (this.random() * d) / 2);
+    }
+  }
+}
+
+/** Options of {@link DecorrelatedJitterBackoff}. */
+export interface DecorrelatedJitterBackoffOptions {
+  /** Smallest delay and the first retry's lower bound, in ms (> 0, default 200). */
+  baseMs?: number;
+  /** Upper bound ("cap") of any delay in ms (default 30 000). */
+  maxMs?: number;
+  /** Default `Math.random`. */
+  random?: RandomSource;
+}
+
+/**
+ * AWS "decorrelated jitter": `sleep = min(cap, random_between(base, previous · 3))`, with `previous = base`
+ * before the first retry; rounded to whole ms. Each delay depends on the one before it, which the caller
+ * passes back as `previousMs`, so the object itself holds no state.
+ */
+export class DecorrelatedJitterBackoff implements Backoff {
+  readonly baseMs: number;
+  readonly maxMs: number;
+  private readonly random: RandomSource;
+
+  /** @throws RangeError for a bad option (names the option). */
+  constructor(options: DecorrelatedJitterBackoffOptions = {}) {
+    this.baseMs = options.baseMs ?? BACKOFF_DEFAULTS.decorrelated.baseMs;
+    this.maxMs = options.maxMs ?? BACKOFF_DEFAULTS.decorrelated.maxMs;
+    this.random = options.random ?? Math.random;
+    if (!(this.baseMs > 0) || !Number.isFinite(this.baseMs)) {
+      throw new RangeError(
+        `decorrelatedJitterBackoff: baseMs must be a finite number > 0, got ${this.baseMs}`,
+      );
+    }
+    nonNegative('decorrelatedJitterBackoff', 'maxMs', this.maxMs);
+  }
+
+  next(_retry: number, previousMs: number): number {
+    const previous = Math.max(this.baseMs, previousMs);
+    const upper = previous * 3;
+    return Math.round(Math.min(this.maxMs, this.baseMs + this.random() * (upper - this.baseMs)));
+  }
+}
+
+/** Shorthand for `new ConstantBackoff(delayMs)`. */
+export function constantBackoff(delayMs: number): ConstantBackoff {
+  return new ConstantBackoff(delayMs);
+}
+
+/** Shorthand for `new LinearBackoff(options)`. */
+export function linearBackoff(options?: LinearBackoffOptions): LinearBackoff {
+  return new LinearBackoff(options);
+}
+
+/** Shorthand for `new ExponentialBackoff(options)`. */
+export function exponentialBackoff(options?: ExponentialBackoffOptions): ExponentialBackoff {
+  return new ExponentialBackoff(options);
+}
+
+/** Shorthand for `new DecorrelatedJitterBackoff(options)`. */
+export function decorrelatedJitterBackoff(
+  options?: DecorrelatedJitterBackoffOptions,
+): DecorrelatedJitterBackoff {
+  return new DecorrelatedJitterBackoff(options);
+}
+
+function nonNegative(owner: string, option: string, value: number): void {
+  if (!(value >= 0) || !Number.isFinite(value)) {
+    throw new RangeError(`${owner}: ${option} must be a finite number >= 0, got ${value}`);
+  }
+}

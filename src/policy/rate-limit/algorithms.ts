@@ -1,0 +1,398 @@
+/**
+ * Rate-limit algorithms as pure state machines (DESIGN: "Policies", Rate limiter). Each one is
+ * `step(state | undefined, nowMs, cost) → { state, decision }` over plain JSON-able state, so any store can
+ * read the state, step it and write it back atomically (a SQLite or Postgres transaction, a Redis Lua script
+ * that mirrors this file). Nothing here reads a clock or keeps anything between calls.
+ *
+ * Contract shared by every algorithm, which stores rely on:
+ * - A denied step returns the input state unchanged (a denied request does not count): a store need not write.
+ * - `decision.resetMs` ms after `nowMs`, with no further requests, the state is equivalent to `undefined`, so
+ *   a store may drop it then (memory: sweep; SQL: `expires_at`; Redis: `PEXPIRE`).
+ * - A state of the wrong shape (another algorithm's, or corrupt) is treated as `undefined`.
+ * - Times are ms since the epoch; `retryAfterMs` and `resetMs` are whole ms, rounded up.
+ */
+
+/** The answer to "may this request go ahead?". */
+export interface RateLimitDecision {
+  readonly allowed: boolean;
+  /** The configured limit (token bucket: its capacity). */
+  readonly limit: number;
+  /** Requests of cost 1 still allowed right now, after this one if it was allowed (token bucket: whole tokens). */
+  readonly remaining: number;
+  /** Ms from now until the window or bucket is fully reset (nothing counted, or the bucket full). */
+  readonly resetMs: number;
+  /** 0 when allowed; otherwise ms from now until this same request (same cost) would be allowed. */
+  readonly retryAfterMs: number;
+}
+
+/** The result of one {@link RateLimitAlgorithm.step}: the state to store and the decision to return. */
+export interface RateLimitStep<S> {
+  readonly state: S;
+  readonly decision: RateLimitDecision;
+}
+
+/** Fixed window: at most `limit` per window of `windowMs`, windows aligned to multiples of `windowMs` since the epoch. */
+export interface FixedWindowConfig {
+  readonly type: 'fixed_window';
+  /** Requests (units of cost) per window; integer >= 1. */
+  readonly limit: number;
+  /** Window length in ms; integer >= 1. */
+  readonly windowMs: number;
+}
+
+/** Sliding window (exact log): at most `limit` in any trailing `windowMs`. */
+export interface SlidingWindowConfig {
+  readonly type: 'sliding_window';
+  /** Requests (units of cost) per trailing window; integer >= 1. State holds up to this many timestamps. */
+  readonly limit: number;
+  /** Window length in ms; integer >= 1. */
+  readonly windowMs: number;
+}
+
+/** Token bucket: holds up to `capacity` tokens, refilled continuously at `refillTokens` per `refillIntervalMs`. */
+export interface TokenBucketConfig {
+  readonly type: 'token_bucket';
+  /** Most tokens the bucket holds (the burst size), > 0; a new bucket starts full. */
+  readonly capacity: number;
+  /** Tokens added per `refillIntervalMs`, > 0, fractions allowed (default `capacity`). */
+  readonly refillTokens?: number;
+  /** The refill interval in ms, > 0. Refill is continuous: half an interval adds half of `refillTokens`. */
+  readonly refillIntervalMs: number;
+}
+
+/** Plain-data description of an algorithm: what a policy is configured with and what a Redis script reads. */
+export type RateLimitConfig = FixedWindowConfig | SlidingWindowConfig | TokenBucketConfig;
+
+/** Fixed-window state: the start of the counted window (ms since the epoch) and the cost counted in it. */
+export interface FixedWindowState {
+  readonly windowStartMs: number;
+  readonly count: number;
+}
+
+/** Sliding-window state: one timestamp (ms since the epoch) per counted unit of cost, ascending, at most `limit`. */
+export interface SlidingWindowState {
+  readonly timestamps: readonly number[];
+}
+
+/** Token-bucket state: tokens left (fractional) as of `updatedAtMs` (ms since the epoch). */
+export interface TokenBucketState {
+  readonly tokens: number;
+  readonly updatedAtMs: number;
+}
+
+/**
+ * One algorithm: a pure `step` over JSON-able state `S`.
+ * @throws RangeError from `step` when `cost` is invalid for this algorithm (see {@link RateLimitAlgorithm.checkCost}).
+ */
+export interface RateLimitAlgorithm<S = unknown> {
+  /** The normalized configuration (defaults filled in). */
+  readonly config: RateLimitConfig;
+  /** The limit every decision reports (token bucket: `capacity`). */
+  readonly limit: number;
+  /** Decides a request of `cost` at `nowMs` against `state` (`undefined`: nothing counted yet). */
+  step(state: S | undefined, nowMs: number, cost: number): RateLimitStep<S>;
+  /**
+   * Throws a RangeError naming `label` when `cost` can never be valid: windows take an integer from 1 to
+   * `limit`, the token bucket a number > 0 and <= `capacity` (a request larger than the limit could never pass).
+   */
+  checkCost(cost: number, label?: string): void;
+}
+
+/**
+ * Slack for floating-point noise in token arithmetic (e.g. `0.1 + 0.2`): a bucket within this many tokens of
+ * the cost counts as having it, so a retry at exactly `retryAfterMs` is allowed.
+ */
+const TOKEN_EPSILON = 1e-9;
+
+/**
+ * Fixed window. Counts cost per window `[k·windowMs, (k+1)·windowMs)`; the count starts over at each boundary.
+ *
+ * The burst at a boundary is inherent: with 5 per minute, 5 requests in the last second of one window and 5
+ * more in the first second of the next all pass, so up to `2 · limit` can pass within a few ms. Use
+ * {@link SlidingWindow} when any trailing window must hold at most `limit`. In exchange, state is two numbers.
+ *
+ * A denied request gets `retryAfterMs` = `resetMs` = ms to the next window boundary.
+ */
+export class FixedWindow implements RateLimitAlgorithm<FixedWindowState> {
+  readonly config: FixedWindowConfig;
+  readonly limit: number;
+  readonly windowMs: number;
+
+  /** @throws RangeError naming `limit` or `windowMs` when invalid. */
+  constructor(config: Omit<FixedWindowConfig, 'type'>) {
+    this.limit = checkLimit('fixed_window', config.limit);
+    this.windowMs = checkWindow('fixed_window', config.windowMs);
+    this.config = { type: 'fixed_window', limit: this.limit, windowMs: this.windowMs };
+  }
+
+  checkCost(cost: number, label = 'cost'): void {
+    checkIntegerCost('fixed_window', cost, this.limit, label);
+  }
+
+  step(state: FixedWindowState | undefined, nowMs: number, cost: number): RateLimitStep<FixedWindowState> {
+    this.checkCost(cost);
+    const { limit, windowMs } = this;
+    let windowStartMs = nowMs - mod(nowMs, windowMs);
+    let count = 0;
+    // `>=`: if another instance's clock ran ahead and opened a later window, keep counting in it.
+    if (isFixedWindowState(state) && state.windowStartMs >= windowStartMs) {
+      windowStartMs = state.windowStartMs;
+      count = state.count;
+    }
+    const resetMs = windowStartMs + windowMs - nowMs;
+    if (count + cost <= limit) {
+      const next: FixedWindowState = { windowStartMs, count: count + cost };
+      return {
+        state: next,
+        decision: { allowed: true, limit, remaining: limit - next.count, resetMs, retryAfterMs: 0 },
+      };
+    }
+    return {
+      state: state ?? { windowStartMs, count },
+      decision: { allowed: false, limit, remaining: limit - count, resetMs, retryAfterMs: resetMs },
+    };
+  }
+}
+
+/**
+ * Sliding window, exact (a sliding log). A request at time `t` counts in the windows `(now − windowMs, now]`
+ * with `t` inside; a request is allowed when the cost counted in the trailing window plus its own cost is at
+ * most `limit`. So no interval of `windowMs` ever holds more than `limit`, with no boundary burst.
+ *
+ * State is one timestamp per counted unit, so it is bounded at `limit` entries per key: fine for limits up to
+ * a few thousand; for larger ones prefer {@link TokenBucket}. A denied request gets `retryAfterMs` = ms until
+ * enough of the oldest counted requests leave the window (for cost 1: the oldest one), exactly.
+ */
+export class SlidingWindow implements RateLimitAlgorithm<SlidingWindowState> {
+  readonly config: SlidingWindowConfig;
+  readonly limit: number;
+  readonly windowMs: number;
+
+  /** @throws RangeError naming `limit` or `windowMs` when invalid. */
+  constructor(config: Omit<SlidingWindowConfig, 'type'>) {
+    this.limit = checkLimit('sliding_window', config.limit);
+    this.windowMs = checkWindow('sliding_window', config.windowMs);
+    this.config = { type: 'sliding_window', limit: this.limit, windowMs: this.windowMs };
+  }
+
+  checkCost(cost: number, label = 'cost'): void {
+    checkIntegerCost('sliding_window', cost, this.limit, label);
+  }
+
+  step(
+    state: SlidingWindowState | undefined,
+    nowMs: number,
+    cost: number,
+  ): RateLimitStep<SlidingWindowState> {
+    this.checkCost(cost);
+    const { limit, windowMs } = this;
+    const log = isSlidingWindowState(state) ? state.timestamps : [];
+    const cutoff = nowMs - windowMs;
+    let first = 0;
+    while (first < log.length && log[first]! <= cutoff) first++;
+    // A log longer than `limit` (the limit was lowered) keeps only its newest `limit` entries.
+    if (log.length - first > limit) first = log.length - limit;
+    const count = log.length - first;
+
+    if (count + cost <= limit) {
+      const timestamps = log.slice(first);
+      for (let i = 0; i < cost; i++) insertSorted(timestamps, nowMs);
+      return {
+        state: { timestamps },
+        decision: {
+          allowed: true,
+          limit,
+          remaining: limit - timestamps.length,
+          resetMs: timestamps[timestamps.length - 1]! + windowMs - nowMs,
+          retryAfterMs: 0,
+        },
+      };
+    }
+    // Enough of the oldest counted units must leave to make room for `cost`; the last of them decides.
+    const mustLeave = count + cost - limit;
+    const retryAfterMs = log[first + mustLeave - 1]! + windowMs - nowMs;
+    return {
+      state: state ?? { timestamps: [] },
+      decision: {
+        allowed: false,
+        limit,
+        remaining: limit - count,
+        resetMs: log[log.length - 1]! + windowMs - nowMs,
+        retryAfterMs,
+      },
+    };
+  }
+}
+
+/**
+ * Token bucket. Holds up to `capacity` tokens (a new bucket is full); refills continuously at
+ * `refillTokens / refillIntervalMs` tokens per ms, with fractional tokens kept exactly as numbers; a request
+ * takes `cost` tokens or is denied. Allows bursts up to `capacity`, then a steady `refillTokens` per interval.
+ *
+ * A denied request gets `retryAfterMs` = ms until the bucket holds `cost` tokens, rounded up to whole ms;
+ * `resetMs` = ms until it is full again. `remaining` is the whole tokens left.
+ */
+export class TokenBucket implements RateLimitAlgorithm<TokenBucketState> {
+  readonly config: Required<TokenBucketConfig>;
+  readonly limit: number;
+  readonly capacity: number;
+  readonly refillTokens: number;
+  readonly refillIntervalMs: number;
+
+  /** @throws RangeError naming `capacity`, `refillTokens` or `refillIntervalMs` when invalid. */
+  constructor(config: Omit<TokenBucketConfig, 'type'>) {
+    this.capacity = checkPositive('token_bucket', 'capacity', config.capacity);
+    this.refillTokens = checkPositive('token_bucket', 'refillTokens', config.refillTokens ?? this.capacity);
+    this.refillIntervalMs = checkPositive('token_bucket', 'refillIntervalMs', config.refillIntervalMs);
+    this.limit = this.capacity;
+    this.config = {
+      type: 'token_bucket',
+      capacity: this.capacity,
+      refillTokens: this.refillTokens,
+      refillIntervalMs: this.refillIntervalMs,
+    };
+  }
+
+  checkCost(cost: number, label = 'cost'): void {
+    if (!(cost > 0) || !(cost <= this.capacity)) {
+      throw new RangeError(
+        `token_bucket: ${label} must be a number > 0 and <= capacity (${this.capacity}), got ${cost}`,
+      );
+    }
+  }
+
+  step(state: TokenBucketState | undefined, nowMs: number, cost: number): RateLimitStep<TokenBucketState> {
+    this.checkCost(cost);
+    const { capacity } = this;
+    let tokens = capacity;
+    let updatedAtMs = nowMs;
+    if (isTokenBucketState(state)) {
+      // Never move backwards: a clock behind the stored one (another instance) refills nothing.
+      const elapsed = nowMs - state.updatedAtMs;
+      tokens = elapsed > 0 ? Math.min(capacity, state.tokens + this.refilled(elapsed)) : state.tokens;
+      updatedAtMs = Math.max(nowMs, state.updatedAtMs);
+    }
+    if (tokens + TOKEN_EPSILON >= cost) {
+      const left = Math.max(0, tokens - cost);
+      return {
+        state: { tokens: left, updatedAtMs },
+        decision: {
+          allowed: true,
+          limit: capacity,
+          remaining: wholeTokens(left),
+          resetMs: this.msToRefill(capacity - left),
+          retryAfterMs: 0,
+        },
+      };
+    }
+    return {
+      state: state ?? { tokens, updatedAtMs },
+      decision: {
+        allowed: false,
+        limit: capacity,
+        remaining: wholeTokens(tokens),
+        resetMs: this.msToRefill(capacity - tokens),
+        retryAfterMs: Math.max(1, this.msToRefill(cost - tokens)),
+      },
+    };
+  }
+
+  /** Tokens added over `elapsedMs`; multiply before dividing so integral rates stay exact. */
+  private refilled(elapsedMs: number): number {
+    return (elapsedMs * this.refillTokens) / this.refillIntervalMs;
+  }
+
+  /** Whole ms until `tokens` more have been added (0 when none are needed). */
+  private msToRefill(tokens: number): number {
+    if (tokens <= TOKEN_EPSILON) return 0;
+    return Math.max(0, Math.ceil((tokens * this.refillIntervalMs) / this.refillTokens - TOKEN_EPSILON));
+  }
+}
+
+/**
+ * Builds the algorithm a config describes.
+ * @throws RangeError naming the option when the config is invalid (or `type` is unknown).
+ */
+export function rateLimitAlgorithm(config: RateLimitConfig): RateLimitAlgorithm {
+  switch (config?.type) {
+    case 'fixed_window':
+      return new FixedWindow(config);
+    case 'sliding_window':
+      return new SlidingWindow(config);
+    case 'token_bucket':
+      return new TokenBucket(config);
+    default:
+      throw new RangeError(
+        `rate limit: algorithm.type must be 'fixed_window', 'sliding_window' or 'token_bucket', got ${String(
+          (config as { type?: unknown } | undefined)?.type,
+        )}`,
+      );
+  }
+}
+
+function checkLimit(type: string, limit: number): number {
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new RangeError(`${type}: limit must be an integer >= 1, got ${limit}`);
+  }
+  return limit;
+}
+
+function checkWindow(type: string, windowMs: number): number {
+  if (!Number.isInteger(windowMs) || windowMs < 1) {
+    throw new RangeError(`${type}: windowMs must be an integer >= 1, got ${windowMs}`);
+  }
+  return windowMs;
+}
+
+function checkPositive(type: string, name: string, value: number): number {
+  if (!(value > 0) || !Number.isFinite(value)) {
+    throw new RangeError(`${type}: ${name} must be a finite number > 0, got ${value}`);
+  }
+  return value;
+}
+
+function checkIntegerCost(type: string, cost: number, limit: number, label: string): void {
+  if (!Number.isInteger(cost) || cost < 1 || cost > limit) {
+    throw new RangeError(`${type}: ${label} must be an integer from 1 to limit (${limit}), got ${cost}`);
+  }
+}
+
+/** Non-negative remainder (also for times before the epoch). */
+function mod(a: number, b: number): number {
+  return ((a % b) + b) % b;
+}
+
+function wholeTokens(tokens: number): number {
+  return Math.floor(tokens + TOKEN_EPSILON);
+}
+
+/** Inserts `t` keeping `log` ascending; appends in O(1) when time moves forward, as it almost always does. */
+function insertSorted(log: number[], t: number): void {
+  let i = log.length;
+  while (i > 0 && log[i - 1]! > t) i--;
+  log.splice(i, 0, t);
+}
+
+function isFixedWindowState(state: unknown): state is FixedWindowState {
+  return (
+    typeof state === 'object' &&
+    state !== null &&
+    typeof (state as FixedWindowState).windowStartMs === 'number' &&
+    typeof (state as FixedWindowState).count === 'number'
+  );
+}
+
+function isSlidingWindowState(state: unknown): state is SlidingWindowState {
+  return (
+    typeof state === 'object' && state !== null && Array.isArray((state as SlidingWindowState).timestamps)
+  );
+}
+
+function isTokenBucketState(state: unknown): state is TokenBucketState {
+  return (
+    typeof state === 'object' &&
+    state !== null &&
+    typeof (state as TokenBucketState).tokens === 'number' &&
+    typeof (state as TokenBucketState).updatedAtMs === 'number'
+  );
+}

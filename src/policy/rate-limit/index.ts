@@ -1,0 +1,31 @@
+/** Rate limiting: pure algorithms, the store contract, the memory store and the policy. */
+export {
+  FixedWindow,
+  SlidingWindow,
+  TokenBucket,
+  rateLimitAlgorithm,
+  type FixedWindowConfig,
+  type FixedWindowState,
+  type RateLimitAlgorithm,
+  type RateLimitConfig,
+  type RateLimitDecision,
+  type RateLimitStep,
+  type SlidingWindowConfig,
+  type SlidingWindowState,
+  type TokenBucketConfig,
+  type TokenBucketState,
+} from './algorithms.js';
+export type { RateLimitStore } from './store.js';
+export {
+  MEMORY_RATE_LIMIT_STORE_DEFAULTS,
+  MemoryRateLimitStore,
+  type MemoryRateLimitStoreOptions,
+} from './memory-store.js';
+export {
+  RATE_LIMIT_DEFAULTS,
+  RateLimitPolicy,
+  rateLimit,
+  rateLimitedError,
+  type RateLimitDecisionEvent,
+  type RateLimitOptions,
+} from './policy.js';
