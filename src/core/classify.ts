@@ -106,8 +106,12 @@ export function classify(error: unknown, options: ClassifyOptions = {}): Classif
       kind: error.kind,
       code: error.code,
       outcome: error.outcome,
+      // The error already says its outcome is unknown, so only a known-idempotent request may be resent
+      // (an absent method does not count here, unlike for a raw failure whose outcome we derive ourselves).
       retryable:
-        error.kind === 'transient' && !ownLimit && (error.outcome === 'failed' || isIdempotent(options)),
+        error.kind === 'transient' &&
+        !ownLimit &&
+        (error.outcome === 'failed' || options.idempotencyKey === true || isIdempotentMethod(options.method)),
       status: error.status,
       retryAfterMs: error.retryAfterMs,
       written: undefined,
@@ -118,9 +122,11 @@ export function classify(error: unknown, options: ClassifyOptions = {}): Classif
   const status = httpStatusOf(error);
   if (status !== undefined) return classifyStatus(status, headersOf(error), options);
 
-  const network = networkCodeOf(error);
-  if (network !== undefined) {
-    if (BEFORE_WRITE_CODES.has(network)) {
+  const found = networkCodeOf(error);
+  if (found !== undefined) {
+    const network = found.code;
+    // A socket error raised by connect() (e.g. `connect ETIMEDOUT`) happened before any byte was written.
+    if (BEFORE_WRITE_CODES.has(network) || found.syscall === 'connect') {
       return result('transient', 'upstream_unavailable', 'failed', false, network, options);
     }
     const code: ErrorCode =
@@ -172,11 +178,50 @@ export function parseRetryAfter(
   if (value === null || value === undefined) return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1000;
-  // RFC 9110 allows only IMF-fixdate and two obsolete forms; all contain a weekday name and "GMT".
-  if (!/GMT$/.test(text)) return undefined;
-  const at = Date.parse(text);
-  if (Number.isNaN(at)) return undefined;
+  const at = parseHttpDate(text, nowMs);
+  if (at === undefined) return undefined;
   return Math.max(0, at - nowMs);
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const IMF_FIXDATE =
+  /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d{2}) ([A-Z][a-z]{2}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT$/;
+const RFC850_DATE =
+  /^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\d{2})-([A-Z][a-z]{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) GMT$/;
+const ASCTIME_DATE =
+  /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) ([ \d]\d) (\d{2}):(\d{2}):(\d{2}) (\d{4})$/;
+
+/**
+ * An HTTP-date (RFC 9110, section 5.6.7) in ms since the epoch: IMF-fixdate, or the obsolete RFC 850 and
+ * asctime forms, all in UTC. Anything else (including strings `Date.parse` would guess at) is `undefined`.
+ */
+function parseHttpDate(text: string, nowMs: number): number | undefined {
+  let parts: { year: number; month: string; day: string; time: [string, string, string] };
+  let m: RegExpExecArray | null;
+  if ((m = IMF_FIXDATE.exec(text)) !== null) {
+    const [, day = '', month = '', year = '', hh = '', mm = '', ss = ''] = m;
+    parts = { year: Number(year), month, day, time: [hh, mm, ss] };
+  } else if ((m = RFC850_DATE.exec(text)) !== null) {
+    const [, day = '', month = '', yy = '', hh = '', mm = '', ss = ''] = m;
+    // A two-digit year that looks more than 50 years in the future is in the past (RFC 9110, 5.6.7).
+    const nowYear = new Date(nowMs).getUTCFullYear();
+    let year = Math.floor(nowYear / 100) * 100 + Number(yy);
+    if (year > nowYear + 50) year -= 100;
+    parts = { year, month, day, time: [hh, mm, ss] };
+  } else if ((m = ASCTIME_DATE.exec(text)) !== null) {
+    const [, month = '', day = '', hh = '', mm = '', ss = '', year = ''] = m;
+    parts = { year: Number(year), month, day: day.trim(), time: [hh, mm, ss] };
+  } else {
+    return undefined;
+  }
+  const month = MONTHS.indexOf(parts.month);
+  const day = Number(parts.day);
+  const [h, min, sec] = parts.time.map(Number) as [number, number, number];
+  if (month < 0 || h > 23 || min > 59 || sec > 60) return undefined; // 60: a leap second
+  const at = Date.UTC(parts.year, month, day, h, min, sec);
+  // Reject days the month does not have (31 Feb) instead of rolling over into the next month.
+  if (new Date(Date.UTC(parts.year, month, day)).getUTCDate() !== day) return undefined;
+  return at;
 }
 
 function classifyStatus(
@@ -217,12 +262,19 @@ function result(
 
 function isIdempotent(options: ClassifyOptions): boolean {
   if (options.idempotencyKey === true) return true;
-  return options.method === undefined || IDEMPOTENT_METHODS.has(options.method.toUpperCase());
+  return options.method === undefined || isIdempotentMethod(options.method);
 }
 
-/** A post-write failure is `unknown` only when we know the request is a non-idempotent write. */
+function isIdempotentMethod(method: string | undefined): boolean {
+  return method !== undefined && IDEMPOTENT_METHODS.has(method.toUpperCase());
+}
+
+/**
+ * A post-write failure is `unknown` only when we know the request is a non-idempotent write. An idempotency
+ * key does not change the outcome (the effect may still have happened), only whether resending is safe.
+ */
 function writeOutcome(options: ClassifyOptions): ErrorOutcome {
-  return options.method !== undefined && !isIdempotent(options) ? 'unknown' : 'failed';
+  return options.method !== undefined && !isIdempotentMethod(options.method) ? 'unknown' : 'failed';
 }
 
 type HeaderReader = (name: string) => string | undefined;
@@ -263,13 +315,14 @@ function readRetryAfter(headers: HeaderReader | undefined, nowMs: number): numbe
   return parseRetryAfter(headers('retry-after'), nowMs);
 }
 
-/** The first Node/undici error code found along the `cause` chain (bounded, cycle-safe). */
-function networkCodeOf(error: unknown): string | undefined {
+/** The first Node/undici error code found along the `cause` chain (bounded, cycle-safe), with its syscall. */
+function networkCodeOf(error: unknown): { code: string; syscall: unknown } | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && (BEFORE_WRITE_CODES.has(code) || AFTER_WRITE_CODES.has(code)))
-      return code;
+    const { code, syscall } = current as { code?: unknown; syscall?: unknown };
+    if (typeof code === 'string' && (BEFORE_WRITE_CODES.has(code) || AFTER_WRITE_CODES.has(code))) {
+      return { code, syscall };
+    }
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;

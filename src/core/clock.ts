@@ -9,21 +9,47 @@ export type TimerHandle = unknown;
 /** A source of time and timers. `now()` is milliseconds since the Unix epoch. */
 export interface Clock {
   now(): number;
-  /** Calls `callback` once after `delayMs` ms (negative counts as 0). */
+  /**
+   * Calls `callback` once after `delayMs` ms (negative or NaN counts as 0; `Infinity` never fires, which
+   * matters because {@link Deadline.remaining} is `Infinity` outside a deadline).
+   */
   setTimeout(callback: () => void, delayMs: number): TimerHandle;
   clearTimeout(handle: TimerHandle): void;
 }
 
-/** The process clock: `Date.now()` and Node timers. Timers are `unref`'d so they never keep a process alive. */
+/** Node's largest timer delay; a longer one (or `Infinity`) would fire after 1 ms with a warning. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** A delay longer than Node's timers allow, re-armed in steps of at most {@link MAX_TIMER_MS}. */
+class LongTimer {
+  timer: NodeJS.Timeout | undefined;
+}
+
+function normalizeDelay(delayMs: number): number {
+  return delayMs > 0 ? delayMs : 0; // also maps NaN to 0
+}
+
+/**
+ * The process clock: `Date.now()` and Node timers. Timers are not `unref`'d: a pending retry wait or timeout
+ * keeps the process alive, as the caller awaiting it expects (every policy clears its timers when done).
+ */
 export const systemClock: Clock = {
   now: Date.now,
   setTimeout(callback, delayMs) {
-    const handle = setTimeout(callback, Math.max(0, delayMs));
-    handle.unref();
-    return handle;
+    const delay = normalizeDelay(delayMs);
+    if (delay <= MAX_TIMER_MS) return setTimeout(callback, delay);
+    const long = new LongTimer();
+    const due = Date.now() + delay;
+    const arm = (): void => {
+      const left = due - Date.now();
+      long.timer =
+        left <= MAX_TIMER_MS ? setTimeout(callback, Math.max(0, left)) : setTimeout(arm, MAX_TIMER_MS);
+    };
+    arm();
+    return long;
   },
   clearTimeout(handle) {
-    clearTimeout(handle as NodeJS.Timeout);
+    clearTimeout(handle instanceof LongTimer ? handle.timer : (handle as NodeJS.Timeout));
   },
 };
 
@@ -53,7 +79,7 @@ export class FakeClock implements Clock {
   }
 
   setTimeout(callback: () => void, delayMs: number): TimerHandle {
-    const timer: FakeTimer = { id: ++this.seq, at: this.current + Math.max(0, delayMs), callback };
+    const timer: FakeTimer = { id: ++this.seq, at: this.current + normalizeDelay(delayMs), callback };
     // Keep the list sorted by (at, id); insertion is linear but test timer counts are small.
     let i = this.timers.length;
     while (i > 0 && this.timers[i - 1]!.at > timer.at) i--;
@@ -71,9 +97,12 @@ export class FakeClock implements Clock {
     return this.timers.length;
   }
 
-  /** Moves time forward by `ms`, firing due timers synchronously in order. */
+  /**
+   * Moves time forward by `ms`, firing due timers synchronously in order.
+   * @throws RangeError if `ms` is negative or NaN (time never moves backwards).
+   */
   tick(ms: number): void {
-    const target = this.current + ms;
+    const target = this.current + checkStep(ms);
     for (let next = this.timers[0]; next !== undefined && next.at <= target; next = this.timers[0]) {
       this.timers.shift();
       this.current = next.at;
@@ -82,9 +111,12 @@ export class FakeClock implements Clock {
     this.current = target;
   }
 
-  /** Moves time forward by `ms`, letting promises settle before and after every timer that fires. */
+  /**
+   * Moves time forward by `ms`, letting promises settle before and after every timer that fires.
+   * @throws RangeError if `ms` is negative or NaN.
+   */
   async tickAsync(ms: number): Promise<void> {
-    const target = this.current + ms;
+    const target = this.current + checkStep(ms);
     await settle();
     for (let next = this.timers[0]; next !== undefined && next.at <= target; next = this.timers[0]) {
       this.timers.shift();
@@ -96,16 +128,24 @@ export class FakeClock implements Clock {
     await settle();
   }
 
-  /** Fires every pending timer (and those they set), up to `limit` timers, letting promises settle. */
+  /**
+   * Fires every pending timer (and those they set), up to `limit` timers, letting promises settle. Timers set
+   * with an infinite delay never fire.
+   */
   async runAllAsync(limit = 10_000): Promise<void> {
     await settle();
-    for (let fired = 0; fired < limit && this.timers.length > 0; fired++) {
+    for (let fired = 0; fired < limit && this.timers.length > 0 && this.timers[0]!.at !== Infinity; fired++) {
       const next = this.timers.shift()!;
       this.current = Math.max(this.current, next.at);
       next.callback();
       await settle();
     }
   }
+}
+
+function checkStep(ms: number): number {
+  if (!(ms >= 0)) throw new RangeError(`FakeClock: cannot move time by ${ms} ms`);
+  return ms;
 }
 
 /** Lets every queued microtask (and promise chain built from them) run. */

@@ -28,8 +28,12 @@ export const Deadline = {
     return Deadline.runAt(clock.now() + timeoutMs, fn, clock);
   },
 
-  /** Runs `fn` under a deadline at absolute time `atMs` (ms since the epoch), or the enclosing one if sooner. */
+  /**
+   * Runs `fn` under a deadline at absolute time `atMs` (ms since the epoch), or the enclosing one if sooner.
+   * @throws RangeError if `atMs` is NaN (a programming error; it would make every check pass).
+   */
   runAt<T>(atMs: number, fn: () => T, clock: Clock = systemClock): T {
+    if (Number.isNaN(atMs)) throw new RangeError('Deadline.runAt: atMs must be a number, got NaN');
     const parent = storage.getStore();
     if (parent !== undefined && parent.at - parent.clock.now() <= atMs - clock.now()) {
       return fn();
@@ -50,7 +54,8 @@ export const Deadline = {
   },
 
   /**
-   * Throws `deadline_exceeded` when less than `marginMs` ms remain.
+   * Throws `deadline_exceeded` when `marginMs` ms or less remain (so `check()` throws once the deadline is
+   * reached). Never throws outside a deadline.
    * @throws BreakwaterError `deadline_exceeded`
    */
   check(marginMs = 0): void {

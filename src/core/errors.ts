@@ -202,9 +202,13 @@ export class BreakwaterError extends Error {
     this.details = options.details;
   }
 
-  /** True when a retry may succeed (`kind === 'transient'`). */
+  /**
+   * True when an automatic retry is safe and may succeed: `kind === 'transient'` and `outcome === 'failed'`.
+   * After an `unknown` outcome the effect may have happened, so this is false; reconcile first, or use
+   * `classify(error, { idempotencyKey: true })` when the request carried a key the server dedupes on.
+   */
   get retryable(): boolean {
-    return this.kind === 'transient';
+    return this.kind === 'transient' && this.outcome === 'failed';
   }
 }
 
@@ -230,7 +234,7 @@ export function isErrorCode(code: unknown): code is ErrorCode {
  */
 export function sentenceFor(code: ErrorCode, retryAfterMs?: number): string {
   const base: string = ERROR_CODES[code].sentence;
-  if (retryAfterMs === undefined || retryAfterMs <= 0) return base;
+  if (retryAfterMs === undefined || !Number.isFinite(retryAfterMs) || retryAfterMs <= 0) return base;
   const hint = `in about ${humanDuration(retryAfterMs)}`;
   if (base.endsWith('try again shortly.')) return base.slice(0, -'shortly.'.length) + hint + '.';
   return `${base.slice(0, -1)}; try again ${hint}.`;

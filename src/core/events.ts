@@ -24,7 +24,10 @@ export class EventSource<T> {
       dispose: () => {
         if (!active) return;
         active = false;
-        this.listeners = this.listeners.filter((l) => l !== listener);
+        // Remove this subscription only: the same function subscribed twice stays subscribed once.
+        const index = this.listeners.indexOf(listener);
+        if (index >= 0)
+          this.listeners = [...this.listeners.slice(0, index), ...this.listeners.slice(index + 1)];
       },
     };
   };

@@ -23,6 +23,23 @@ export interface ProblemDetails {
 }
 
 /**
+ * Members an extension (`details`) may never set: RFC 9457's standard members and Breakwater's own. An absent
+ * `instance` or `operation_id` stays absent rather than being filled in from `details`.
+ */
+const RESERVED_MEMBERS: ReadonlySet<string> = new Set([
+  'type',
+  'title',
+  'status',
+  'detail',
+  'instance',
+  'code',
+  'retryable',
+  'retry_after_ms',
+  'outcome',
+  'operation_id',
+]);
+
+/**
  * Serializes any thrown value as problem details (RFC 9457, section 3). A non-Breakwater error becomes
  * `internal_error` (500) whose detail never leaks the original message or stack.
  *
@@ -37,7 +54,8 @@ export function toProblem(error: unknown, instance?: string): ProblemDetails {
     status: err.status,
     detail: err.message,
     code: err.code,
-    retryable: err.kind === 'transient',
+    // After an unknown outcome a blind resend may repeat the effect: reconcile first (DESIGN).
+    retryable: err.kind === 'transient' && err.outcome === 'failed',
     retry_after_ms: err.retryAfterMs ?? null,
     outcome: err.outcome,
   };
@@ -46,7 +64,10 @@ export function toProblem(error: unknown, instance?: string): ProblemDetails {
   if (err.details !== undefined) {
     for (const [key, value] of Object.entries(err.details)) {
       // Extension members must not overwrite the standard ones (RFC 9457, section 3.2).
-      if (!(key in problem)) problem[key] = value;
+      // defineProperty, so a `__proto__` key from parsed JSON stays a plain member.
+      if (!RESERVED_MEMBERS.has(key)) {
+        Object.defineProperty(problem, key, { value, enumerable: true, writable: true, configurable: true });
+      }
     }
   }
   return problem;
@@ -54,9 +75,9 @@ export function toProblem(error: unknown, instance?: string): ProblemDetails {
 
 /**
  * The HTTP `Retry-After` header value for an error (whole seconds, rounded up, RFC 9110 section 10.2.3),
- * or `undefined` when the error carries no retry hint.
+ * or `undefined` when the error carries no (finite) retry hint.
  */
 export function retryAfterHeader(error: BreakwaterError): string | undefined {
-  if (error.retryAfterMs === undefined) return undefined;
+  if (error.retryAfterMs === undefined || !Number.isFinite(error.retryAfterMs)) return undefined;
   return String(Math.max(0, Math.ceil(error.retryAfterMs / 1000)));
 }

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { newId } from './ids.js';
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+describe('newId', () => {
+  it('is a UUIDv7 whose first 48 bits are the current ms', () => {
+    const before = Date.now();
+    const id = newId();
+    const after = Date.now();
+    expect(id).toMatch(UUID_V7);
+    const ms = parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+    expect(ms).toBeGreaterThanOrEqual(before);
+    expect(ms).toBeLessThanOrEqual(after);
+  });
+
+  it('with a prefix is "<prefix>_<uuid>"', () => {
+    const id = newId('job');
+    expect(id.startsWith('job_')).toBe(true);
+    expect(id.slice(4)).toMatch(UUID_V7);
+    expect(newId('op').split('_')).toHaveLength(2);
+  });
+
+  it('1,000 ids made in a loop are unique and strictly increasing as strings', () => {
+    const plain = Array.from({ length: 1000 }, () => newId());
+    const prefixed = Array.from({ length: 1000 }, () => newId('evt'));
+    for (const ids of [plain, prefixed]) {
+      expect(new Set(ids).size).toBe(1000);
+      for (let i = 1; i < ids.length; i++) expect(ids[i - 1]! < ids[i]!).toBe(true);
+    }
+    expect(plain.at(-1)! < prefixed[0]!.slice(4)).toBe(true);
+  });
+});

@@ -1,0 +1,186 @@
+/**
+ * The circuit breaker's options: their types, defaults, validation, and the default failure predicate.
+ * Kept apart from the policy so `circuit-breaker.ts` stays about behaviour.
+ */
+import { classify, systemClock, type Clock, type ErrorCode } from '../core/index.js';
+import { ConsecutiveWindow, WINDOW_DEFAULTS, type BreakerWindow } from './breaker-windows.js';
+import type { CircuitBreakerSnapshot, CircuitState } from './circuit-breaker-types.js';
+
+/** Growth of the open period on each consecutive reopen: `min(maxMs, openDurationMs × multiplier^(n−1))`. */
+export interface OpenBackoff {
+  /** Factor per consecutive open (finite, >= 1); default 2. */
+  multiplier?: number;
+  /** Longest open period, ms (finite, >= `openDurationMs`). */
+  maxMs: number;
+}
+
+/** Options of {@link CircuitBreakerPolicy}; validated at construction. */
+export interface CircuitBreakerOptions {
+  /** Names the dependency in errors, messages and events (e.g. `gift-service`). */
+  name?: string;
+  /** When to open; default `new ConsecutiveWindow(5)`. One window per breaker. */
+  window?: BreakerWindow;
+  /** Open period before half-open, ms (finite, > 0); the base when `openBackoff` is set. */
+  openDurationMs?: number;
+  /** Grow the open period on each consecutive reopen; reset when the breaker closes. Default: fixed. */
+  openBackoff?: OpenBackoff;
+  /** Trial calls admitted at once in half-open (integer >= 1). */
+  permittedCalls?: number;
+  /** Trial successes needed to close (integer >= 1); default `permittedCalls`. */
+  successesToClose?: number;
+  /** Which errors count as failures; default {@link isDependencyFailure}. Other errors are not recorded. */
+  isFailure?: (error: unknown) => boolean;
+  /** Which returned values count as failures (they are still returned); default none. */
+  isFailureResult?: (value: unknown) => boolean;
+  /** Give `circuit_open` rejections a stack trace (costly on the fast-fail path); default false. */
+  captureRejectionStack?: boolean;
+  clock?: Clock;
+}
+
+/**
+ * Defaults of {@link CircuitBreakerOptions}.
+ *
+ * | option | default |
+ * |---|---|
+ * | `name` | `circuit-breaker` (messages then say "The service …") |
+ * | `window` | `new ConsecutiveWindow(5)`: 5 failures in a row |
+ * | `openDurationMs` | 30 000 ms |
+ * | `openBackoff` | none (fixed); `multiplier` 2 when set |
+ * | `permittedCalls` | 1 |
+ * | `successesToClose` | `permittedCalls` |
+ * | `isFailure` | {@link isDependencyFailure} |
+ * | `captureRejectionStack` | false |
+ */
+export const CIRCUIT_BREAKER_DEFAULTS = {
+  name: 'circuit-breaker',
+  consecutiveFailures: WINDOW_DEFAULTS.consecutiveFailures,
+  openDurationMs: 30_000,
+  backoffMultiplier: 2,
+  permittedCalls: 1,
+  captureRejectionStack: false,
+} as const;
+
+/**
+ * Codes that are transient but say nothing about the dependency: the caller gave up (`canceled`), our own
+ * limits refused the call before it was made (`rate_limited`, `spend_limited`, `bulkhead_full`), or the
+ * caller's deadline ran out (`deadline_exceeded`: a timeout inside the breaker fails fast with it without
+ * calling anything; a dependency that is really slow trips its own `timeout`).
+ */
+const NOT_THE_DEPENDENCY: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'canceled',
+  'rate_limited',
+  'spend_limited',
+  'bulkhead_full',
+  'deadline_exceeded',
+]);
+
+/**
+ * The default failure predicate: errors core's `classify` calls `transient` (5xx, 408/429, connection
+ * failures, `timeout`), except `canceled`, `rate_limited`, `spend_limited`, `bulkhead_full` and
+ * `deadline_exceeded`. Permanent errors (a 404, a 400) and fatal ones (TypeError) are not failures.
+ */
+export function isDependencyFailure(error: unknown): boolean {
+  const c = classify(error);
+  return c.kind === 'transient' && !NOT_THE_DEPENDENCY.has(c.code);
+}
+
+/** {@link CircuitBreakerOptions} with every default applied, as validated at construction. */
+export interface ResolvedBreakerOptions {
+  readonly name: string;
+  readonly window: BreakerWindow;
+  readonly openDurationMs: number;
+  /** 1 when the open period is fixed. */
+  readonly multiplier: number;
+  readonly maxOpenMs: number;
+  readonly permittedCalls: number;
+  readonly successesToClose: number;
+  readonly isFailure: (error: unknown) => boolean;
+  readonly isFailureResult: ((value: unknown) => boolean) | undefined;
+  readonly captureRejectionStack: boolean;
+  readonly clock: Clock;
+}
+
+/**
+ * Validates `options` and applies the defaults.
+ * @throws RangeError naming the first bad option.
+ */
+export function resolveOptions(options: CircuitBreakerOptions): ResolvedBreakerOptions {
+  const fail = (option: string, rule: string, value: unknown): never => {
+    throw new RangeError(`circuit-breaker: ${option} must be ${rule}, got ${String(value)}`);
+  };
+  const d = CIRCUIT_BREAKER_DEFAULTS;
+  const window: BreakerWindow = options.window ?? new ConsecutiveWindow(d.consecutiveFailures);
+  for (const method of ['recordSuccess', 'recordFailure', 'shouldOpen', 'reset'] as const) {
+    if (typeof window?.[method] !== 'function') fail('window', `a BreakerWindow (no ${method})`, window);
+  }
+  const openMs = options.openDurationMs ?? d.openDurationMs;
+  if (!(openMs > 0 && Number.isFinite(openMs))) fail('openDurationMs', 'a finite number > 0', openMs);
+  let multiplier = 1;
+  let maxOpenMs = openMs;
+  if (options.openBackoff !== undefined) {
+    multiplier = options.openBackoff.multiplier ?? d.backoffMultiplier;
+    maxOpenMs = options.openBackoff.maxMs;
+    if (!(multiplier >= 1 && Number.isFinite(multiplier))) {
+      fail('openBackoff.multiplier', 'a finite number >= 1', multiplier);
+    }
+    if (!(maxOpenMs >= openMs && Number.isFinite(maxOpenMs))) {
+      fail('openBackoff.maxMs', `a finite number >= openDurationMs (${openMs})`, maxOpenMs);
+    }
+  }
+  const permitted = options.permittedCalls ?? d.permittedCalls;
+  if (!Number.isInteger(permitted) || permitted < 1) fail('permittedCalls', 'an integer >= 1', permitted);
+  const toClose = options.successesToClose ?? permitted;
+  if (!Number.isInteger(toClose) || toClose < 1) fail('successesToClose', 'an integer >= 1', toClose);
+  for (const option of ['isFailure', 'isFailureResult'] as const) {
+    const value = options[option];
+    if (value !== undefined && typeof value !== 'function') fail(option, 'a function', value);
+  }
+  const slowMs = window.slowCallDurationMs;
+  if (slowMs !== undefined && !(slowMs > 0)) fail('window.slowCallDurationMs', 'a number > 0', slowMs);
+
+  return {
+    name: options.name ?? d.name,
+    window,
+    openDurationMs: openMs,
+    multiplier,
+    maxOpenMs,
+    permittedCalls: permitted,
+    successesToClose: toClose,
+    isFailure: options.isFailure ?? isDependencyFailure,
+    isFailureResult: options.isFailureResult,
+    captureRejectionStack: options.captureRejectionStack ?? d.captureRejectionStack,
+    clock: options.clock ?? systemClock,
+  };
+}
+
+const STATES: ReadonlySet<unknown> = new Set<CircuitState>(['closed', 'open', 'half-open', 'isolated']);
+
+/**
+ * Checks a snapshot read back from storage before {@link CircuitBreakerPolicy.restore} takes it on.
+ * @throws RangeError naming the first bad field.
+ */
+export function validSnapshot(s: CircuitBreakerSnapshot): CircuitBreakerSnapshot {
+  const bad = (field: string, rule: string, value: unknown): never => {
+    throw new RangeError(`circuit-breaker: snapshot.${field} must be ${rule}, got ${String(value)}`);
+  };
+  if (typeof s !== 'object' || s === null) bad('', 'an object', s);
+  if (s.version !== 1) bad('version', '1', s.version);
+  if (!STATES.has(s.state)) bad('state', 'closed, open, half-open or isolated', s.state);
+  const time = (field: 'openedAt' | 'halfOpenAt' | 'openDurationMs', required: boolean): void => {
+    const value = s[field];
+    if (value === null || value === undefined) {
+      if (required) bad(field, 'a finite number', value);
+    } else if (typeof value !== 'number' || !Number.isFinite(value)) {
+      bad(field, 'a finite number or null', value);
+    }
+  };
+  const opened = s.state === 'open' || s.state === 'half-open';
+  time('openedAt', opened || s.state === 'isolated');
+  time('halfOpenAt', opened);
+  time('openDurationMs', opened);
+  const min = opened ? 1 : 0;
+  if (!Number.isInteger(s.consecutiveOpens) || s.consecutiveOpens < min) {
+    bad('consecutiveOpens', `an integer >= ${min}`, s.consecutiveOpens);
+  }
+  return s;
+}

@@ -1,0 +1,405 @@
+import { BreakwaterError, EventSource, sentenceFor, type Clock } from '../core/index.js';
+import type { BreakerWindow } from './breaker-windows.js';
+import { resolveOptions, validSnapshot, type CircuitBreakerOptions } from './circuit-breaker-options.js';
+import type {
+  CircuitBreakerSnapshot,
+  CircuitBreakerStatus,
+  CircuitCallEvent,
+  CircuitFailureEvent,
+  CircuitRejectedEvent,
+  CircuitState,
+  CircuitStateChange,
+} from './circuit-breaker-types.js';
+import { executeOne } from './invoke.js';
+import type { Next, Observable, Policy, PolicyContext, PolicyFn } from './types.js';
+
+export {
+  CIRCUIT_BREAKER_DEFAULTS,
+  isDependencyFailure,
+  type CircuitBreakerOptions,
+  type OpenBackoff,
+} from './circuit-breaker-options.js';
+export type * from './circuit-breaker-types.js';
+
+const DETAILS = {
+  open: Object.freeze({ circuit_state: 'open' }),
+  'half-open': Object.freeze({ circuit_state: 'half-open' }),
+  isolated: Object.freeze({ circuit_state: 'isolated' }),
+} as const;
+
+/** Prefix of core's generic `circuit_open` sentence, replaced by the dependency's name. */
+const GENERIC_SUBJECT = 'The service';
+
+/**
+ * A circuit breaker (DESIGN: "Policies", Circuit breaker).
+ *
+ * - **closed**: every call runs; results the failure predicates count go to the window, which opens the
+ *   breaker when it says so. Errors not counted (a 404, a cancel, our own `rate_limited`) are rethrown
+ *   unchanged and not recorded at all: they are neither failures nor successes.
+ * - **open**: calls are rejected at once. After the open period (fixed, or `openBackoff` growing it on each
+ *   consecutive reopen until the breaker closes) the breaker is half-open. There are no timers: the
+ *   transition is computed from `clock.now()` when a call arrives or `state()` is read.
+ * - **half-open**: up to `permittedCalls` trials run at once; other calls are rejected at once.
+ *   `successesToClose` trial successes close it (window cleared, backoff reset); any trial failure, or a
+ *   trial slower than the window's `slowCallDurationMs`, reopens it and arms exactly one new open period. A
+ *   trial whose error is not counted frees its slot without a verdict. Results of calls admitted before a
+ *   transition (or a `reset`) are ignored.
+ * - **isolated**: held open by {@link isolate} until {@link reset}.
+ *
+ * Rejections are `BreakwaterError` `circuit_open` (transient, 503) with `source: name`,
+ * `details.circuit_state`, a message naming the dependency ("gift-service is temporarily unavailable after
+ * repeated failures; try again in about 20 seconds.") and `retryAfterMs`:
+ * - open: ms until half-open (>= 1);
+ * - half-open: the open period the breaker would get if a running trial failed, i.e. the longest wait
+ *   before the next trial is admitted (a trial that succeeds closes it sooner);
+ * - isolated: `undefined` (only an operator's `reset()` ends it).
+ * Rejections carry no stack trace unless `captureRejectionStack` is set: building the stack is the
+ * dominant cost of failing fast, and it would only point into the breaker.
+ *
+ * @throws BreakwaterError `circuit_open` when a call is rejected; any other error is the call's own.
+ * @throws RangeError at construction for a bad option (names the option).
+ */
+export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerStatus> {
+  readonly name: string;
+  readonly window: BreakerWindow;
+  readonly openDurationMs: number;
+  readonly permittedCalls: number;
+  readonly successesToClose: number;
+  private readonly multiplier: number;
+  private readonly maxOpenMs: number;
+  private readonly isFailure: (error: unknown) => boolean;
+  private readonly isFailureResult: ((value: unknown) => boolean) | undefined;
+  private readonly captureStack: boolean;
+  private readonly clock: Clock;
+  private readonly subject: string | undefined;
+  private readonly readsTime: boolean;
+  private readonly slowMs: number;
+  private readonly measures: boolean;
+
+  private current: CircuitState = 'closed';
+  /** Bumped on every transition and reset: results of calls admitted under an older value are ignored. */
+  private generation = 0;
+  private openedAt = NaN;
+  private halfOpenAt = NaN;
+  private openMs = NaN;
+  private consecutiveOpens = 0;
+  private trialsInFlight = 0;
+  private trialSuccesses = 0;
+  private messageKey = NaN;
+  private message = '';
+
+  private readonly stateChanges = new EventSource<CircuitStateChange>();
+  private readonly successes = new EventSource<CircuitCallEvent>();
+  private readonly failures = new EventSource<CircuitFailureEvent>();
+  private readonly rejections = new EventSource<CircuitRejectedEvent>();
+  /** Subscribe to every transition. */
+  readonly onStateChange = this.stateChanges.on;
+  /** Subscribe to recorded successes. */
+  readonly onSuccess = this.successes.on;
+  /** Subscribe to recorded failures. */
+  readonly onFailure = this.failures.on;
+  /** Subscribe to `circuit_open` rejections. */
+  readonly onRejected = this.rejections.on;
+
+  constructor(options: CircuitBreakerOptions = {}) {
+    const o = resolveOptions(options);
+    this.name = o.name;
+    this.subject = options.name;
+    this.window = o.window;
+    this.openDurationMs = o.openDurationMs;
+    this.multiplier = o.multiplier;
+    this.maxOpenMs = o.maxOpenMs;
+    this.permittedCalls = o.permittedCalls;
+    this.successesToClose = o.successesToClose;
+    this.isFailure = o.isFailure;
+    this.isFailureResult = o.isFailureResult;
+    this.captureStack = o.captureRejectionStack;
+    this.clock = o.clock;
+    this.readsTime = o.window.readsTime === true;
+    this.slowMs = o.window.slowCallDurationMs ?? Infinity;
+    this.measures = o.window.slowCallDurationMs !== undefined;
+  }
+
+  execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
+    return executeOne(this, fn, signal);
+  }
+
+  run<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
+    if (this.current === 'closed') return this.call(ctx, next, index);
+    // Decided synchronously: a rejected call never waits for anything.
+    const rejection = this.admit();
+    return rejection === undefined ? this.call(ctx, next, index) : Promise.reject(rejection);
+  }
+
+  /** The current state as plain JSON (applies a due open → half-open transition first). */
+  state(): CircuitBreakerStatus {
+    const now = this.clock.now();
+    this.refresh(now);
+    const s = this.current;
+    return {
+      name: this.name,
+      state: s,
+      openedAt: nullable(this.openedAt),
+      halfOpenAt: nullable(this.halfOpenAt),
+      retryAfterMs: s === 'open' ? this.untilHalfOpen(now) : s === 'half-open' ? this.nextOpenMs() : null,
+      openDurationMs: nullable(this.openMs),
+      consecutiveOpens: this.consecutiveOpens,
+      trialsInFlight: this.trialsInFlight,
+      trialSuccesses: this.trialSuccesses,
+      window: this.window.stats?.(now) ?? null,
+    };
+  }
+
+  /** Holds the breaker open (state `isolated`) until {@link reset}; calls get `circuit_open`. */
+  isolate(): void {
+    if (this.current === 'isolated') return;
+    const now = this.clock.now();
+    this.openedAt = now;
+    this.halfOpenAt = NaN;
+    this.openMs = NaN;
+    this.transition('isolated', 'isolated', now);
+  }
+
+  /** Closes the breaker from any state: window cleared, backoff reset; results of running calls ignored. */
+  reset(): void {
+    this.close('reset', this.clock.now());
+  }
+
+  /** A persistable copy of the state (see {@link CircuitBreakerSnapshot}). */
+  snapshot(): CircuitBreakerSnapshot {
+    const now = this.clock.now();
+    this.refresh(now);
+    return {
+      version: 1,
+      name: this.name,
+      state: this.current,
+      openedAt: nullable(this.openedAt),
+      halfOpenAt: nullable(this.halfOpenAt),
+      openDurationMs: nullable(this.openMs),
+      consecutiveOpens: this.consecutiveOpens,
+      takenAt: now,
+    };
+  }
+
+  /**
+   * Takes on a {@link snapshot} (from this process or another): an open snapshot keeps its absolute
+   * `halfOpenAt`, so only the remaining open time is waited; a half-open one starts with no trial running.
+   * The window is cleared (its counts are not part of a snapshot); results of running calls are ignored.
+   * Emits a `restored` transition when the state changes.
+   *
+   * @throws RangeError when the snapshot is malformed (names the field); the breaker is then unchanged.
+   */
+  restore(snapshot: CircuitBreakerSnapshot): void {
+    const s = validSnapshot(snapshot);
+    const opened = s.state === 'open' || s.state === 'half-open';
+    this.window.reset();
+    this.openedAt = s.state === 'closed' ? NaN : (s.openedAt ?? NaN);
+    this.halfOpenAt = opened ? (s.halfOpenAt ?? NaN) : NaN;
+    this.openMs = opened ? (s.openDurationMs ?? NaN) : NaN;
+    this.consecutiveOpens = opened ? s.consecutiveOpens : 0;
+    this.transition(s.state, 'restored', this.clock.now());
+  }
+
+  /** Runs one admitted call and records its result (an async frame: no closure per call). */
+  private async call<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
+    const generation = this.generation;
+    const startedAt = this.measures ? this.clock.now() : 0;
+    let value: T;
+    try {
+      value = await next.invoke(ctx, index);
+    } catch (error) {
+      let counted: boolean;
+      try {
+        counted = this.isFailure(error);
+      } catch (predicateError) {
+        this.release(generation);
+        throw predicateError;
+      }
+      if (counted) this.record(generation, startedAt, true, error);
+      else this.release(generation);
+      throw error;
+    }
+    if (this.isFailureResult !== undefined) {
+      let failed: boolean;
+      try {
+        failed = this.isFailureResult(value);
+      } catch (predicateError) {
+        this.release(generation);
+        throw predicateError;
+      }
+      if (failed) {
+        this.record(generation, startedAt, true, value);
+        return value;
+      }
+    }
+    this.record(generation, startedAt, false, undefined);
+    return value;
+  }
+
+  private record(generation: number, startedAt: number, failed: boolean, error: unknown): void {
+    if (generation !== this.generation) return;
+    let now = 0;
+    let durationMs: number | undefined;
+    if (this.measures) {
+      now = this.clock.now();
+      durationMs = now - startedAt;
+    } else if (this.readsTime) now = this.clock.now();
+
+    if (this.current === 'closed') {
+      if (failed) {
+        this.window.recordFailure(durationMs ?? 0, now);
+        if (this.failures.hasListeners) {
+          this.failures.emit({ name: this.name, state: 'closed', durationMs, error });
+        }
+      } else {
+        this.window.recordSuccess(durationMs ?? 0, now);
+        if (this.successes.hasListeners) {
+          this.successes.emit({ name: this.name, state: 'closed', durationMs });
+        }
+      }
+      if (this.window.shouldOpen(now)) {
+        const at = this.measures || this.readsTime ? now : this.clock.now();
+        this.open(this.window.openReason ?? 'threshold', at);
+      }
+      return;
+    }
+
+    // Same generation and not closed: a half-open trial.
+    this.trialsInFlight--;
+    const slow = !failed && durationMs !== undefined && durationMs >= this.slowMs;
+    if (failed || slow) {
+      if (this.failures.hasListeners) {
+        this.failures.emit({ name: this.name, state: 'half-open', durationMs, error });
+      }
+      this.open(slow ? 'trial_slow' : 'trial_failed', this.clock.now());
+      return;
+    }
+    if (this.successes.hasListeners) this.successes.emit({ name: this.name, state: 'half-open', durationMs });
+    if (++this.trialSuccesses >= this.successesToClose) this.close('trials_succeeded', this.clock.now());
+  }
+
+  /** A call ended without a verdict: a trial gives its slot back. */
+  private release(generation: number): void {
+    if (generation === this.generation && this.current === 'half-open') this.trialsInFlight--;
+  }
+
+  /** Admits a call when not closed: a trial slot, or the rejection to return. */
+  private admit(): BreakwaterError | undefined {
+    const state = this.current;
+    if (state === 'open') {
+      const now = this.clock.now();
+      if (now < this.halfOpenAt) return this.reject('open', this.untilHalfOpen(now));
+      this.toHalfOpen();
+    } else if (state === 'isolated') return this.reject('isolated', undefined);
+    if (this.trialsInFlight < this.permittedCalls) {
+      this.trialsInFlight++;
+      return undefined;
+    }
+    return this.reject('half-open', this.nextOpenMs());
+  }
+
+  private refresh(now: number): void {
+    if (this.current === 'open' && now >= this.halfOpenAt) this.toHalfOpen();
+  }
+
+  private toHalfOpen(): void {
+    this.transition('half-open', 'open_elapsed', this.halfOpenAt);
+  }
+
+  private open(reason: string, now: number): void {
+    const ms = this.openDurationFor(++this.consecutiveOpens);
+    this.openedAt = now;
+    this.halfOpenAt = now + ms;
+    this.openMs = ms;
+    this.transition('open', reason, now);
+  }
+
+  private close(reason: string, now: number): void {
+    this.window.reset();
+    this.consecutiveOpens = 0;
+    this.openedAt = NaN;
+    this.halfOpenAt = NaN;
+    this.openMs = NaN;
+    this.transition('closed', reason, now);
+  }
+
+  private transition(to: CircuitState, reason: string, at: number): void {
+    const from = this.current;
+    this.current = to;
+    this.generation++;
+    this.trialsInFlight = 0;
+    this.trialSuccesses = 0;
+    if (from !== to && this.stateChanges.hasListeners) {
+      this.stateChanges.emit({ name: this.name, from, to, reason, at });
+    }
+  }
+
+  private openDurationFor(consecutiveOpens: number): number {
+    if (this.multiplier === 1) return this.openDurationMs;
+    return Math.min(this.maxOpenMs, this.openDurationMs * this.multiplier ** (consecutiveOpens - 1));
+  }
+
+  private nextOpenMs(): number {
+    return this.openDurationFor(this.consecutiveOpens + 1);
+  }
+
+  private untilHalfOpen(now: number): number {
+    return Math.max(1, Math.ceil(this.halfOpenAt - now));
+  }
+
+  private reject(
+    state: 'open' | 'half-open' | 'isolated',
+    retryAfterMs: number | undefined,
+  ): BreakwaterError {
+    const error = this.rejection(state, retryAfterMs);
+    if (this.rejections.hasListeners) this.rejections.emit({ name: this.name, state, retryAfterMs });
+    return error;
+  }
+
+  private rejection(
+    state: 'open' | 'half-open' | 'isolated',
+    retryAfterMs: number | undefined,
+  ): BreakwaterError {
+    const options = {
+      message: this.messageFor(retryAfterMs),
+      retryAfterMs,
+      source: this.name,
+      details: DETAILS[state],
+    };
+    if (this.captureStack) return new BreakwaterError('circuit_open', options);
+    // A stack trace is most of the cost of a fast rejection; restore the limit whatever happens.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      return new BreakwaterError('circuit_open', options);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+  }
+
+  /** The rejection message; cached per whole second of `retryAfterMs`, the precision the sentence has. */
+  private messageFor(retryAfterMs: number | undefined): string {
+    if (retryAfterMs === undefined) {
+      return `${this.subject ?? GENERIC_SUBJECT} is temporarily unavailable: it was isolated by an operator.`;
+    }
+    const key = Math.ceil(retryAfterMs / 1000);
+    if (key !== this.messageKey) {
+      const sentence = sentenceFor('circuit_open', retryAfterMs);
+      this.message =
+        this.subject !== undefined && sentence.startsWith(GENERIC_SUBJECT)
+          ? this.subject + sentence.slice(GENERIC_SUBJECT.length)
+          : sentence;
+      this.messageKey = key;
+    }
+    return this.message;
+  }
+}
+
+function nullable(value: number): number | null {
+  return Number.isNaN(value) ? null : value;
+}
+
+/** Shorthand for `new CircuitBreakerPolicy(options)`. */
+export function circuitBreaker(options: CircuitBreakerOptions = {}): CircuitBreakerPolicy {
+  return new CircuitBreakerPolicy(options);
+}

@@ -1,0 +1,16 @@
+/**
+ * policy/: the resilience policies (DESIGN: "Policies"). Imports only core. Each policy file exports its
+ * class, a shorthand factory, its options type with a `*_DEFAULTS` const, and its event types.
+ */
+export type { Next, Observable, Policy, PolicyContext, PolicyFn } from './types.js';
+export { Pipeline, pipeline } from './pipeline.js';
+export * from './timeout.js';
+export * from './backoff.js';
+export * from './retry.js';
+export * from './circuit-breaker.js';
+export * from './breaker-windows.js';
+export * from './bulkhead.js';
+export * from './rate-limit/index.js';
+export * from './fallback.js';
+export * from './hedging.js';
+export * from './fault-injection.js';
