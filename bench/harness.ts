@@ -16,35 +16,50 @@ export interface BenchResult {
 }
 
 export interface BenchOptions {
-  /** Rounds per case (default 7); the median is reported. */
+  /** Rounds per case (default 9); the median is reported. */
   rounds?: number;
-  /** Wall time per case per round in ms (default 250). */
+  /** Wall time per case per round in ms (default 200). */
   roundMs?: number;
   /** Warm-up time per case in ms (default 300). */
   warmupMs?: number;
 }
 
-async function runFor(fn: () => Promise<unknown>, ms: number): Promise<{ ops: number; elapsedNs: bigint }> {
-  const start = process.hrtime.bigint();
-  const budget = BigInt(ms) * 1_000_000n;
-  let ops = 0;
-  for (;;) {
-    // Batches keep the clock read off the measured path.
-    for (let i = 0; i < 1000; i++) await fn();
-    ops += 1000;
-    const elapsedNs = process.hrtime.bigint() - start;
-    if (elapsedNs >= budget) return { ops, elapsedNs };
-  }
+/** With `--expose-gc`, collects before each measurement so one case's garbage is not paid for by the next. */
+const collect = (globalThis as { gc?: () => void }).gc ?? ((): void => undefined);
+
+type Runner = (fn: () => Promise<unknown>, ms: number) => Promise<{ ops: number; elapsedNs: bigint }>;
+
+/**
+ * A fresh copy of the measuring loop per case, so the `fn()` call site inside it only ever sees one case
+ * (a shared loop would turn megamorphic and make every case pay for the others).
+ */
+function makeRunner(): Runner {
+  return new Function(
+    'collect',
+    `return async function runFor(fn, ms) {
+      collect();
+      const start = process.hrtime.bigint();
+      const budget = BigInt(ms) * 1000000n;
+      let ops = 0;
+      for (;;) {
+        for (let i = 0; i < 1000; i++) await fn();
+        ops += 1000;
+        const elapsedNs = process.hrtime.bigint() - start;
+        if (elapsedNs >= budget) return { ops, elapsedNs };
+      }
+    };`,
+  )(collect) as Runner;
 }
 
 export async function bench(cases: BenchCase[], options: BenchOptions = {}): Promise<BenchResult[]> {
-  const rounds = options.rounds ?? 7;
-  const roundMs = options.roundMs ?? 250;
-  for (const c of cases) await runFor(c.run, options.warmupMs ?? 300);
+  const rounds = options.rounds ?? 9;
+  const roundMs = options.roundMs ?? 200;
+  const runners = new Map(cases.map((c) => [c.name, makeRunner()]));
+  for (const c of cases) await runners.get(c.name)!(c.run, options.warmupMs ?? 300);
   const samples = new Map<string, number[]>(cases.map((c) => [c.name, []]));
   for (let r = 0; r < rounds; r++) {
     for (const c of cases) {
-      const { ops, elapsedNs } = await runFor(c.run, roundMs);
+      const { ops, elapsedNs } = await runners.get(c.name)!(c.run, roundMs);
       samples.get(c.name)!.push((ops * 1e9) / Number(elapsedNs));
     }
   }

@@ -31,8 +31,12 @@ function cockatielPolicy(isolated: boolean) {
   if (isolated) breaker.isolate();
   return cockatiel.wrap(
     cockatiel.bulkhead(10, 10),
-    // cockatiel's maxAttempts counts retries only: 2 retries = 3 calls, the same as ours.
-    cockatiel.retry(cockatiel.handleAll, { maxAttempts: 2, backoff: new cockatiel.ExponentialBackoff() }),
+    // cockatiel's maxAttempts counts retries only: 2 retries = 3 calls, the same as ours. Like ours, it does
+    // not retry a broken circuit (cockatiel's handleAll would sleep and retry it).
+    cockatiel.retry(
+      cockatiel.handleWhen((error) => !(error instanceof cockatiel.BrokenCircuitError)),
+      { maxAttempts: 2, backoff: new cockatiel.ExponentialBackoff() },
+    ),
     breaker,
     cockatiel.timeout(1000, cockatiel.TimeoutStrategy.Aggressive),
   );

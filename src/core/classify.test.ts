@@ -344,7 +344,7 @@ describe('toBreakwaterError', () => {
     const error = toBreakwaterError(cause, { method: 'POST', source: 'commerce', operationId: 'op_7' });
     expect(error).toBeInstanceOf(BreakwaterError);
     expect(error.cause).toBe(cause);
-    expect({ ...error, message: error.message }).toEqual({
+    expect({ ...error, name: error.name, message: error.message }).toEqual({
       name: 'BreakwaterError',
       code: 'outcome_unknown',
       kind: 'transient',

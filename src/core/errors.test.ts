@@ -90,7 +90,7 @@ describe('BreakwaterError defaults', () => {
       details: { attempt: 3 },
       cause,
     });
-    expect({ ...error, message: error.message, cause: error.cause }).toEqual({
+    expect({ ...error, name: error.name, message: error.message, cause: error.cause }).toEqual({
       name: 'BreakwaterError',
       code: 'upstream_unavailable',
       kind: 'permanent',

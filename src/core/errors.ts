@@ -179,7 +179,8 @@ export interface BreakwaterErrorOptions {
  * effect may have happened.
  */
 export class BreakwaterError extends Error {
-  override readonly name = 'BreakwaterError';
+  /** Always `BreakwaterError` (set once on the prototype, not per instance). */
+  declare readonly name: 'BreakwaterError';
   readonly code: ErrorCode;
   readonly kind: ErrorKind;
   readonly status: number;
@@ -191,7 +192,9 @@ export class BreakwaterError extends Error {
 
   constructor(code: ErrorCode, options: BreakwaterErrorOptions = {}) {
     const spec: CodeSpec = ERROR_CODES[code];
-    super(options.message ?? sentenceFor(code, options.retryAfterMs), { cause: options.cause });
+    const message = options.message ?? sentenceFor(code, options.retryAfterMs);
+    // Only an error that has a cause gets an own `cause` property (ES2022 error cause).
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.kind = options.kind ?? spec.kind;
     this.status = options.status ?? spec.status;
@@ -211,6 +214,13 @@ export class BreakwaterError extends Error {
     return this.kind === 'transient' && this.outcome === 'failed';
   }
 }
+
+Object.defineProperty(BreakwaterError.prototype, 'name', {
+  value: 'BreakwaterError',
+  writable: true,
+  enumerable: false,
+  configurable: true,
+});
 
 /** True when `value` is a {@link BreakwaterError} (also across duplicated module copies). */
 export function isBreakwaterError(value: unknown): value is BreakwaterError {

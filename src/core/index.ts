@@ -20,7 +20,9 @@ export {
 } from './classify.js';
 export { Deadline, deadlineExceeded } from './deadline.js';
 export { FakeClock, sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
+export { TimerQueue, type TimerEntry } from './timer-queue.js';
 export { newId } from './ids.js';
+export { rejectSoon } from './promises.js';
 export { canonicalJson, fingerprint } from './fingerprint.js';
 export { LinkedAbort, abortReason, neverAbortedSignal } from './signals.js';
 export { EventSource, type Disposable, type Listener } from './events.js';

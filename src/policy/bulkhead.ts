@@ -5,6 +5,7 @@ import {
   systemClock,
   type Clock,
   type TimerHandle,
+  rejectSoon,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Observable, Policy, PolicyContext, PolicyFn } from './types.js';
@@ -246,7 +247,7 @@ export class BulkheadPolicy implements Policy, Observable<BulkheadState> {
   }
 
   private reject(reason: BulkheadRejectReason, waitedMs: number): Promise<never> {
-    return Promise.reject(this.error(reason, waitedMs));
+    return rejectSoon(this.error(reason, waitedMs));
   }
 
   private error(reason: BulkheadRejectReason, waitedMs: number): BreakwaterError {

@@ -1,4 +1,4 @@
-import { BreakwaterError, EventSource, sentenceFor, type Clock } from '../core/index.js';
+import { BreakwaterError, EventSource, sentenceFor, type Clock, rejectSoon } from '../core/index.js';
 import type { BreakerWindow } from './breaker-windows.js';
 import { resolveOptions, validSnapshot, type CircuitBreakerOptions } from './circuit-breaker-options.js';
 import type {
@@ -85,6 +85,10 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   private consecutiveOpens = 0;
   private trialsInFlight = 0;
   private trialSuccesses = 0;
+  private closedHandlers: ClosedHandlers | undefined;
+  private lastRejection:
+    | { error: BreakwaterError; retryAfterMs: number | undefined; details: object; generation: number }
+    | undefined;
   private messageKey = NaN;
   private message = '';
 
@@ -125,10 +129,19 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   }
 
   run<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
-    if (this.current === 'closed') return this.call(ctx, next, index);
+    if (this.current === 'closed') {
+      if (this.measures || this.isFailureResult !== undefined) return this.call(ctx, next, index);
+      // Hot path: one `.then` with handlers shared by every call of this generation: no async frame and
+      // no closure per call.
+      let handlers = this.closedHandlers;
+      if (handlers === undefined || handlers.generation !== this.generation) {
+        handlers = this.closedHandlers = this.handlersFor(this.generation);
+      }
+      return next.invoke(ctx, index).then(handlers.onValue, handlers.onError) as Promise<T>;
+    }
     // Decided synchronously: a rejected call never waits for anything.
     const rejection = this.admit();
-    return rejection === undefined ? this.call(ctx, next, index) : Promise.reject(rejection);
+    return rejection === undefined ? this.call(ctx, next, index) : rejectSoon(rejection);
   }
 
   /** The current state as plain JSON (applies a due open → half-open transition first). */
@@ -198,6 +211,21 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     this.openMs = opened ? (s.openDurationMs ?? NaN) : NaN;
     this.consecutiveOpens = opened ? s.consecutiveOpens : 0;
     this.transition(s.state, 'restored', this.clock.now());
+  }
+
+  /** Result handlers for closed-state calls admitted under `generation` (a predicate error propagates). */
+  private handlersFor(generation: number): ClosedHandlers {
+    return {
+      generation,
+      onValue: (value) => {
+        this.record(generation, 0, false, undefined);
+        return value;
+      },
+      onError: (error) => {
+        if (this.isFailure(error)) this.record(generation, 0, true, error);
+        throw error;
+      },
+    };
   }
 
   /** Runs one admitted call and records its result (an async frame: no closure per call). */
@@ -360,6 +388,26 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     state: 'open' | 'half-open' | 'isolated',
     retryAfterMs: number | undefined,
   ): BreakwaterError {
+    // Rejections that would be identical (same state, same retry hint to the ms) share one error object:
+    // under a storm of calls to a dead dependency that turns most rejections into a field comparison.
+    const cached = this.lastRejection;
+    if (
+      cached !== undefined &&
+      cached.retryAfterMs === retryAfterMs &&
+      cached.details === DETAILS[state] &&
+      cached.generation === this.generation
+    ) {
+      return cached.error;
+    }
+    const error = this.createRejection(state, retryAfterMs);
+    this.lastRejection = { error, retryAfterMs, details: DETAILS[state], generation: this.generation };
+    return error;
+  }
+
+  private createRejection(
+    state: 'open' | 'half-open' | 'isolated',
+    retryAfterMs: number | undefined,
+  ): BreakwaterError {
     const options = {
       message: this.messageFor(retryAfterMs),
       retryAfterMs,
@@ -393,6 +441,12 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     }
     return this.message;
   }
+}
+
+interface ClosedHandlers {
+  readonly generation: number;
+  readonly onValue: (value: unknown) => unknown;
+  readonly onError: (error: unknown) => never;
 }
 
 function nullable(value: number): number | null {

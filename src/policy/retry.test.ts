@@ -143,13 +143,32 @@ describe('RetryPolicy', () => {
 
   it("honours a BreakwaterError's retryAfterMs from an inner policy and rethrows it unchanged", async () => {
     const clock = new FakeClock();
-    const open = new BreakwaterError('circuit_open', { retryAfterMs: 2000 });
-    const { fn, calls } = flaky(clock, [open, open], 'ok');
+    const busy = new BreakwaterError('bulkhead_full', { retryAfterMs: 2000 });
+    const { fn, calls } = flaky(clock, [busy, busy], 'ok');
     const policy = retry({ maxAttempts: 2, backoff: constantBackoff(10), clock });
     const result = policy.execute(fn).catch((e: unknown) => e);
     await clock.tickAsync(2000);
-    expect(await result).toBe(open);
+    expect(await result).toBe(busy);
     expect(calls.map((c) => c.at)).toEqual([0, 2000]);
+  });
+
+  it('does not retry circuit_open by default (the breaker answers fast), but shouldRetry can opt in', async () => {
+    const clock = new FakeClock();
+    const open = new BreakwaterError('circuit_open', { retryAfterMs: 2000 });
+    const first = flaky(clock, [open], 'ok');
+    const giveUps: GiveUpEvent[] = [];
+    const policy = retry({ maxAttempts: 3, backoff: constantBackoff(10), clock });
+    policy.onGiveUp((e) => giveUps.push(e));
+    await expect(policy.execute(first.fn)).rejects.toBe(open);
+    expect(first.calls).toHaveLength(1);
+    expect(giveUps.map((g) => g.reason)).toEqual(['not_retryable']);
+
+    const second = flaky(clock, [open], 'ok');
+    const optIn = retry({ maxAttempts: 3, backoff: constantBackoff(10), clock, shouldRetry: () => true });
+    const result = optIn.execute(second.fn);
+    await clock.tickAsync(2000);
+    await expect(result).resolves.toBe('ok');
+    expect(second.calls.map((c) => c.at)).toEqual([0, 2000]);
   });
 
   it('gives up at once when the retry hint alone exceeds maxDelayMs', async () => {

@@ -1,4 +1,5 @@
 import {
+  BreakwaterError,
   EventSource,
   classify,
   sleep,
@@ -83,6 +84,12 @@ export interface RetrySuccessEvent {
   readonly attempts: number;
 }
 
+/**
+ * Codes never retried by default: our own limits (never, whatever `shouldRetry` says) and an open breaker
+ * (unless `shouldRetry` opts in).
+ */
+const NEVER_RETRIED: ReadonlySet<string> = new Set(['rate_limited', 'spend_limited', 'circuit_open']);
+
 /** Defaults of {@link RetryOptions} (the default backoff is `exponentialBackoff()`). */
 export const RETRY_DEFAULTS = { maxAttempts: 3, maxDelayMs: 30_000, deadlineMarginMs: 50 } as const;
 
@@ -95,7 +102,9 @@ export const RETRY_DEFAULTS = { maxAttempts: 3, maxDelayMs: 30_000, deadlineMarg
  *   failure once `ctx.signal` has aborted;
  * - otherwise when `shouldRetry` says so, by default when `classify(error).retryable` (transient, and not an
  *   unknown outcome of a non-idempotent write): 408, 425, 429, 500, 502, 503, 504, connection failures,
- *   `timeout`, `circuit_open`, `bulkhead_full`, …
+ *   `timeout`, `bulkhead_full`, … but not `circuit_open`: an open breaker has just said the dependency is
+ *   down for a while, and the point of it is to answer the caller in milliseconds, not after a wait for the
+ *   breaker to half-open (a `shouldRetry` that returns true for it opts in).
  *
  * The wait before retry `n` is `min(maxDelayMs, max(backoff.next(n, previous), hint))`, where `hint` is the
  * failure's retry hint (`Retry-After` in seconds or as an HTTP-date, `retry-after-ms`, or a BreakwaterError's
@@ -169,17 +178,36 @@ export class RetryPolicy implements Policy {
     return executeOne(this, fn, signal);
   }
 
-  async run<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
-    // Hot path: a first call that succeeds allocates nothing here (ctx is reused when it already says 1).
-    let attemptCtx: PolicyContext =
+  run<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
+    // ctx is reused when it already says attempt 1, so the first call allocates no context.
+    const attemptCtx: PolicyContext =
       ctx.attempt === 1 ? ctx : { signal: ctx.signal, attempt: 1, deadlineAt: ctx.deadlineAt };
+    const first = next.invoke(attemptCtx, index);
+    if (this.retryOnResult !== undefined || this.successes.hasListeners) {
+      return this.loop(ctx, next, index, first);
+    }
+    // Hot path: a first call that succeeds costs one `.then` and no async frame. A failure that will not be
+    // retried (a 404, an open breaker) is rethrown right here; only a real retry enters the async loop.
+    return first.then(undefined, (error: unknown) => {
+      const verdict = this.verdict(ctx, error, 1, false, this.clock.now());
+      if (typeof verdict === 'string') {
+        this.gaveUp(1, verdict, error, false, undefined);
+        throw error;
+      }
+      return this.loop(ctx, next, index, Promise.reject(error));
+    });
+  }
+
+  /** The retry loop; `first` is the outcome of attempt 1, already started. */
+  private async loop<T>(ctx: PolicyContext, next: Next<T>, index: number, first: Promise<T>): Promise<T> {
+    let attemptCtx: PolicyContext | undefined;
     let previousMs = 0;
     for (let attempt = 1; ; attempt++) {
       let error: unknown;
       let result: T | undefined;
       let rejected = false;
       try {
-        result = await next.invoke(attemptCtx, index);
+        result = await (attemptCtx === undefined ? first : next.invoke(attemptCtx, index));
         if (this.retryOnResult === undefined || !this.retryOnResult(result)) {
           if (this.successes.hasListeners) this.successes.emit({ name: this.name, attempts: attempt });
           return result;
@@ -225,16 +253,9 @@ export class RetryPolicy implements Policy {
     rejectedResult: boolean,
     previousMs: number,
   ): number | GiveUpReason {
-    if (ctx.signal.aborted) return 'aborted';
     const now = this.clock.now();
-    const c = classify(failure, { ...this.classifyOptions, nowMs: now });
-    if (!rejectedResult) {
-      const ownLimit = c.code === 'rate_limited' || c.code === 'spend_limited';
-      if (c.kind !== 'transient' || ownLimit) return 'not_retryable';
-      const retryable = this.shouldRetry === undefined ? c.retryable : this.shouldRetry(failure, attempt, c);
-      if (!retryable) return 'not_retryable';
-    }
-    if (attempt >= this.maxAttempts) return 'exhausted';
+    const c = this.verdict(ctx, failure, attempt, rejectedResult, now);
+    if (typeof c === 'string') return c;
 
     const hint = c.retryAfterMs;
     if (hint !== undefined && hint > this.maxDelayMs) return 'retry_after_too_long';
@@ -246,6 +267,32 @@ export class RetryPolicy implements Policy {
 
     if (ctx.deadlineAt !== Infinity && now + delay >= ctx.deadlineAt - this.marginMs) return 'deadline';
     return delay;
+  }
+
+  /** Whether the failure may be retried at all (before any backoff is drawn): its classification, or why not. */
+  private verdict(
+    ctx: PolicyContext,
+    failure: unknown,
+    attempt: number,
+    rejectedResult: boolean,
+    now: number,
+  ): Classification | GiveUpReason {
+    if (ctx.signal.aborted) return 'aborted';
+    if (failure instanceof BreakwaterError && !rejectedResult && this.shouldRetry === undefined) {
+      // What classify would conclude, read straight off the error (no classification object allocated).
+      if (failure.kind !== 'transient' || NEVER_RETRIED.has(failure.code)) return 'not_retryable';
+    }
+    const c = classify(failure, { ...this.classifyOptions, nowMs: now });
+    if (!rejectedResult) {
+      const ownLimit = c.code === 'rate_limited' || c.code === 'spend_limited';
+      if (c.kind !== 'transient' || ownLimit) return 'not_retryable';
+      const retryable =
+        this.shouldRetry === undefined
+          ? c.retryable && !NEVER_RETRIED.has(c.code)
+          : this.shouldRetry(failure, attempt, c);
+      if (!retryable) return 'not_retryable';
+    }
+    return attempt >= this.maxAttempts ? 'exhausted' : c;
   }
 
   private gaveUp(

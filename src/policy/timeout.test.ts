@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { BreakwaterError, Deadline, FakeClock } from '../core/index.js';
 import { timeout } from './timeout.js';
@@ -28,10 +29,54 @@ describe('TimeoutPolicy', () => {
     expect(clock.pendingTimers()).toBe(0);
   });
 
-  it('returns the value and clears its timer when fn resolves in time', async () => {
+  it('returns the value when fn resolves in time; its shared timer then lapses without firing anything', async () => {
     const clock = new FakeClock();
     const policy = timeout({ timeoutMs: 1000, clock });
+    const events: unknown[] = [];
+    policy.onTimeout((e) => events.push(e));
     await expect(policy.execute(() => 42)).resolves.toBe(42);
+    await expect(policy.execute(() => 43)).resolves.toBe(43);
+    // One clock timer serves every call in flight; removing a finished call does not touch the clock.
+    expect(clock.pendingTimers()).toBe(1);
+    expect(policy.timers.size).toBe(0);
+    await clock.tickAsync(1000);
+    expect(clock.pendingTimers()).toBe(0);
+    expect(events).toEqual([]);
+  });
+
+  it('with the system clock, an idle policy leaves no timer that keeps the process alive', async () => {
+    const policy = timeout({ timeoutMs: 60_000 });
+    const refTimers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = refTimers();
+    let during = 0;
+    await policy.execute(() => {
+      during = refTimers();
+      return 'ok';
+    });
+    expect(during).toBe(before + 1);
+    expect(refTimers()).toBe(before);
+  });
+
+  it('calls with different limits each fire at their own time from one shared timer', async () => {
+    const clock = new FakeClock();
+    const start = clock.now();
+    const policy = timeout({ timeoutMs: 1000, clock });
+    const firedAt: number[] = [];
+    const record = (p: Promise<unknown>): Promise<void> =>
+      p.then(
+        () => undefined,
+        () => {
+          firedAt.push(clock.now() - start);
+        },
+      );
+    const a = record(policy.execute(() => never<void>()));
+    await clock.tickAsync(300);
+    const b = record(Deadline.run(500, () => policy.execute(() => never<void>()), clock)); // 450 ms left
+    await clock.tickAsync(100);
+    const c = record(policy.execute(() => never<void>()));
+    await clock.tickAsync(2000);
+    await Promise.all([a, b, c]);
+    expect(firedAt).toEqual([750, 1000, 1400]);
     expect(clock.pendingTimers()).toBe(0);
   });
 
@@ -116,7 +161,8 @@ describe('TimeoutPolicy', () => {
     parent.abort(new Error('caller left'));
     expect(((await result) as Error).message).toBe('caller left');
     expect(inner!.aborted).toBe(true);
-    expect(clock.pendingTimers()).toBe(0);
+    expect(getEventListeners(parent.signal, 'abort')).toHaveLength(0);
+    expect(policy.timers.size).toBe(0);
   });
 
   it('emits a timeout event and validates options at construction', async () => {

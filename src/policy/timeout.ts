@@ -3,8 +3,11 @@ import {
   EventSource,
   LinkedAbort,
   systemClock,
+  TimerQueue,
   type Clock,
+  type TimerEntry,
   type ErrorCode,
+  rejectSoon,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
@@ -57,6 +60,8 @@ export class TimeoutPolicy implements Policy {
   readonly strategy: TimeoutStrategy;
   private readonly marginMs: number;
   private readonly clock: Clock;
+  /** @internal One clock timer for all calls in flight (see core's TimerQueue). */
+  readonly timers: TimerQueue;
   private readonly timeouts = new EventSource<TimeoutEvent>();
   /** Subscribe to limits firing. */
   readonly onTimeout = this.timeouts.on;
@@ -78,6 +83,7 @@ export class TimeoutPolicy implements Policy {
     this.marginMs = margin;
     this.name = options.name ?? 'timeout';
     this.clock = options.clock ?? systemClock;
+    this.timers = new TimerQueue(this.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
@@ -90,18 +96,20 @@ export class TimeoutPolicy implements Policy {
     let code: ErrorCode = 'timeout';
     if (ctx.deadlineAt !== Infinity) {
       const left = ctx.deadlineAt - now - this.marginMs;
-      if (left <= 0) return Promise.reject(this.error('deadline_exceeded', 0));
+      if (left <= 0) return rejectSoon(this.error('deadline_exceeded', 0));
       if (left < delay) {
         delay = left;
         code = 'deadline_exceeded';
       }
     }
-    const child = new TimeoutContext(ctx, now + delay);
-    const run = new TimedRun<T>(this, child, code, delay);
-    // Arm first: a timer inside (a bulkhead's queue timeout) due at the same instant fires after ours.
-    const promise = run.arm();
-    run.follow(next.invoke(child, index));
-    return promise;
+    const call = new TimedCall<T>(this, ctx, now + delay, code, delay);
+    // Schedule first: a timer inside (a bulkhead's queue timeout) due at the same instant fires after ours.
+    this.timers.add(call, now + delay);
+    next.invoke(call, index).then(
+      (value) => call.settle(value, undefined, false),
+      (error: unknown) => call.settle(undefined, error, true),
+    );
+    return call.promise;
   }
 
   /** @internal */
@@ -117,61 +125,65 @@ export class TimeoutPolicy implements Policy {
   fired(code: 'timeout' | 'deadline_exceeded', afterMs: number): void {
     if (this.timeouts.hasListeners) this.timeouts.emit({ name: this.name, code, afterMs });
   }
-
-  /** @internal */
-  get timerClock(): Clock {
-    return this.clock;
-  }
 }
 
-/** One timed execution: owns the timer, settles the outer promise once, releases everything. */
-class TimedRun<T> {
-  private handle: unknown;
+/**
+ * One timed execution, in one object: the context passed inside (its signal is created on first access
+ * only, so a call that never reads `ctx.signal` costs no AbortController and no listener on the parent),
+ * the entry in the policy's timer queue, and the outer promise, settled exactly once.
+ */
+class TimedCall<T> implements PolicyContext, TimerEntry {
+  readonly attempt: number;
+  readonly promise: Promise<T>;
+  dueAt = 0;
+  prevTimer: TimerEntry | undefined = undefined;
+  nextTimer: TimerEntry | undefined = undefined;
+  queued = false;
+  private link: LinkedAbort | undefined = undefined;
+  private timedOut: BreakwaterError | undefined = undefined;
   private settled = false;
-  private timedOut: BreakwaterError | undefined;
   private resolve!: (value: T) => void;
   private reject!: (error: unknown) => void;
 
   constructor(
     private readonly policy: TimeoutPolicy,
-    private readonly child: TimeoutContext,
+    private readonly parent: PolicyContext,
+    readonly deadlineAt: number,
     private readonly code: ErrorCode,
     private readonly delay: number,
-  ) {}
-
-  arm(): Promise<T> {
-    const promise = new Promise<T>((resolve, reject) => {
+  ) {
+    this.attempt = parent.attempt;
+    this.promise = new Promise<T>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
     });
-    this.handle = this.policy.timerClock.setTimeout(() => this.fire(), this.delay);
-    return promise;
   }
 
-  follow(inner: Promise<T>): void {
-    inner.then(
-      (value) => this.done(value, undefined, false),
-      (error: unknown) => this.done(undefined, error, true),
-    );
+  get signal(): AbortSignal {
+    if (this.link === undefined) {
+      this.link = new LinkedAbort(this.parent.signal);
+      if (this.timedOut !== undefined) this.link.abort(this.timedOut);
+    }
+    return this.link.signal;
   }
 
-  private fire(): void {
-    this.handle = undefined;
+  /** The limit passed: abort the work; in aggressive mode answer the caller now. */
+  onTimer(): void {
     if (this.settled) return;
     const error = this.policy.error(this.code, this.delay);
     this.timedOut = error;
     this.policy.fired(this.code as 'timeout' | 'deadline_exceeded', this.delay);
-    this.child.expire(error);
+    this.link?.abort(error);
     if (this.policy.strategy === 'aggressive') {
       this.settled = true;
       this.reject(error);
     }
   }
 
-  private done(value: T | undefined, error: unknown, failed: boolean): void {
-    if (this.handle !== undefined) this.policy.timerClock.clearTimeout(this.handle);
-    this.handle = undefined;
-    this.child.dispose();
+  /** The work settled: release the timer and the parent link, answer unless already answered. */
+  settle(value: T | undefined, error: unknown, failed: boolean): void {
+    this.policy.timers.remove(this);
+    this.link?.dispose();
     if (this.settled) return;
     this.settled = true;
     if (!failed) this.resolve(value as T);
@@ -179,40 +191,6 @@ class TimedRun<T> {
       // Cooperative: the work stopped because we aborted it; report the timeout, keep the cause.
       this.reject(this.policy.error(this.code, this.delay, error));
     } else this.reject(error);
-  }
-}
-
-/**
- * The context passed inside a timeout. Its signal is created on first access only, so a call that never
- * reads `ctx.signal` costs no AbortController and no listener on the parent signal.
- */
-class TimeoutContext implements PolicyContext {
-  readonly attempt: number;
-  private link: LinkedAbort | undefined;
-  private expiredReason: unknown;
-
-  constructor(
-    private readonly parent: PolicyContext,
-    readonly deadlineAt: number,
-  ) {
-    this.attempt = parent.attempt;
-  }
-
-  get signal(): AbortSignal {
-    if (this.link === undefined) {
-      this.link = new LinkedAbort(this.parent.signal);
-      if (this.expiredReason !== undefined) this.link.abort(this.expiredReason);
-    }
-    return this.link.signal;
-  }
-
-  expire(reason: unknown): void {
-    this.expiredReason = reason;
-    this.link?.abort(reason);
-  }
-
-  dispose(): void {
-    this.link?.dispose();
   }
 }
 

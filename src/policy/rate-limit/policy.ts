@@ -1,4 +1,4 @@
-import { BreakwaterError, EventSource, systemClock, type Clock } from '../../core/index.js';
+import { BreakwaterError, EventSource, systemClock, type Clock, rejectSoon } from '../../core/index.js';
 import { executeOne } from '../invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from '../types.js';
 import {
@@ -150,7 +150,7 @@ export class RateLimitPolicy implements Policy {
     index: number,
   ): Promise<T> {
     this.observe(decision, key, this.cost);
-    if (!decision.allowed) return Promise.reject(rateLimitedError(decision, this.name));
+    if (!decision.allowed) return rejectSoon(rateLimitedError(decision, this.name));
     return next.invoke(ctx, index);
   }
 
