@@ -142,13 +142,20 @@ describe('sentenceFor', () => {
     expect(sentenceFor('circuit_open', 3_600_000)).toBe(`${base} in about 60 minutes.`);
   });
 
-  it('appends a clause to sentences that do not end in "try again shortly."', () => {
+  it('appends a clause to sentences that have no vague retry advice', () => {
     expect(sentenceFor('not_found', 5000)).toBe(
       'The requested item does not exist; try again in about 5 seconds.',
     );
+  });
+
+  it('replaces vague retry advice with the hint, and never adds one to outcome_unknown', () => {
     expect(sentenceFor('rate_limited', 60_000)).toBe(
-      'Too many requests were made in a short time; wait a moment before trying again; try again in about 60 seconds.',
+      'Too many requests were made in a short time; try again in about 60 seconds.',
     );
+    expect(sentenceFor('spend_limited', 30 * 60_000)).toBe(
+      'The spending limit for this period has been reached; try again in about 30 minutes.',
+    );
+    expect(sentenceFor('outcome_unknown', 5000)).toBe(ERROR_CODES.outcome_unknown.sentence);
   });
 
   it('ignores hints that are zero, negative or not finite', () => {

@@ -206,9 +206,11 @@ export class BreakwaterError extends Error {
   }
 
   /**
-   * True when an automatic retry is safe and may succeed: `kind === 'transient'` and `outcome === 'failed'`.
-   * After an `unknown` outcome the effect may have happened, so this is false; reconcile first, or use
-   * `classify(error, { idempotencyKey: true })` when the request carried a key the server dedupes on.
+   * True when the caller may try the same request again later (after `retryAfterMs` when set):
+   * `kind === 'transient'` and `outcome === 'failed'`. After an `unknown` outcome the effect may have happened,
+   * so this is false: reconcile first. This is the caller's view (problem+json `retryable`); whether our own
+   * policies retry automatically is `classify(error).retryable`, which is also false for our own
+   * `rate_limited` / `spend_limited` (DESIGN: "Classification").
    */
   get retryable(): boolean {
     return this.kind === 'transient' && this.outcome === 'failed';
@@ -241,13 +243,16 @@ export function isErrorCode(code: unknown): code is ErrorCode {
  * The sentence a model can say to a user for `code`, with "in about N seconds" when a retry hint is known.
  * Example: `sentenceFor('circuit_open', 20_000)` →
  * "The service is temporarily unavailable after repeated failures; try again in about 20 seconds."
+ * `outcome_unknown` never gets a hint: its advice is to check the status, not to try again.
  */
 export function sentenceFor(code: ErrorCode, retryAfterMs?: number): string {
   const base: string = ERROR_CODES[code].sentence;
   if (retryAfterMs === undefined || !Number.isFinite(retryAfterMs) || retryAfterMs <= 0) return base;
-  const hint = `in about ${humanDuration(retryAfterMs)}`;
-  if (base.endsWith('try again shortly.')) return base.slice(0, -'shortly.'.length) + hint + '.';
-  return `${base.slice(0, -1)}; try again ${hint}.`;
+  if (code === 'outcome_unknown') return base;
+  const hint = `try again in about ${humanDuration(retryAfterMs)}`;
+  const vague = /try again (shortly|when the period resets)|wait a moment before trying again/;
+  if (vague.test(base)) return base.replace(vague, hint);
+  return `${base.slice(0, -1)}; ${hint}.`;
 }
 
 function humanDuration(ms: number): string {

@@ -53,9 +53,10 @@ export interface CircuitBreakerOptions {
  */
 export const CIRCUIT_BREAKER_DEFAULTS = {
   name: 'circuit-breaker',
-  consecutiveFailures: WINDOW_DEFAULTS.consecutiveFailures,
+  /** The default `window` is `new ConsecutiveWindow(window.consecutiveFailures)`. */
+  window: { consecutiveFailures: WINDOW_DEFAULTS.consecutiveFailures },
   openDurationMs: 30_000,
-  backoffMultiplier: 2,
+  openBackoff: { multiplier: 2 },
   permittedCalls: 1,
   captureRejectionStack: false,
 } as const;
@@ -109,7 +110,7 @@ export function resolveOptions(options: CircuitBreakerOptions): ResolvedBreakerO
     throw new RangeError(`circuit-breaker: ${option} must be ${rule}, got ${String(value)}`);
   };
   const d = CIRCUIT_BREAKER_DEFAULTS;
-  const window: BreakerWindow = options.window ?? new ConsecutiveWindow(d.consecutiveFailures);
+  const window: BreakerWindow = options.window ?? new ConsecutiveWindow(d.window.consecutiveFailures);
   for (const method of ['recordSuccess', 'recordFailure', 'shouldOpen', 'reset'] as const) {
     if (typeof window?.[method] !== 'function') fail('window', `a BreakerWindow (no ${method})`, window);
   }
@@ -118,7 +119,7 @@ export function resolveOptions(options: CircuitBreakerOptions): ResolvedBreakerO
   let multiplier = 1;
   let maxOpenMs = openMs;
   if (options.openBackoff !== undefined) {
-    multiplier = options.openBackoff.multiplier ?? d.backoffMultiplier;
+    multiplier = options.openBackoff.multiplier ?? d.openBackoff.multiplier;
     maxOpenMs = options.openBackoff.maxMs;
     if (!(multiplier >= 1 && Number.isFinite(multiplier))) {
       fail('openBackoff.multiplier', 'a finite number >= 1', multiplier);

@@ -10,6 +10,7 @@ import {
   type TimerHandle,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
+import { repeatableByDefault } from './retryable.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
 /** Options of {@link HedgingPolicy}; validated at construction. */
@@ -23,8 +24,9 @@ export interface HedgingOptions {
    */
   delayMs?: number;
   /**
-   * Whether a failure lets the next call start (in place of the default `classify(error).retryable`). A
-   * failure it rejects ends the whole execution with that failure at once.
+   * Whether a failure lets the next call start, in place of the default (as for retry:
+   * `classify(error).retryable`, except `circuit_open` and our own limits). A failure it rejects ends the
+   * whole execution with that failure at once.
    * @param attempt the call that failed (1 for the primary).
    */
   shouldHedge?: (error: unknown, attempt: number, classification: Classification) => boolean;
@@ -55,8 +57,8 @@ export const HEDGING_DEFAULTS = { maxHedgedAttempts: 1, delayMs: 2000 } as const
  * - Every call gets its own signal (a {@link LinkedAbort} of `ctx.signal`) and `attempt` 1, 2, …; the first
  *   success wins. When the execution settles (either way), every call still running has its signal aborted
  *   with a `canceled` BreakwaterError (with the caller's reason when the caller aborted).
- * - A failure that may be hedged (default: `classify(error).retryable`) starts the next call at once; any
- *   other failure (a 404, a bug, an unknown outcome of a write) ends the execution with it at once, aborting
+ * - A failure that may be hedged (default: as for retry, `classify(error).retryable` except `circuit_open`
+ *   and our own limits) starts the next call at once; any other failure (a 404, a bug, an unknown outcome of a write) ends the execution with it at once, aborting
  *   the calls still running, since another copy of the call would not answer differently.
  * - When every call has failed, it rejects with the LAST failure to arrive, unchanged.
  * - When `ctx.signal` aborts, it rejects at once with the signal's reason.
@@ -106,7 +108,7 @@ export class HedgingPolicy implements Policy {
   /** @internal */
   mayHedge(error: unknown, attempt: number): boolean {
     const c = classify(error, { nowMs: this.clock.now() });
-    return this.shouldHedge === undefined ? c.retryable : this.shouldHedge(error, attempt, c);
+    return this.shouldHedge === undefined ? repeatableByDefault(c) : this.shouldHedge(error, attempt, c);
   }
 
   /** @internal */

@@ -10,6 +10,7 @@ import {
 } from '../core/index.js';
 import { exponentialBackoff, type Backoff } from './backoff.js';
 import { executeOne } from './invoke.js';
+import { NOT_REPEATED_BY_DEFAULT, repeatableByDefault } from './retryable.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
 /** Options of {@link RetryPolicy}; validated at construction. */
@@ -83,12 +84,6 @@ export interface RetrySuccessEvent {
   readonly name: string;
   readonly attempts: number;
 }
-
-/**
- * Codes never retried by default: our own limits (never, whatever `shouldRetry` says) and an open breaker
- * (unless `shouldRetry` opts in).
- */
-const NEVER_RETRIED: ReadonlySet<string> = new Set(['rate_limited', 'spend_limited', 'circuit_open']);
 
 /** Defaults of {@link RetryOptions} (the default backoff is `exponentialBackoff()`). */
 export const RETRY_DEFAULTS = { maxAttempts: 3, maxDelayMs: 30_000, deadlineMarginMs: 50 } as const;
@@ -280,16 +275,14 @@ export class RetryPolicy implements Policy {
     if (ctx.signal.aborted) return 'aborted';
     if (failure instanceof BreakwaterError && !rejectedResult && this.shouldRetry === undefined) {
       // What classify would conclude, read straight off the error (no classification object allocated).
-      if (failure.kind !== 'transient' || NEVER_RETRIED.has(failure.code)) return 'not_retryable';
+      if (failure.kind !== 'transient' || NOT_REPEATED_BY_DEFAULT.has(failure.code)) return 'not_retryable';
     }
     const c = classify(failure, { ...this.classifyOptions, nowMs: now });
     if (!rejectedResult) {
       const ownLimit = c.code === 'rate_limited' || c.code === 'spend_limited';
       if (c.kind !== 'transient' || ownLimit) return 'not_retryable';
       const retryable =
-        this.shouldRetry === undefined
-          ? c.retryable && !NEVER_RETRIED.has(c.code)
-          : this.shouldRetry(failure, attempt, c);
+        this.shouldRetry === undefined ? repeatableByDefault(c) : this.shouldRetry(failure, attempt, c);
       if (!retryable) return 'not_retryable';
     }
     return attempt >= this.maxAttempts ? 'exhausted' : c;

@@ -96,7 +96,10 @@ export class TimeoutPolicy implements Policy {
     let code: ErrorCode = 'timeout';
     if (ctx.deadlineAt !== Infinity) {
       const left = ctx.deadlineAt - now - this.marginMs;
-      if (left <= 0) return rejectSoon(this.error('deadline_exceeded', 0));
+      if (left <= 0) {
+        this.fired('deadline_exceeded', 0);
+        return rejectSoon(this.error('deadline_exceeded', 0));
+      }
       if (left < delay) {
         delay = left;
         code = 'deadline_exceeded';
