@@ -23,24 +23,35 @@ function version(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: false,
-    options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
-  });
+  let parsed: { positionals: string[]; values: { help?: boolean; version?: boolean } };
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
+    });
+  } catch (error) {
+    console.error(`breakwater: ${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { positionals, values } = parsed;
   const command = positionals[0];
+  if (values.help === true || command === 'help') {
+    console.log(USAGE);
+    return 0;
+  }
   if (values.version === true || command === 'version') {
     console.log(version());
     return 0;
   }
-  if (command === 'demo') {
-    const { runDemo } = await import('./demo.js');
-    return runDemo(argv.slice(1));
-  }
-  if (values.help === true || command === undefined) {
+  if (command === undefined) {
     console.log(USAGE);
     return 0;
+  }
+  if (command === 'demo') {
+    const { runDemo } = await import('./demo.js');
+    return runDemo(positionals.slice(1));
   }
   console.error(`breakwater: unknown command '${command}'\n\n${USAGE}`);
   return 2;

@@ -1,3 +1,5 @@
+import { neverAbortedSignal } from './signals.js';
+
 /**
  * Time as an injected dependency (DESIGN: "Time"). Every policy reads a `Clock`; tests pass a
  * {@link FakeClock} and never sleep on real time.
@@ -52,6 +54,27 @@ export const systemClock: Clock = {
     clearTimeout(handle instanceof LongTimer ? handle.timer : (handle as NodeJS.Timeout));
   },
 };
+
+/**
+ * Checks a `clock` option: `undefined` means {@link systemClock}; anything else must have `now()`,
+ * `setTimeout()` and `clearTimeout()`.
+ * @param owner names the policy or component in the error (e.g. `timeout`).
+ * @throws RangeError naming the option when it is not a clock.
+ */
+export function clockOption(owner: string, clock: Clock | undefined): Clock {
+  if (clock === undefined) return systemClock;
+  const c = clock as Partial<Clock> | null;
+  if (
+    typeof c !== 'object' ||
+    c === null ||
+    typeof c.now !== 'function' ||
+    typeof c.setTimeout !== 'function' ||
+    typeof c.clearTimeout !== 'function'
+  ) {
+    throw new RangeError(`${owner}: clock must have now(), setTimeout() and clearTimeout()`);
+  }
+  return clock;
+}
 
 interface FakeTimer {
   readonly id: number;
@@ -160,6 +183,8 @@ async function settle(): Promise<void> {
  */
 export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason);
+  // The shared never-aborting signal can never fire: listening to it would only pile up listeners.
+  if (signal === neverAbortedSignal) signal = undefined;
   return new Promise<void>((resolve, reject) => {
     const onAbort = (): void => {
       clock.clearTimeout(handle);

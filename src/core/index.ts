@@ -19,7 +19,7 @@ export {
   type ClassifyOptions,
 } from './classify.js';
 export { Deadline, deadlineExceeded } from './deadline.js';
-export { FakeClock, sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
+export { FakeClock, clockOption, sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
 export { TimerQueue, type TimerEntry } from './timer-queue.js';
 export { newId } from './ids.js';
 export { rejectSoon } from './promises.js';

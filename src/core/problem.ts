@@ -41,13 +41,14 @@ const RESERVED_MEMBERS: ReadonlySet<string> = new Set([
 
 /**
  * Serializes any thrown value as problem details (RFC 9457, section 3). A non-Breakwater error becomes
- * `internal_error` (500) whose detail never leaks the original message or stack.
+ * `canceled` (an `AbortError`), `timeout` (a `TimeoutError`) or `internal_error` (500); the detail never
+ * leaks the original message or stack.
  *
  * @param error what was thrown
  * @param instance optional URI reference naming this occurrence (for example the request path)
  */
 export function toProblem(error: unknown, instance?: string): ProblemDetails {
-  const err = isBreakwaterError(error) ? error : new BreakwaterError('internal_error');
+  const err = isBreakwaterError(error) ? error : fromForeign(error);
   const problem: ProblemDetails = {
     type: `urn:breakwater:error:${err.code}`,
     title: ERROR_CODES[err.code].title,
@@ -80,4 +81,16 @@ export function toProblem(error: unknown, instance?: string): ProblemDetails {
 export function retryAfterHeader(error: BreakwaterError): string | undefined {
   if (error.retryAfterMs === undefined || !Number.isFinite(error.retryAfterMs)) return undefined;
   return String(Math.max(0, Math.ceil(error.retryAfterMs / 1000)));
+}
+
+/**
+ * A non-Breakwater failure as the client may see it: a caller's abort (`AbortError`) is `canceled` and an
+ * `AbortSignal.timeout()` firing (`TimeoutError`) is `timeout`; anything else is `internal_error`, whose
+ * detail never repeats the original message.
+ */
+function fromForeign(error: unknown): BreakwaterError {
+  const name = error instanceof Error || error instanceof DOMException ? error.name : undefined;
+  if (name === 'AbortError') return new BreakwaterError('canceled');
+  if (name === 'TimeoutError') return new BreakwaterError('timeout');
+  return new BreakwaterError('internal_error');
 }

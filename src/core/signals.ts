@@ -4,6 +4,9 @@
  * collection and cannot be detached, which is why this exists.)
  */
 
+/** A signal that never aborts; shared, so code can always pass a signal without allocating one. */
+export const neverAbortedSignal: AbortSignal = new AbortController().signal;
+
 /**
  * An `AbortController` that aborts when any parent signal aborts (with that parent's reason).
  * Call {@link LinkedAbort.dispose} when the work ends, whatever the outcome, to detach from the parents.
@@ -14,7 +17,8 @@ export class LinkedAbort {
 
   constructor(...parents: (AbortSignal | undefined)[]) {
     for (const parent of parents) {
-      if (parent === undefined) continue;
+      // The shared never-aborting signal can never fire: listening to it would only pile up listeners.
+      if (parent === undefined || parent === neverAbortedSignal) continue;
       if (parent.aborted) {
         this.controller.abort(parent.reason);
         break;
@@ -56,6 +60,3 @@ export class LinkedAbort {
 export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
-
-/** A signal that never aborts; shared, so code can always pass a signal without allocating one. */
-export const neverAbortedSignal: AbortSignal = new AbortController().signal;

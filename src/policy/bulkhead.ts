@@ -2,10 +2,10 @@ import {
   BreakwaterError,
   EventSource,
   neverAbortedSignal,
-  systemClock,
   type Clock,
   type TimerHandle,
   rejectSoon,
+  clockOption,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Observable, Policy, PolicyContext, PolicyFn } from './types.js';
@@ -137,7 +137,7 @@ export class BulkheadPolicy implements Policy, Observable<BulkheadState> {
     this.maxQueue = maxQueue;
     this.queueTimeoutMs = queueTimeoutMs;
     this.name = options.name ?? BULKHEAD_DEFAULTS.name;
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('bulkhead', options.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
@@ -240,6 +240,13 @@ export class BulkheadPolicy implements Policy, Observable<BulkheadState> {
 
   /** A queued call's timer fired: `queue_timeout` or `deadline_exceeded`. */
   private expire(waiter: Waiter): void {
+    if (waiter.timeoutReason === 'deadline_exceeded' && !waiter.yielded) {
+      // An enclosing timeout whose limit is this same deadline fires at this same instant; let it answer
+      // first with its own error (its abort takes the call out of the queue), whichever timer was set first.
+      waiter.yielded = true;
+      waiter.timer = this.clock.setTimeout(() => this.expire(waiter), 0);
+      return;
+    }
     waiter.timer = undefined;
     this.unlink(waiter);
     waiter.detach(this.clock);
@@ -301,6 +308,8 @@ class Waiter {
   after: Waiter | undefined;
   signal: AbortSignal | undefined;
   timer: TimerHandle | undefined;
+  /** The deadline timer has fired once and yielded to other timers due at the same instant. */
+  yielded = false;
   resolve!: (value: unknown) => void;
   reject!: (error: unknown) => void;
 

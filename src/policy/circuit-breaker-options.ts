@@ -2,7 +2,7 @@
  * The circuit breaker's options: their types, defaults, validation, and the default failure predicate.
  * Kept apart from the policy so `circuit-breaker.ts` stays about behaviour.
  */
-import { classify, systemClock, type Clock, type ErrorCode } from '../core/index.js';
+import { classify, clockOption, type Clock, type ErrorCode } from '../core/index.js';
 import { ConsecutiveWindow, WINDOW_DEFAULTS, type BreakerWindow } from './breaker-windows.js';
 import type { CircuitBreakerSnapshot, CircuitState } from './circuit-breaker-types.js';
 
@@ -119,6 +119,9 @@ export function resolveOptions(options: CircuitBreakerOptions): ResolvedBreakerO
   let multiplier = 1;
   let maxOpenMs = openMs;
   if (options.openBackoff !== undefined) {
+    if (typeof options.openBackoff !== 'object' || options.openBackoff === null) {
+      fail('openBackoff', 'an object { multiplier?, maxMs } or left out', options.openBackoff);
+    }
     multiplier = options.openBackoff.multiplier ?? d.openBackoff.multiplier;
     maxOpenMs = options.openBackoff.maxMs;
     if (!(multiplier >= 1 && Number.isFinite(multiplier))) {
@@ -150,7 +153,7 @@ export function resolveOptions(options: CircuitBreakerOptions): ResolvedBreakerO
     isFailure: options.isFailure ?? isDependencyFailure,
     isFailureResult: options.isFailureResult,
     captureRejectionStack: options.captureRejectionStack ?? d.captureRejectionStack,
-    clock: options.clock ?? systemClock,
+    clock: clockOption('circuit-breaker', options.clock),
   };
 }
 

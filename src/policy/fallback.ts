@@ -1,4 +1,4 @@
-import { EventSource, classify, type Clock, systemClock } from '../core/index.js';
+import { EventSource, classify, type Clock, systemClock, clockOption } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
@@ -84,7 +84,7 @@ export class FallbackPolicy<R = unknown> implements Policy {
     this.value = options.value;
     this.shouldFallback = options.shouldFallback;
     this.name = options.name ?? 'fallback';
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('fallback', options.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {

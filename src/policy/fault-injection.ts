@@ -5,9 +5,9 @@ import {
   isErrorCode,
   neverAbortedSignal,
   sleep,
-  systemClock,
   type Clock,
   type ErrorCode,
+  clockOption,
 } from '../core/index.js';
 import type { RandomSource } from './backoff.js';
 import { executeOne } from './invoke.js';
@@ -108,7 +108,7 @@ export class FaultInjectionPolicy implements Policy, Observable<FaultInjectionSt
     this.faults = validate(options);
     this.random = options.random ?? Math.random;
     this.name = options.name ?? 'fault-injection';
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('fault-injection', options.clock);
   }
 
   get enabled(): boolean {
@@ -224,6 +224,15 @@ function validate(settings: FaultSettings): Faults {
     throw new RangeError(`faultInjection: enabled must be a boolean, got ${typeof enabled}`);
   }
   const { latency, error, hang: hangFault } = settings;
+  for (const [option, value] of [
+    ['latency', latency],
+    ['error', error],
+    ['hang', hangFault],
+  ] as const) {
+    if (value !== undefined && (typeof value !== 'object' || value === null)) {
+      throw new RangeError(`faultInjection: ${option} must be an object or left out, got ${String(value)}`);
+    }
+  }
   if (latency !== undefined) {
     rate('latency.rate', latency.rate);
     const ms = latency.ms;

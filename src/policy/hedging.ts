@@ -4,10 +4,11 @@ import {
   LinkedAbort,
   abortReason,
   classify,
-  systemClock,
   type Classification,
   type Clock,
   type TimerHandle,
+  neverAbortedSignal,
+  clockOption,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import { repeatableByDefault } from './retryable.js';
@@ -93,7 +94,7 @@ export class HedgingPolicy implements Policy {
     this.delayMs = delayMs;
     this.shouldHedge = options.shouldHedge;
     this.name = options.name ?? 'hedging';
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('hedging', options.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
@@ -146,7 +147,8 @@ class HedgedRun<T> {
       this.resolve = resolve;
       this.reject = reject;
     });
-    this.ctx.signal.addEventListener('abort', this);
+    // The shared never-aborting signal can never fire: listening to it would only pile up listeners.
+    if (this.ctx.signal !== neverAbortedSignal) this.ctx.signal.addEventListener('abort', this);
     this.launch();
     return promise;
   }

@@ -1,4 +1,4 @@
-import { Deadline, neverAbortedSignal } from '../core/index.js';
+import { Deadline, abortReason, neverAbortedSignal, rejectSoon } from '../core/index.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
 /**
@@ -32,7 +32,21 @@ export function rootContext(signal: AbortSignal | undefined): PolicyContext {
   return { signal: signal ?? neverAbortedSignal, attempt: 1, deadlineAt: Deadline.at() ?? Infinity };
 }
 
-/** `policy.execute(fn, signal)` for a single policy. */
+/**
+ * Runs `fn` through `policies` from the top. A caller whose signal has already aborted gets its abort reason
+ * at once: nothing is called and no limit is spent on it.
+ */
+export function executeAll<T>(
+  policies: readonly Policy[],
+  fn: PolicyFn<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  if (signal?.aborted) return rejectSoon(abortReason(signal));
+  return new Invocation(policies, fn).invoke(rootContext(signal), 0);
+}
+
+/** `policy.execute(fn, signal)` for a single policy (see {@link executeAll}). */
 export function executeOne<T>(policy: Policy, fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
+  if (signal?.aborted) return rejectSoon(abortReason(signal));
   return policy.run(rootContext(signal), new Invocation<T>([], fn), 0);
 }

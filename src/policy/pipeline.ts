@@ -1,4 +1,4 @@
-import { Invocation, rootContext } from './invoke.js';
+import { executeAll } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
 /**
@@ -17,7 +17,7 @@ export class Pipeline implements Policy {
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
-    return new Invocation(this.policies, fn).invoke(rootContext(signal), 0);
+    return executeAll(this.policies, fn, signal);
   }
 
   run<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {

@@ -3,10 +3,10 @@ import {
   EventSource,
   classify,
   sleep,
-  systemClock,
   type Classification,
   type ClassifyOptions,
   type Clock,
+  clockOption,
 } from '../core/index.js';
 import { exponentialBackoff, type Backoff } from './backoff.js';
 import { executeOne } from './invoke.js';
@@ -150,7 +150,7 @@ export class RetryPolicy implements Policy {
     if (!(margin >= 0) || !Number.isFinite(margin)) {
       throw new RangeError(`retry: deadlineMarginMs must be a finite number >= 0, got ${margin}`);
     }
-    if (options.backoff !== undefined && typeof options.backoff.next !== 'function') {
+    if (options.backoff !== undefined && typeof options.backoff?.next !== 'function') {
       throw new RangeError('retry: backoff must have a next(retry, previousMs) method');
     }
     for (const key of ['shouldRetry', 'retryOnResult'] as const) {
@@ -166,7 +166,7 @@ export class RetryPolicy implements Policy {
     this.retryOnResult = options.retryOnResult;
     this.classifyOptions = options.classifyOptions;
     this.name = options.name ?? 'retry';
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('retry', options.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
@@ -234,6 +234,10 @@ export class RetryPolicy implements Policy {
           this.gaveUp(attempt, 'aborted', reason, false, undefined);
           throw reason;
         }
+      } else {
+        // No wait, but still a turn of the event loop, so timers (an abort, a deadline) can stop a loop of
+        // immediate retries that would otherwise run on microtasks alone.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
       previousMs = delayMs;
       attemptCtx = { signal: ctx.signal, attempt: attempt + 1, deadlineAt: ctx.deadlineAt };

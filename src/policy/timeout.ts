@@ -2,12 +2,12 @@ import {
   BreakwaterError,
   EventSource,
   LinkedAbort,
-  systemClock,
   TimerQueue,
   type Clock,
   type TimerEntry,
   type ErrorCode,
   rejectSoon,
+  clockOption,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
@@ -71,7 +71,9 @@ export class TimeoutPolicy implements Policy {
       throw new RangeError(`timeout: timeoutMs must be a finite number > 0, got ${options.timeoutMs}`);
     }
     const margin = options.deadlineMarginMs ?? TIMEOUT_DEFAULTS.deadlineMarginMs;
-    if (!(margin >= 0)) throw new RangeError(`timeout: deadlineMarginMs must be >= 0, got ${margin}`);
+    if (!(margin >= 0) || !Number.isFinite(margin)) {
+      throw new RangeError(`timeout: deadlineMarginMs must be a finite number >= 0, got ${margin}`);
+    }
     const strategy = options.strategy ?? TIMEOUT_DEFAULTS.strategy;
     if (strategy !== 'aggressive' && strategy !== 'cooperative') {
       throw new RangeError(
@@ -82,7 +84,7 @@ export class TimeoutPolicy implements Policy {
     this.strategy = strategy;
     this.marginMs = margin;
     this.name = options.name ?? 'timeout';
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('timeout', options.clock);
     this.timers = new TimerQueue(this.clock);
   }
 
@@ -145,6 +147,8 @@ class TimedCall<T> implements PolicyContext, TimerEntry {
   private link: LinkedAbort | undefined = undefined;
   private timedOut: BreakwaterError | undefined = undefined;
   private settled = false;
+  /** The work itself has settled (it may have been answered earlier, by an aggressive timeout). */
+  private finished = false;
   private resolve!: (value: T) => void;
   private reject!: (error: unknown) => void;
 
@@ -164,7 +168,9 @@ class TimedCall<T> implements PolicyContext, TimerEntry {
 
   get signal(): AbortSignal {
     if (this.link === undefined) {
-      this.link = new LinkedAbort(this.parent.signal);
+      // Read after the work finished (a late callback): a signal of its own, never linked to the parent,
+      // since nothing would ever dispose that link.
+      this.link = this.finished ? new LinkedAbort() : new LinkedAbort(this.parent.signal);
       if (this.timedOut !== undefined) this.link.abort(this.timedOut);
     }
     return this.link.signal;
@@ -185,6 +191,7 @@ class TimedCall<T> implements PolicyContext, TimerEntry {
 
   /** The work settled: release the timer and the parent link, answer unless already answered. */
   settle(value: T | undefined, error: unknown, failed: boolean): void {
+    this.finished = true;
     this.policy.timers.remove(this);
     this.link?.dispose();
     if (this.settled) return;

@@ -274,7 +274,8 @@ describe('TokenBucket', () => {
     const bucket = new TokenBucket({ capacity: 2, refillTokens: 1, refillIntervalMs: 1000 });
     const state = { tokens: 1, updatedAtMs: T0 + 5000 };
     const { state: next, decision } = bucket.step(state, T0 + 4000, 1);
-    expect(decision).toEqual(allowed(0, 2000, 2));
+    // The caller's clock is 1000 ms behind the bucket's: the reset is 2000 ms of refill after that lag.
+    expect(decision).toEqual(allowed(0, 3000, 2));
     expect(next).toEqual({ tokens: 0, updatedAtMs: T0 + 5000 });
   });
 });

@@ -272,6 +272,9 @@ export class TokenBucket implements RateLimitAlgorithm<TokenBucketState> {
       tokens = elapsed > 0 ? Math.min(capacity, state.tokens + this.refilled(elapsed)) : state.tokens;
       updatedAtMs = Math.max(nowMs, state.updatedAtMs);
     }
+    // The bucket's time runs from `updatedAtMs`; a caller whose clock is behind it must also wait out the lag,
+    // or its retry hint would come too early and a store would expire a live bucket.
+    const lagMs = updatedAtMs - nowMs;
     if (tokens + TOKEN_EPSILON >= cost) {
       const left = Math.max(0, tokens - cost);
       return {
@@ -280,7 +283,7 @@ export class TokenBucket implements RateLimitAlgorithm<TokenBucketState> {
           allowed: true,
           limit: capacity,
           remaining: wholeTokens(left),
-          resetMs: this.msToRefill(capacity - left),
+          resetMs: lagMs + this.msToRefill(capacity - left),
           retryAfterMs: 0,
         },
       };
@@ -291,8 +294,8 @@ export class TokenBucket implements RateLimitAlgorithm<TokenBucketState> {
         allowed: false,
         limit: capacity,
         remaining: wholeTokens(tokens),
-        resetMs: this.msToRefill(capacity - tokens),
-        retryAfterMs: Math.max(1, this.msToRefill(cost - tokens)),
+        resetMs: lagMs + this.msToRefill(capacity - tokens),
+        retryAfterMs: Math.max(1, lagMs + this.msToRefill(cost - tokens)),
       },
     };
   }

@@ -1,4 +1,4 @@
-import { BreakwaterError, EventSource, systemClock, type Clock, rejectSoon } from '../../core/index.js';
+import { BreakwaterError, EventSource, type Clock, rejectSoon, clockOption } from '../../core/index.js';
 import { executeOne } from '../invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from '../types.js';
 import {
@@ -85,7 +85,7 @@ export class RateLimitPolicy implements Policy {
       throw new RangeError('rate limit: store must implement consume() and reset()');
     }
     this.store = store;
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('rate-limit', options.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
