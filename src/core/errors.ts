@@ -206,6 +206,21 @@ export class BreakwaterError extends Error {
   }
 
   /**
+   * Builds the error without a stack trace. For fast-fail paths (an open breaker, a full bulkhead) that
+   * reject thousands of calls a second: capturing the stack is most of the cost, and it would only point
+   * into the policy. `Error.stackTraceLimit` is restored whatever happens.
+   */
+  static withoutStack(code: ErrorCode, options?: BreakwaterErrorOptions): BreakwaterError {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      return new BreakwaterError(code, options);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+  }
+
+  /**
    * True when the caller may try the same request again later (after `retryAfterMs` when set):
    * `kind === 'transient'` and `outcome === 'failed'`. After an `unknown` outcome the effect may have happened,
    * so this is false: reconcile first. This is the caller's view (problem+json `retryable`); whether our own

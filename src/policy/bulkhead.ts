@@ -280,7 +280,7 @@ export class BulkheadPolicy implements Policy, Observable<BulkheadState> {
       reason === 'full'
         ? { ...limits, reason }
         : { ...limits, reason, queue_timeout_ms: this.queueTimeoutMs, waited_ms: waitedMs };
-    return new BreakwaterError('bulkhead_full', { message, source: this.name, details });
+    return BreakwaterError.withoutStack('bulkhead_full', { message, source: this.name, details });
   }
 
   private unlink(waiter: Waiter): void {

@@ -1,4 +1,4 @@
-import { BreakwaterError, EventSource, sentenceFor, type Clock, rejectSoon } from '../core/index.js';
+import { EventSource, rejectSoon, type BreakwaterError, type Clock } from '../core/index.js';
 import type { BreakerWindow } from './breaker-windows.js';
 import { resolveOptions, validSnapshot, type CircuitBreakerOptions } from './circuit-breaker-options.js';
 import type {
@@ -10,6 +10,7 @@ import type {
   CircuitState,
   CircuitStateChange,
 } from './circuit-breaker-types.js';
+import { RejectionErrors } from './circuit-breaker-rejections.js';
 import { executeOne } from './invoke.js';
 import type { Next, Observable, Policy, PolicyContext, PolicyFn } from './types.js';
 
@@ -20,15 +21,6 @@ export {
   type OpenBackoff,
 } from './circuit-breaker-options.js';
 export type * from './circuit-breaker-types.js';
-
-const DETAILS = {
-  open: Object.freeze({ circuit_state: 'open' }),
-  'half-open': Object.freeze({ circuit_state: 'half-open' }),
-  isolated: Object.freeze({ circuit_state: 'isolated' }),
-} as const;
-
-/** Prefix of core's generic `circuit_open` sentence, replaced by the dependency's name. */
-const GENERIC_SUBJECT = 'The service';
 
 /**
  * A circuit breaker (DESIGN: "Policies", Circuit breaker).
@@ -69,9 +61,8 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   private readonly maxOpenMs: number;
   private readonly isFailure: (error: unknown) => boolean;
   private readonly isFailureResult: ((value: unknown) => boolean) | undefined;
-  private readonly captureStack: boolean;
   private readonly clock: Clock;
-  private readonly subject: string | undefined;
+  private readonly rejectionErrors: RejectionErrors;
   private readonly readsTime: boolean;
   private readonly slowMs: number;
   private readonly measures: boolean;
@@ -86,11 +77,6 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   private trialsInFlight = 0;
   private trialSuccesses = 0;
   private closedHandlers: ClosedHandlers | undefined;
-  private lastRejection:
-    | { error: BreakwaterError; retryAfterMs: number | undefined; details: object; generation: number }
-    | undefined;
-  private messageKey = NaN;
-  private message = '';
 
   private readonly stateChanges = new EventSource<CircuitStateChange>();
   private readonly successes = new EventSource<CircuitCallEvent>();
@@ -108,7 +94,6 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   constructor(options: CircuitBreakerOptions = {}) {
     const o = resolveOptions(options);
     this.name = o.name;
-    this.subject = options.name;
     this.window = o.window;
     this.openDurationMs = o.openDurationMs;
     this.multiplier = o.multiplier;
@@ -117,7 +102,7 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     this.successesToClose = o.successesToClose;
     this.isFailure = o.isFailure;
     this.isFailureResult = o.isFailureResult;
-    this.captureStack = o.captureRejectionStack;
+    this.rejectionErrors = new RejectionErrors(o.name, options.name, o.captureRejectionStack);
     this.clock = o.clock;
     this.readsTime = o.window.readsTime === true;
     this.slowMs = o.window.slowCallDurationMs ?? Infinity;
@@ -379,67 +364,9 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     state: 'open' | 'half-open' | 'isolated',
     retryAfterMs: number | undefined,
   ): BreakwaterError {
-    const error = this.rejection(state, retryAfterMs);
+    const error = this.rejectionErrors.get(state, retryAfterMs, this.generation);
     if (this.rejections.hasListeners) this.rejections.emit({ name: this.name, state, retryAfterMs });
     return error;
-  }
-
-  private rejection(
-    state: 'open' | 'half-open' | 'isolated',
-    retryAfterMs: number | undefined,
-  ): BreakwaterError {
-    // Rejections that would be identical (same state, same retry hint to the ms) share one error object:
-    // under a storm of calls to a dead dependency that turns most rejections into a field comparison.
-    const cached = this.lastRejection;
-    if (
-      cached !== undefined &&
-      cached.retryAfterMs === retryAfterMs &&
-      cached.details === DETAILS[state] &&
-      cached.generation === this.generation
-    ) {
-      return cached.error;
-    }
-    const error = this.createRejection(state, retryAfterMs);
-    this.lastRejection = { error, retryAfterMs, details: DETAILS[state], generation: this.generation };
-    return error;
-  }
-
-  private createRejection(
-    state: 'open' | 'half-open' | 'isolated',
-    retryAfterMs: number | undefined,
-  ): BreakwaterError {
-    const options = {
-      message: this.messageFor(retryAfterMs),
-      retryAfterMs,
-      source: this.name,
-      details: DETAILS[state],
-    };
-    if (this.captureStack) return new BreakwaterError('circuit_open', options);
-    // A stack trace is most of the cost of a fast rejection; restore the limit whatever happens.
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    try {
-      return new BreakwaterError('circuit_open', options);
-    } finally {
-      Error.stackTraceLimit = limit;
-    }
-  }
-
-  /** The rejection message; cached per whole second of `retryAfterMs`, the precision the sentence has. */
-  private messageFor(retryAfterMs: number | undefined): string {
-    if (retryAfterMs === undefined) {
-      return `${this.subject ?? GENERIC_SUBJECT} is temporarily unavailable: it was isolated by an operator.`;
-    }
-    const key = Math.ceil(retryAfterMs / 1000);
-    if (key !== this.messageKey) {
-      const sentence = sentenceFor('circuit_open', retryAfterMs);
-      this.message =
-        this.subject !== undefined && sentence.startsWith(GENERIC_SUBJECT)
-          ? this.subject + sentence.slice(GENERIC_SUBJECT.length)
-          : sentence;
-      this.messageKey = key;
-    }
-    return this.message;
   }
 }
 

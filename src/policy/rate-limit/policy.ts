@@ -169,7 +169,7 @@ export class RateLimitPolicy implements Policy {
  * `-reset` are made from). The key is left out on purpose: it may be a user id or an API key.
  */
 export function rateLimitedError(decision: RateLimitDecision, name: string): BreakwaterError {
-  return new BreakwaterError('rate_limited', {
+  return BreakwaterError.withoutStack('rate_limited', {
     message: `${name}: rate limit of ${decision.limit} reached; try again in ${decision.retryAfterMs} ms.`,
     source: name,
     retryAfterMs: decision.retryAfterMs,
