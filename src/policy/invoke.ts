@@ -3,13 +3,22 @@ import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
 /**
  * One call through a list of policies: `invoke(ctx, i)` runs policy `i` around the rest, and past the last
- * policy calls `fn`. A single instance carries the call through every layer.
+ * policy calls `fn`. A single instance carries the call through every layer, and is also the call's root
+ * context (the caller's signal, attempt 1, the ambient deadline), so a call allocates one object here.
  */
-export class Invocation<T> implements Next<T> {
+export class Invocation<T> implements Next<T>, PolicyContext {
+  readonly signal: AbortSignal;
+  readonly attempt = 1;
+  readonly deadlineAt: number;
+
   constructor(
     private readonly policies: readonly Policy[],
     private readonly fn: PolicyFn<T>,
-  ) {}
+    signal: AbortSignal | undefined,
+  ) {
+    this.signal = signal ?? neverAbortedSignal;
+    this.deadlineAt = Deadline.at() ?? Infinity;
+  }
 
   invoke(ctx: PolicyContext, index: number): Promise<T> {
     if (index < this.policies.length) return this.policies[index]!.run(ctx, this, index + 1);
@@ -27,26 +36,21 @@ export function callFn<T>(fn: PolicyFn<T>, ctx: PolicyContext): Promise<T> {
   }
 }
 
-/** The context a top-level `execute` starts from: the caller's signal and the ambient deadline. */
-export function rootContext(signal: AbortSignal | undefined): PolicyContext {
-  return { signal: signal ?? neverAbortedSignal, attempt: 1, deadlineAt: Deadline.at() ?? Infinity };
-}
-
 /**
  * Runs `fn` through `policies` from the top. A caller whose signal has already aborted gets its abort reason
  * at once: nothing is called and no limit is spent on it.
  */
-export function executeAll<T>(
-  policies: readonly Policy[],
-  fn: PolicyFn<T>,
-  signal?: AbortSignal,
-): Promise<T> {
+export function executeAll<T>(policies: readonly Policy[], fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
   if (signal?.aborted) return rejectSoon(abortReason(signal));
-  return new Invocation(policies, fn).invoke(rootContext(signal), 0);
+  const call = new Invocation(policies, fn, signal);
+  return call.invoke(call, 0);
 }
 
 /** `policy.execute(fn, signal)` for a single policy (see {@link executeAll}). */
 export function executeOne<T>(policy: Policy, fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
   if (signal?.aborted) return rejectSoon(abortReason(signal));
-  return policy.run(rootContext(signal), new Invocation<T>([], fn), 0);
+  const call = new Invocation<T>(EMPTY, fn, signal);
+  return policy.run(call, call, 0);
 }
+
+const EMPTY: readonly Policy[] = [];
