@@ -40,7 +40,11 @@ export function callFn<T>(fn: PolicyFn<T>, ctx: PolicyContext): Promise<T> {
  * Runs `fn` through `policies` from the top. A caller whose signal has already aborted gets its abort reason
  * at once: nothing is called and no limit is spent on it.
  */
-export function executeAll<T>(policies: readonly Policy[], fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
+export function executeAll<T>(
+  policies: readonly Policy[],
+  fn: PolicyFn<T>,
+  signal?: AbortSignal,
+): Promise<T> {
   if (signal?.aborted) return rejectSoon(abortReason(signal));
   const call = new Invocation(policies, fn, signal);
   return call.invoke(call, 0);
