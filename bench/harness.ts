@@ -2,6 +2,10 @@
  * A small throughput harness: each case is an async function run sequentially in a loop; cases are
  * interleaved round by round so machine noise hits them alike, and the median of the rounds is reported.
  * Results are only ever compared as ratios between cases measured in the same process run.
+ *
+ * No forced garbage collection between rounds: a forced full collection throws away the code and type
+ * feedback V8 had built, so the next round measures re-optimisation instead of the steady state (seen
+ * here: a 10x swing for a pipeline of small functions). Each case pays for its own garbage as it goes.
  */
 export interface BenchCase {
   name: string;
@@ -11,21 +15,21 @@ export interface BenchCase {
 
 export interface BenchResult {
   name: string;
+  /** Median over the rounds. */
   opsPerSec: number;
   nsPerOp: number;
+  /** Ops per second of each round, in round order (rounds of different cases are interleaved). */
+  rounds: number[];
 }
 
 export interface BenchOptions {
-  /** Rounds per case (default 9); the median is reported. */
+  /** Rounds per case (default 15); the median is reported. */
   rounds?: number;
   /** Wall time per case per round in ms (default 200). */
   roundMs?: number;
   /** Warm-up time per case in ms (default 300). */
   warmupMs?: number;
 }
-
-/** With `--expose-gc`, collects before each measurement so one case's garbage is not paid for by the next. */
-const collect = (globalThis as { gc?: () => void }).gc ?? ((): void => undefined);
 
 type Runner = (fn: () => Promise<unknown>, ms: number) => Promise<{ ops: number; elapsedNs: bigint }>;
 
@@ -35,9 +39,7 @@ type Runner = (fn: () => Promise<unknown>, ms: number) => Promise<{ ops: number;
  */
 function makeRunner(): Runner {
   return new Function(
-    'collect',
     `return async function runFor(fn, ms) {
-      collect();
       const start = process.hrtime.bigint();
       const budget = BigInt(ms) * 1000000n;
       let ops = 0;
@@ -48,11 +50,11 @@ function makeRunner(): Runner {
         if (elapsedNs >= budget) return { ops, elapsedNs };
       }
     };`,
-  )(collect) as Runner;
+  )() as Runner;
 }
 
 export async function bench(cases: BenchCase[], options: BenchOptions = {}): Promise<BenchResult[]> {
-  const rounds = options.rounds ?? 9;
+  const rounds = options.rounds ?? 15;
   const roundMs = options.roundMs ?? 200;
   const runners = new Map(cases.map((c) => [c.name, makeRunner()]));
   for (const c of cases) await runners.get(c.name)!(c.run, options.warmupMs ?? 300);
@@ -64,9 +66,9 @@ export async function bench(cases: BenchCase[], options: BenchOptions = {}): Pro
     }
   }
   return cases.map((c) => {
-    const sorted = samples.get(c.name)!.sort((a, b) => a - b);
-    const opsPerSec = sorted[Math.floor(sorted.length / 2)]!;
-    return { name: c.name, opsPerSec, nsPerOp: 1e9 / opsPerSec };
+    const rounds = samples.get(c.name)!;
+    const opsPerSec = median(rounds);
+    return { name: c.name, opsPerSec, nsPerOp: 1e9 / opsPerSec, rounds };
   });
 }
 
@@ -79,6 +81,18 @@ export function printTable(title: string, results: BenchResult[]): void {
   }
 }
 
+/**
+ * How many times faster `a` is than `b`: the median of the per-round ratios. Each round measures both
+ * back to back, so pairing them cancels most of the drift a shared machine has between rounds.
+ * Printed with the lowest and highest round ratio.
+ */
 export function ratio(a: BenchResult, b: BenchResult): string {
-  return `${(a.opsPerSec / b.opsPerSec).toFixed(2)}x`;
+  const ratios = a.rounds.map((ops, i) => ops / b.rounds[i]!);
+  const sorted = [...ratios].sort((x, y) => x - y);
+  return `${median(ratios).toFixed(2)}x (rounds ${sorted[0]!.toFixed(2)}-${sorted.at(-1)!.toFixed(2)})`;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[Math.floor(sorted.length / 2)]!;
 }
