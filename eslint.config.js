@@ -1,6 +1,9 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** Folders above core and policy in DESIGN's layout; neither may import them. */
+const LATER_FOLDERS = ['store', 'jobs', 'operations', 'webhooks', 'upstream', 'ai', 'mcp', 'server', 'cli'];
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/'] },
   js.configs.recommended,
@@ -13,12 +16,17 @@ export default tseslint.config(
     },
   },
   {
+    // core imports nothing of ours outside core (DESIGN: layout).
     files: ['src/core/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: ['../policy/*', '../policy', '../store*', '../jobs*'] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['../*', '../../*'], message: 'core/ imports nothing outside core/.' }] },
+      ],
     },
   },
   {
+    // policy imports only core's public face, and none of the folders above it.
     files: ['src/policy/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -26,7 +34,12 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['../store*', '../jobs*', '../core/*', '!../core/index.js'],
+              group: [
+                '**/core/*',
+                '!**/core/index.js',
+                ...LATER_FOLDERS.map((folder) => `**/${folder}`),
+                ...LATER_FOLDERS.map((folder) => `**/${folder}/**`),
+              ],
               message: 'policy/ imports only core/index.js (DESIGN: layout).',
             },
           ],

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classify, parseRetryAfter, toBreakwaterError, type Classification } from './classify.js';
 import { BreakwaterError } from './errors.js';
@@ -149,6 +149,185 @@ describe('classify: real connection failures (fetch against node:http)', () => {
     expect(classify(read, { method: 'POST' })).toEqual(
       expected({ code: 'timeout', outcome: 'unknown', retryable: false, written: true, reason: 'ETIMEDOUT' }),
     );
+  });
+});
+
+/** Shaped like Node's `ExceptionWithHostPort` (net's connect/bind errors). */
+function socketError(syscall: string, code: string, errno: number, address: string): Error {
+  return Object.assign(new Error(`${syscall} ${code} ${address}`), { errno, code, syscall, address });
+}
+
+/** Shaped like undici's `fetch` rejection: `TypeError: fetch failed` with the real failure as `cause`. */
+function fetchFailed(cause?: unknown): TypeError {
+  return new TypeError('fetch failed', cause === undefined ? undefined : { cause });
+}
+
+/** Shaped like the errors Node's TLS client raises for a failed certificate check (`code` only). */
+function tlsError(message: string, code: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+describe('classify: other network failures', () => {
+  it('a real bind EADDRNOTAVAIL (unlisted code) is before write: transient, failed, retryable for POST', async () => {
+    // 192.0.2.1 is TEST-NET-1 (RFC 5737): never a local address, so binding to it fails at once.
+    const error = await new Promise<Error>((resolve) => {
+      const socket = net.connect({ host: '127.0.0.1', port: closedPort, localAddress: '192.0.2.1' });
+      socket.on('error', resolve);
+    });
+    expect(error).toMatchObject({ code: 'EADDRNOTAVAIL', syscall: 'bind' });
+    const want = expected({ written: false, reason: 'EADDRNOTAVAIL' });
+    expect(classify(error, { method: 'POST' })).toEqual(want);
+    expect(classify(fetchFailed(error), { method: 'POST' })).toEqual(want);
+  });
+
+  it.each([
+    ['EADDRNOTAVAIL', -99],
+    ['EMFILE', -24],
+    ['ENFILE', -23],
+    ['EACCES', -13],
+  ])('connect %s (unlisted code, syscall connect) is before write for POST', (code, errno) => {
+    // Not producible offline without exhausting descriptors or routes: shaped like Node's own errors.
+    const cause = socketError('connect', code, errno, '10.0.0.1');
+    expect(classify(fetchFailed(cause), { method: 'POST' })).toEqual(
+      expected({ written: false, reason: code }),
+    );
+  });
+
+  it('getaddrinfo EAI_FAIL (unlisted DNS code) is before write', () => {
+    const cause = Object.assign(new Error('getaddrinfo EAI_FAIL api.example.com'), {
+      errno: -4,
+      code: 'EAI_FAIL',
+      syscall: 'getaddrinfo',
+      hostname: 'api.example.com',
+    });
+    expect(classify(fetchFailed(cause), { method: 'POST' })).toEqual(
+      expected({ written: false, reason: 'EAI_FAIL' }),
+    );
+  });
+
+  it('a real TLS handshake with a plain HTTP server is a permanent upstream_error, not written', async () => {
+    const error = await fetchError(`${statusBase.replace('http:', 'https:')}/200`, {
+      method: 'POST',
+      body: 'x',
+    });
+    expect(error).toBeInstanceOf(TypeError);
+    const c = classify(error, { method: 'POST' });
+    // OpenSSL says ERR_SSL_WRONG_VERSION_NUMBER (some builds: ERR_SSL_PACKET_LENGTH_TOO_LONG).
+    expect(c.reason).toMatch(/^ERR_SSL_/);
+    expect(c).toEqual(
+      expected({
+        kind: 'permanent',
+        code: 'upstream_error',
+        retryable: false,
+        written: false,
+        reason: c.reason,
+      }),
+    );
+  });
+
+  it.each([
+    ['certificate has expired', 'CERT_HAS_EXPIRED'],
+    ['certificate is not yet valid', 'CERT_NOT_YET_VALID'],
+    ['self-signed certificate', 'DEPTH_ZERO_SELF_SIGNED_CERT'],
+    ['self-signed certificate in certificate chain', 'SELF_SIGNED_CERT_IN_CHAIN'],
+    ['unable to get local issuer certificate', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY'],
+    ['unable to verify the first certificate', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'],
+    ["Hostname/IP does not match certificate's altnames", 'ERR_TLS_CERT_ALTNAME_INVALID'],
+    ['wrong version number', 'ERR_SSL_WRONG_VERSION_NUMBER'],
+    ['sslv3 alert handshake failure', 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE'],
+  ])('%s (%s) is a permanent upstream_error, not written', (message, code) => {
+    // A certificate only the test trusts would need a key pair checked in: shaped like Node's TLS errors.
+    const want = expected({
+      kind: 'permanent',
+      code: 'upstream_error',
+      retryable: false,
+      written: false,
+      reason: code,
+    });
+    expect(classify(fetchFailed(tlsError(message, code)), { method: 'POST' })).toEqual(want);
+    expect(classify(tlsError(message, code), { method: 'GET' })).toEqual(want);
+  });
+
+  it('a TLS handshake timeout is transient and not written', () => {
+    const cause = tlsError('TLS handshake timeout', 'ERR_TLS_HANDSHAKE_TIMEOUT');
+    expect(classify(fetchFailed(cause), { method: 'POST' })).toEqual(
+      expected({ written: false, reason: 'ERR_TLS_HANDSHAKE_TIMEOUT' }),
+    );
+  });
+
+  it('a real unparsable response (HPE_INVALID_CONSTANT, unlisted) is transient, written unknown', async () => {
+    const garbage = net.createServer((socket) => {
+      socket.once('data', () => socket.end('garbage\r\n\r\n'));
+    });
+    await new Promise<void>((resolve) => garbage.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = garbage.address() as AddressInfo;
+      const error = await fetchError(`http://127.0.0.1:${port}/orders`, { method: 'POST', body: '{}' });
+      expect(error).toBeInstanceOf(TypeError);
+      expect(classify(error, { method: 'POST' })).toEqual(
+        expected({ outcome: 'unknown', retryable: false, reason: 'HPE_INVALID_CONSTANT' }),
+      );
+      expect(classify(error, { method: 'POST', idempotencyKey: true })).toEqual(
+        expected({ outcome: 'unknown', retryable: true, reason: 'HPE_INVALID_CONSTANT' }),
+      );
+      expect(classify(error, { method: 'GET' })).toEqual(expected({ reason: 'HPE_INVALID_CONSTANT' }));
+    } finally {
+      await new Promise<void>((resolve) => garbage.close(() => resolve()));
+    }
+  });
+
+  it('unlisted undici codes are transient; a *TIMEOUT* one is a timeout', () => {
+    // Shaped like undici's errors (a class with a `code`), wrapped as fetch wraps them.
+    const size = Object.assign(new Error('Response content exceeded max size'), {
+      code: 'UND_ERR_RES_EXCEEDED_MAX_SIZE',
+    });
+    expect(classify(fetchFailed(size), { method: 'POST' })).toEqual(
+      expected({ outcome: 'unknown', retryable: false, reason: 'UND_ERR_RES_EXCEEDED_MAX_SIZE' }),
+    );
+    const slow = Object.assign(new Error('Some timeout'), { code: 'UND_ERR_SOME_TIMEOUT' });
+    expect(classify(fetchFailed(slow), { method: 'GET' })).toEqual(
+      expected({ code: 'timeout', reason: 'UND_ERR_SOME_TIMEOUT' }),
+    );
+  });
+
+  it('fetch failed without any code is transient with an outcome we cannot tell', () => {
+    // Shaped like undici's rejection when the underlying failure carries no code.
+    const error = fetchFailed(new Error('other failure'));
+    expect(classify(error, { method: 'POST' })).toEqual(
+      expected({ outcome: 'unknown', retryable: false, reason: 'fetch_failed' }),
+    );
+    expect(classify(fetchFailed(), { method: 'GET' })).toEqual(expected({ reason: 'fetch_failed' }));
+    expect(classify(fetchFailed())).toEqual(expected({ reason: 'fetch_failed' }));
+  });
+
+  it('a real invalid URL stays a fatal programming error', async () => {
+    const error = await fetchError('not a url');
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as Error).cause).toMatchObject({ code: 'ERR_INVALID_URL' });
+    expect(classify(error, { method: 'POST' })).toEqual(
+      expected({ kind: 'fatal', code: 'internal_error', retryable: false, reason: 'TypeError' }),
+    );
+  });
+
+  it('fetch failed wrapping a programming-error code stays fatal', () => {
+    for (const code of ['UND_ERR_INVALID_ARG', 'ERR_INVALID_ARG_TYPE', 'ERR_OUT_OF_RANGE']) {
+      const cause = Object.assign(new TypeError('invalid argument'), { code });
+      expect(classify(fetchFailed(cause), { method: 'POST' })).toEqual(
+        expected({ kind: 'fatal', code: 'internal_error', retryable: false, reason: 'TypeError' }),
+      );
+    }
+  });
+
+  it('an abort code along the chain is canceled, not a network failure', () => {
+    const cause = Object.assign(new Error('Request aborted'), { code: 'UND_ERR_ABORTED' });
+    expect(classify(fetchFailed(cause), { method: 'POST' })).toEqual(
+      expected({ kind: 'permanent', code: 'canceled', retryable: false, reason: 'UND_ERR_ABORTED' }),
+    );
+  });
+
+  it('a BreakwaterError in the chain does not lend its code as a network code', () => {
+    const wrapped = new Error('wrapper', { cause: new BreakwaterError('circuit_open') });
+    expect(classify(wrapped, { method: 'POST' })).toEqual(expected({ reason: 'Error' }));
   });
 });
 
@@ -455,5 +634,16 @@ describe('parseRetryAfter', () => {
     ]) {
       expect(parseRetryAfter(value, NOW)).toBeUndefined();
     }
+  });
+});
+
+describe('classify: codes that are not the network stack', () => {
+  it("a driver's own code (a PostgreSQL unique violation) is not read as a network failure", () => {
+    const pgError = Object.assign(new Error('duplicate key value violates unique constraint'), {
+      code: '23505',
+    });
+    const c = classify(pgError, { method: 'POST' });
+    expect(c.reason).toBe('Error');
+    expect(c.outcome).toBe('failed');
   });
 });

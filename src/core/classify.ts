@@ -76,6 +76,37 @@ const AFTER_WRITE_CODES = new Set([
   'UND_ERR_RESPONSE_STATUS_CODE',
 ]);
 
+/** Syscalls that fail before any request byte is written: resolving the name, binding, connecting. */
+const BEFORE_WRITE_SYSCALLS = new Set(['connect', 'bind', 'getaddrinfo']);
+
+/** OpenSSL certificate verification codes as Node reports them that the patterns below do not catch. */
+const TLS_VERIFY_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_CRL',
+  'UNABLE_TO_DECRYPT_CRL_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
+  'CRL_SIGNATURE_FAILURE',
+  'CRL_NOT_YET_VALID',
+  'CRL_HAS_EXPIRED',
+  'ERROR_IN_CRL_LAST_UPDATE_FIELD',
+  'ERROR_IN_CRL_NEXT_UPDATE_FIELD',
+  'INVALID_CA',
+  'PATH_LENGTH_EXCEEDED',
+  'INVALID_PURPOSE',
+  'HOSTNAME_MISMATCH',
+]);
+
+/**
+ * Codes that mean the call was wrong, not that the network failed: Node's argument and state validation
+ * (`ERR_INVALID_ARG_TYPE`, `ERR_INVALID_URL`, `ERR_OUT_OF_RANGE`, …) and undici's (`UND_ERR_INVALID_ARG`, …).
+ */
+const PROGRAMMING_ERROR_CODE =
+  /^(?:ERR_(?:INVALID_\w+|MISSING_\w+|OUT_OF_RANGE|UNKNOWN_\w+|ILLEGAL_CONSTRUCTOR|ASSERTION|METHOD_NOT_IMPLEMENTED|UNESCAPED_CHARACTERS|BUFFER_OUT_OF_BOUNDS|HTTP_HEADERS_SENT|HTTP_INVALID_\w+|UNSUPPORTED_\w+)|UND_ERR_(?:INVALID_ARG|INVALID_RETURN_VALUE|NOT_SUPPORTED))$/;
+
+/** Codes raised by the network stack (see where it is used). */
+const NETWORK_STACK_CODE = /^(?:E[A-Z0-9]+|ERR_\w+|UND_ERR_\w+|HPE_\w+)$/;
+
 const FATAL_ERRORS = new Set([
   'TypeError',
   'RangeError',
@@ -88,30 +119,50 @@ const FATAL_ERRORS = new Set([
 /**
  * Classifies anything thrown or returned as a failure:
  * - a {@link BreakwaterError}: its own fields (`rate_limited` and `spend_limited` are never retryable by our
- *   own clients, per DESIGN);
+ *   own clients, per DESIGN), with one exception: a `timeout`, or a `deadline_exceeded` whose
+ *   `details.timeout_ms` is > 0, means our own timer fired while the call was in flight, so the request may
+ *   have been written and acted on. Its outcome (which the timeout policy always sets to `failed`, since it
+ *   cannot know the method) becomes the write outcome: `unknown` for a known non-idempotent method (POST,
+ *   PATCH), so it is retried only with an idempotency key. A `deadline_exceeded` with `timeout_ms` 0 (or
+ *   none) failed fast without calling anything and stays `failed`;
  * - an HTTP response or an error carrying `status`/`statusCode` (fetch `Response`, the `openai` client's
  *   `APIError`): 408/425/429/500/502/503/504 transient, other 4xx and 5xx permanent; `Retry-After` (seconds or
  *   HTTP-date, RFC 9110 section 10.2.3) and `retry-after-ms` are read;
  * - fetch/undici/Node socket failures, following `cause` chains (`TypeError: fetch failed` wraps the real
  *   one): refused/DNS/connect timeout → transient, not written; reset/headers or body timeout → written, and
  *   `unknown` for non-idempotent methods;
- * - `TimeoutError` / `AbortError` DOM exceptions → `timeout` / `canceled`;
+ * - any other coded error raised by `connect`, `bind` or `getaddrinfo` (`connect EADDRNOTAVAIL`,
+ *   `connect EMFILE`, `getaddrinfo EAI_FAIL`) → transient, not written: the request never left;
+ * - TLS and certificate errors (`ERR_SSL_*`, `ERR_TLS_*`, `CERT_*`, `*_CERT_*`, `DEPTH_ZERO_SELF_SIGNED_CERT`,
+ *   `UNABLE_TO_VERIFY_LEAF_SIGNATURE`, …) → `permanent` `upstream_error`, `failed`, not written: they happen
+ *   in the handshake, before the request is written, and a bad certificate or protocol mismatch does not fix
+ *   itself on retry. `ERR_TLS_HANDSHAKE_TIMEOUT` is the exception: transient, not written;
+ * - `TimeoutError` / `AbortError` DOM exceptions → `timeout` / `canceled` (and so are Node's `ABORT_ERR` and
+ *   undici's `UND_ERR_ABORTED` found along the chain: `canceled`);
+ * - any other error whose `cause` chain carries a string `code` that is not a programming-error code
+ *   (`ERR_INVALID_ARG_TYPE`, `ERR_INVALID_URL`, `UND_ERR_INVALID_ARG`, …), and undici's `TypeError: fetch
+ *   failed` without one → a transient network failure (`upstream_unavailable`, or `timeout` for a `*TIMEOUT*`
+ *   code) whose request may or may not have been written: written `undefined`, outcome `unknown` for a
+ *   non-idempotent method; reason the code, or `fetch_failed`;
  * - TypeError, RangeError and other programming errors → `fatal`;
  * - anything else → transient `upstream_unavailable`.
  */
 export function classify(error: unknown, options: ClassifyOptions = {}): Classification {
   if (isBreakwaterError(error)) {
     const ownLimit = error.code === 'rate_limited' || error.code === 'spend_limited';
+    // Our own timer cut the call off in flight: the request may have been written (see the docstring).
+    const outcome =
+      error.outcome === 'failed' && firedInFlight(error) ? writeOutcome(options) : error.outcome;
     return {
       kind: error.kind,
       code: error.code,
-      outcome: error.outcome,
-      // The error already says its outcome is unknown, so only a known-idempotent request may be resent
-      // (an absent method does not count here, unlike for a raw failure whose outcome we derive ourselves).
+      outcome,
+      // An unknown outcome means only a known-idempotent request may be resent (an absent method does not
+      // count here, unlike for a raw failure whose outcome we derive ourselves).
       retryable:
         error.kind === 'transient' &&
         !ownLimit &&
-        (error.outcome === 'failed' || options.idempotencyKey === true || isIdempotentMethod(options.method)),
+        (outcome === 'failed' || options.idempotencyKey === true || isIdempotentMethod(options.method)),
       status: error.status,
       retryAfterMs: error.retryAfterMs,
       written: undefined,
@@ -122,7 +173,8 @@ export function classify(error: unknown, options: ClassifyOptions = {}): Classif
   const status = httpStatusOf(error);
   if (status !== undefined) return classifyStatus(status, headersOf(error), options);
 
-  const found = networkCodeOf(error);
+  const chain = causeChain(error);
+  const found = listedCodeOf(chain);
   if (found !== undefined) {
     const network = found.code;
     // A socket error raised by connect() (e.g. `connect ETIMEDOUT`) happened before any byte was written.
@@ -134,11 +186,43 @@ export function classify(error: unknown, options: ClassifyOptions = {}): Classif
     return result('transient', code, writeOutcome(options), true, network, options);
   }
 
+  const connect = chain.find(
+    (e) =>
+      typeof e.code === 'string' && typeof e.syscall === 'string' && BEFORE_WRITE_SYSCALLS.has(e.syscall),
+  );
+  if (connect !== undefined) {
+    return result('transient', 'upstream_unavailable', 'failed', false, connect.code as string, options);
+  }
+
+  const tls = chain.find((e) => typeof e.code === 'string' && isTlsCode(e.code));
+  if (tls !== undefined) {
+    const code = tls.code as string;
+    if (code === 'ERR_TLS_HANDSHAKE_TIMEOUT') {
+      return result('transient', 'upstream_unavailable', 'failed', false, code, options);
+    }
+    return result('permanent', 'upstream_error', 'failed', false, code, options);
+  }
+
   const name = error instanceof Error || error instanceof DOMException ? error.name : undefined;
   if (name === 'TimeoutError') {
     return result('transient', 'timeout', writeOutcome(options), undefined, name, options);
   }
   if (name === 'AbortError') return result('permanent', 'canceled', 'failed', undefined, name, options);
+
+  // Only codes from the network stack: libuv/Node system errors (E…), Node (ERR_…), undici (UND_ERR_…) and
+  // the HTTP parser (HPE_…). A driver's own codes (a PostgreSQL SQLSTATE such as 23505) say nothing about
+  // the network.
+  const coded = chain.find((e) => typeof e.code === 'string' && NETWORK_STACK_CODE.test(e.code));
+  const other = coded?.code as string | undefined;
+  if (other === 'ABORT_ERR' || other === 'UND_ERR_ABORTED') {
+    return result('permanent', 'canceled', 'failed', undefined, other, options);
+  }
+  if (other !== undefined ? !PROGRAMMING_ERROR_CODE.test(other) : isFetchFailed(error)) {
+    const reason = other ?? 'fetch_failed';
+    const code: ErrorCode = reason.includes('TIMEOUT') ? 'timeout' : 'upstream_unavailable';
+    return result('transient', code, writeOutcome(options), undefined, reason, options);
+  }
+
   if (name !== undefined && FATAL_ERRORS.has(name)) {
     return result('fatal', 'internal_error', 'failed', undefined, name, options);
   }
@@ -315,15 +399,60 @@ function readRetryAfter(headers: HeaderReader | undefined, nowMs: number): numbe
   return parseRetryAfter(headers('retry-after'), nowMs);
 }
 
-/** The first Node/undici error code found along the `cause` chain (bounded, cycle-safe), with its syscall. */
-function networkCodeOf(error: unknown): { code: string; syscall: unknown } | undefined {
+/** One error of a `cause` chain, with the fields Node and undici put on their errors. */
+interface ChainLink {
+  readonly code?: unknown;
+  readonly syscall?: unknown;
+  readonly cause?: unknown;
+}
+
+/**
+ * The error and its `cause`s, outermost first (bounded, so cycle-safe). A BreakwaterError in the chain is
+ * kept, but its `code` is ours, not a Node/undici one, so it is hidden from the code lookups.
+ */
+function causeChain(error: unknown): ChainLink[] {
+  const chain: ChainLink[] = [];
   let current: unknown = error;
   for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
-    const { code, syscall } = current as { code?: unknown; syscall?: unknown };
+    const link = current as ChainLink;
+    chain.push(isBreakwaterError(current) ? { cause: link.cause } : link);
+    current = link.cause;
+  }
+  return chain;
+}
+
+/** The first listed Node/undici error code along the chain, with its syscall. */
+function listedCodeOf(chain: readonly ChainLink[]): { code: string; syscall: unknown } | undefined {
+  for (const { code, syscall } of chain) {
     if (typeof code === 'string' && (BEFORE_WRITE_CODES.has(code) || AFTER_WRITE_CODES.has(code))) {
       return { code, syscall };
     }
-    current = (current as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+/**
+ * True for a Breakwater timeout that fired while the call was in flight: `timeout` always, and
+ * `deadline_exceeded` when `details.timeout_ms` > 0 (0 or absent: it failed fast, nothing was called).
+ */
+function firedInFlight(error: BreakwaterError): boolean {
+  if (error.code === 'timeout') return true;
+  if (error.code !== 'deadline_exceeded') return false;
+  const ms = error.details?.['timeout_ms'];
+  return typeof ms === 'number' && ms > 0;
+}
+
+/** undici's wrapper around a failed request (the real failure, when it has one, is its `cause`). */
+function isFetchFailed(error: unknown): boolean {
+  return error instanceof TypeError && error.message === 'fetch failed';
+}
+
+/** TLS handshake and certificate failures: `ERR_SSL_*`, `ERR_TLS_*`, `CERT_*`, `*_CERT_*`, `*_CERT`, … */
+function isTlsCode(code: string): boolean {
+  return (
+    code.startsWith('ERR_SSL_') ||
+    code.startsWith('ERR_TLS_') ||
+    /(?:^|_)CERT(?:_|$)/.test(code) ||
+    TLS_VERIFY_CODES.has(code)
+  );
 }

@@ -1,3 +1,4 @@
+import type { Policy } from './types.js';
 import { describe, expect, it } from 'vitest';
 import { BreakwaterError, Deadline, FakeClock } from '../core/index.js';
 import { bulkhead, BulkheadPolicy } from './bulkhead.js';
@@ -327,16 +328,16 @@ describe('BulkheadPolicy', () => {
     expect(clock.pendingTimers()).toBe(0);
   });
 
-  it('releases the slot when an inner layer throws synchronously from invoke', async () => {
+  it('releases the slot when an inner policy throws synchronously', async () => {
     const policy = bulkhead({ maxConcurrent: 1, clock: new FakeClock() });
-    const ctx = { signal: new AbortController().signal, attempt: 1, deadlineAt: Infinity };
     const bug = new TypeError('bug');
-    const thrower = {
-      invoke: (): Promise<string> => {
+    const thrower: Policy = {
+      execute: () => Promise.reject(bug),
+      run: () => {
         throw bug;
       },
     };
-    expect(await rejection(policy.run(ctx, thrower, 0))).toBe(bug);
+    expect(await rejection(pipeline(policy, thrower).execute(() => 'never'))).toBe(bug);
     expect(policy.state()).toMatchObject({ inUse: 0, queued: 0 });
   });
 

@@ -164,14 +164,7 @@ export class BulkheadPolicy implements Policy, Observable<BulkheadState> {
 
   /** Runs the inner call in a slot already counted in `inUse`; the slot is released when it settles. */
   private start<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
-    let inner: Promise<T>;
-    try {
-      inner = next.invoke(ctx, index);
-    } catch (error) {
-      this.release();
-      return Promise.reject(error);
-    }
-    return inner.then(this.releaseOnValue, this.releaseOnError);
+    return next.invoke(ctx, index).then(this.releaseOnValue, this.releaseOnError);
   }
 
   /** Frees a slot, or hands it straight to the oldest waiter (so `inUse` stays the same). */

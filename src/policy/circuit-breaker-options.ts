@@ -28,6 +28,12 @@ export interface CircuitBreakerOptions {
   permittedCalls?: number;
   /** Trial successes needed to close (integer >= 1); default `permittedCalls`. */
   successesToClose?: number;
+  /**
+   * How long half-open trials may hold every slot, ms (finite, > 0): a call arriving when all slots are taken
+   * and the oldest trial was admitted this long ago reopens the breaker (`trial_timeout`). Default: the
+   * length of the open period that preceded the half-open state.
+   */
+  halfOpenMaxWaitMs?: number;
   /** Which errors count as failures; default {@link isDependencyFailure}. Other errors are not recorded. */
   isFailure?: (error: unknown) => boolean;
   /** Which returned values count as failures (they are still returned); default none. */
@@ -48,6 +54,7 @@ export interface CircuitBreakerOptions {
  * | `openBackoff` | none (fixed); `multiplier` 2 when set |
  * | `permittedCalls` | 1 |
  * | `successesToClose` | `permittedCalls` |
+ * | `halfOpenMaxWaitMs` | the open period that preceded half-open (`openDurationMs`, grown by `openBackoff`) |
  * | `isFailure` | {@link isDependencyFailure} |
  * | `captureRejectionStack` | false |
  */
@@ -90,11 +97,12 @@ export interface ResolvedBreakerOptions {
   readonly name: string;
   readonly window: BreakerWindow;
   readonly openDurationMs: number;
-  /** 1 when the open period is fixed. */
-  readonly multiplier: number;
-  readonly maxOpenMs: number;
+  /** The open period after `n` consecutive opens: `min(maxMs, openDurationMs × multiplier^(n−1))`. */
+  readonly openPeriodMs: (n: number) => number;
   readonly permittedCalls: number;
   readonly successesToClose: number;
+  /** `undefined`: the open period's length. */
+  readonly halfOpenMaxWaitMs: number | undefined;
   readonly isFailure: (error: unknown) => boolean;
   readonly isFailureResult: ((value: unknown) => boolean) | undefined;
   readonly captureRejectionStack: boolean;
@@ -135,6 +143,10 @@ export function resolveOptions(options: CircuitBreakerOptions): ResolvedBreakerO
   if (!Number.isInteger(permitted) || permitted < 1) fail('permittedCalls', 'an integer >= 1', permitted);
   const toClose = options.successesToClose ?? permitted;
   if (!Number.isInteger(toClose) || toClose < 1) fail('successesToClose', 'an integer >= 1', toClose);
+  const maxWait = options.halfOpenMaxWaitMs;
+  if (maxWait !== undefined && !(maxWait > 0 && Number.isFinite(maxWait))) {
+    fail('halfOpenMaxWaitMs', 'a finite number > 0', maxWait);
+  }
   for (const option of ['isFailure', 'isFailureResult'] as const) {
     const value = options[option];
     if (value !== undefined && typeof value !== 'function') fail(option, 'a function', value);
@@ -146,10 +158,11 @@ export function resolveOptions(options: CircuitBreakerOptions): ResolvedBreakerO
     name: options.name ?? d.name,
     window,
     openDurationMs: openMs,
-    multiplier,
-    maxOpenMs,
+    openPeriodMs:
+      multiplier === 1 ? () => openMs : (n) => Math.min(maxOpenMs, openMs * multiplier ** (n - 1)),
     permittedCalls: permitted,
     successesToClose: toClose,
+    halfOpenMaxWaitMs: maxWait,
     isFailure: options.isFailure ?? isDependencyFailure,
     isFailureResult: options.isFailureResult,
     captureRejectionStack: options.captureRejectionStack ?? d.captureRejectionStack,
@@ -176,6 +189,8 @@ export function validSnapshot(s: CircuitBreakerSnapshot): CircuitBreakerSnapshot
       if (required) bad(field, 'a finite number', value);
     } else if (typeof value !== 'number' || !Number.isFinite(value)) {
       bad(field, 'a finite number or null', value);
+    } else if (field === 'openDurationMs' && required && !(value > 0)) {
+      bad(field, 'a number > 0', value);
     }
   };
   const opened = s.state === 'open' || s.state === 'half-open';

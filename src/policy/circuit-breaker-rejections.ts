@@ -13,16 +13,12 @@ const DETAILS = {
 const GENERIC_SUBJECT = 'The service';
 
 /**
- * Builds a breaker's `circuit_open` rejections, cheaply enough for a storm of calls to a dead dependency:
- * - rejections that would be identical (same state, same retry hint to the ms, same breaker generation)
- *   share one error object, so most rejections cost a few comparisons; treat them as read-only;
- * - they carry no stack trace unless asked (it would only point into the breaker);
- * - the sentence is rebuilt only when its whole number of seconds changes (the precision it has).
+ * Builds a breaker's `circuit_open` rejections cheaply enough for a storm of calls to a dead dependency:
+ * no stack trace unless asked (it would only point into the breaker), and a sentence rebuilt only when its
+ * whole number of seconds changes (the precision it has). Each rejection is a fresh object: callers and
+ * middleware may annotate errors, and one request's data must never show up in another's.
  */
 export class RejectionErrors {
-  private last:
-    | { error: BreakwaterError; state: RejectingState; retryAfterMs: number | undefined; generation: number }
-    | undefined;
   private messageKey = NaN;
   private message = '';
 
@@ -37,27 +33,16 @@ export class RejectionErrors {
     private readonly captureStack: boolean,
   ) {}
 
-  get(state: RejectingState, retryAfterMs: number | undefined, generation: number): BreakwaterError {
-    const last = this.last;
-    if (
-      last !== undefined &&
-      last.retryAfterMs === retryAfterMs &&
-      last.state === state &&
-      last.generation === generation
-    ) {
-      return last.error;
-    }
+  get(state: RejectingState, retryAfterMs: number | undefined): BreakwaterError {
     const options = {
       message: this.messageFor(retryAfterMs),
       retryAfterMs,
       source: this.name,
       details: DETAILS[state],
     };
-    const error = this.captureStack
+    return this.captureStack
       ? new BreakwaterError('circuit_open', options)
       : BreakwaterError.withoutStack('circuit_open', options);
-    this.last = { error, state, retryAfterMs, generation };
-    return error;
   }
 
   private messageFor(retryAfterMs: number | undefined): string {

@@ -17,7 +17,8 @@ export type CircuitState = 'closed' | 'open' | 'half-open' | 'isolated';
  * - closed → open: the window's reason (`consecutive_failures`, `failure_rate`, `slow_call_rate`, or
  *   `threshold` for a custom window that gives none);
  * - open → half-open: `open_elapsed`;
- * - half-open → open: `trial_failed`, or `trial_slow` (a trial success slower than `slowCallDurationMs`);
+ * - half-open → open: `trial_failed`, `trial_slow` (a trial success slower than `slowCallDurationMs`), or
+ *   `trial_timeout` (a call found every trial slot held for `halfOpenMaxWaitMs`; `at` is that call's time);
  * - half-open → closed: `trials_succeeded`;
  * - by hand: `isolated`, `reset`, `restored`.
  */
@@ -79,6 +80,13 @@ export interface CircuitBreakerStatus {
   readonly trialsInFlight: number;
   /** Trial successes so far in this half-open period (else 0). */
   readonly trialSuccesses: number;
+  /**
+   * When the running trials started (half-open with a trial running, else `null`): the admission of the first
+   * trial since none was running. A call finding every slot taken `halfOpenMaxWaitMs` after it reopens.
+   */
+  readonly trialsSince: number | null;
+  /** The `halfOpenMaxWaitMs` in force: the option, or the current (or last) open period; `null` if none. */
+  readonly halfOpenMaxWaitMs: number | null;
   /** The window's counts, or `null` when the window reports none. */
   readonly window: WindowStats | null;
 }

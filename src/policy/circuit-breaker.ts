@@ -1,4 +1,10 @@
-import { EventSource, rejectSoon, type BreakwaterError, type Clock } from '../core/index.js';
+import {
+  EventSource,
+  neverAbortedSignal,
+  rejectSoon,
+  type BreakwaterError,
+  type Clock,
+} from '../core/index.js';
 import type { BreakerWindow } from './breaker-windows.js';
 import { resolveOptions, validSnapshot, type CircuitBreakerOptions } from './circuit-breaker-options.js';
 import type {
@@ -10,7 +16,7 @@ import type {
   CircuitState,
   CircuitStateChange,
 } from './circuit-breaker-types.js';
-import { RejectionErrors } from './circuit-breaker-rejections.js';
+import { RejectionErrors, type RejectingState } from './circuit-breaker-rejections.js';
 import { executeOne } from './invoke.js';
 import type { Next, Observable, Policy, PolicyContext, PolicyFn } from './types.js';
 
@@ -27,7 +33,9 @@ export type * from './circuit-breaker-types.js';
  *
  * - **closed**: every call runs; results the failure predicates count go to the window, which opens the
  *   breaker when it says so. Errors not counted (a 404, a cancel, our own `rate_limited`) are rethrown
- *   unchanged and not recorded at all: they are neither failures nor successes.
+ *   unchanged and not recorded at all: they are neither failures nor successes. Nor is any error of a call
+ *   whose `ctx.signal` had aborted (the caller or an outer policy gave up: whatever it rejects with, often a
+ *   plain Error or a string, says nothing about the dependency).
  * - **open**: calls are rejected at once. After the open period (fixed, or `openBackoff` growing it on each
  *   consecutive reopen until the breaker closes) the breaker is half-open. There are no timers: the
  *   transition is computed from `clock.now()` when a call arrives or `state()` is read.
@@ -35,7 +43,11 @@ export type * from './circuit-breaker-types.js';
  *   `successesToClose` trial successes close it (window cleared, backoff reset); any trial failure, or a
  *   trial slower than the window's `slowCallDurationMs`, reopens it and arms exactly one new open period. A
  *   trial whose error is not counted frees its slot without a verdict. Results of calls admitted before a
- *   transition (or a `reset`) are ignored.
+ *   transition (or a `reset`) are ignored. A hung trial cannot hold it half-open: a call that finds every
+ *   slot taken `halfOpenMaxWaitMs` (default: the open period just ended) after the running trials started
+ *   reopens it (`trial_timeout`, one new open period) and is rejected as open. Lazy too (no timer); with
+ *   several trials the clock starts at the first one admitted since none was running, not the oldest still
+ *   running, so it may reopen a little early.
  * - **isolated**: held open by {@link isolate} until {@link reset}.
  *
  * Rejections are `BreakwaterError` `circuit_open` (transient, 503) with `source: name`,
@@ -57,8 +69,9 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   readonly openDurationMs: number;
   readonly permittedCalls: number;
   readonly successesToClose: number;
-  private readonly multiplier: number;
-  private readonly maxOpenMs: number;
+  /** `undefined`: the length of the open period that preceded half-open. */
+  readonly halfOpenMaxWaitMs: number | undefined;
+  private readonly openPeriodMs: (consecutiveOpens: number) => number;
   private readonly isFailure: (error: unknown) => boolean;
   private readonly isFailureResult: ((value: unknown) => boolean) | undefined;
   private readonly clock: Clock;
@@ -75,6 +88,8 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   private openMs = NaN;
   private consecutiveOpens = 0;
   private trialsInFlight = 0;
+  /** When the running trials started: stamped when a trial is admitted while none runs. */
+  private trialsSince = NaN;
   private trialSuccesses = 0;
   private closedHandlers: ClosedHandlers | undefined;
 
@@ -96,10 +111,10 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     this.name = o.name;
     this.window = o.window;
     this.openDurationMs = o.openDurationMs;
-    this.multiplier = o.multiplier;
-    this.maxOpenMs = o.maxOpenMs;
+    this.openPeriodMs = o.openPeriodMs;
     this.permittedCalls = o.permittedCalls;
     this.successesToClose = o.successesToClose;
+    this.halfOpenMaxWaitMs = o.halfOpenMaxWaitMs;
     this.isFailure = o.isFailure;
     this.isFailureResult = o.isFailureResult;
     this.rejectionErrors = new RejectionErrors(o.name, options.name, o.captureRejectionStack);
@@ -116,8 +131,11 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   run<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
     if (this.current === 'closed') {
       if (this.measures || this.isFailureResult !== undefined) return this.call(ctx, next, index);
-      // Hot path: one `.then` with handlers shared by every call of this generation: no async frame and
-      // no closure per call.
+      // Read once (an outer timeout creates its signal on first read); `call` checks it on a rejection.
+      const signal = ctx.signal;
+      if (signal !== neverAbortedSignal) return this.call(ctx, next, index, signal);
+      // Hot path (the caller cannot abort): one `.then` with handlers shared by every call of this
+      // generation: no async frame and no closure per call.
       let handlers = this.closedHandlers;
       if (handlers === undefined || handlers.generation !== this.generation) {
         handlers = this.closedHandlers = this.handlersFor(this.generation);
@@ -144,6 +162,8 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
       consecutiveOpens: this.consecutiveOpens,
       trialsInFlight: this.trialsInFlight,
       trialSuccesses: this.trialSuccesses,
+      trialsSince: this.trialsInFlight > 0 ? this.trialsSince : null,
+      halfOpenMaxWaitMs: nullable(this.trialMaxWaitMs()),
       window: this.window.stats?.(now) ?? null,
     };
   }
@@ -213,40 +233,35 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     };
   }
 
-  /** Runs one admitted call and records its result (an async frame: no closure per call). */
-  private async call<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
+  /**
+   * Runs one admitted call and records its result (an async frame: no closure per call). `signal` is
+   * `ctx.signal` if already read, else it is read only if the call rejects.
+   */
+  private async call<T>(ctx: PolicyContext, next: Next<T>, index: number, signal?: AbortSignal): Promise<T> {
     const generation = this.generation;
     const startedAt = this.measures ? this.clock.now() : 0;
     let value: T;
     try {
       value = await next.invoke(ctx, index);
     } catch (error) {
-      let counted: boolean;
-      try {
-        counted = this.isFailure(error);
-      } catch (predicateError) {
+      if ((signal ?? ctx.signal).aborted || !this.judge(this.isFailure, error, generation)) {
         this.release(generation);
-        throw predicateError;
-      }
-      if (counted) this.record(generation, startedAt, true, error);
-      else this.release(generation);
+      } else this.record(generation, startedAt, true, error);
       throw error;
     }
-    if (this.isFailureResult !== undefined) {
-      let failed: boolean;
-      try {
-        failed = this.isFailureResult(value);
-      } catch (predicateError) {
-        this.release(generation);
-        throw predicateError;
-      }
-      if (failed) {
-        this.record(generation, startedAt, true, value);
-        return value;
-      }
-    }
-    this.record(generation, startedAt, false, undefined);
+    const failed = this.isFailureResult !== undefined && this.judge(this.isFailureResult, value, generation);
+    this.record(generation, startedAt, failed, failed ? value : undefined);
     return value;
+  }
+
+  /** Runs a failure predicate; one that throws ends the call without a verdict (a trial frees its slot). */
+  private judge(predicate: (subject: unknown) => boolean, subject: unknown, generation: number): boolean {
+    try {
+      return predicate(subject);
+    } catch (predicateError) {
+      this.release(generation);
+      throw predicateError;
+    }
   }
 
   private record(generation: number, startedAt: number, failed: boolean, error: unknown): void {
@@ -298,17 +313,26 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
 
   /** Admits a call when not closed: a trial slot, or the rejection to return. */
   private admit(): BreakwaterError | undefined {
-    const state = this.current;
-    if (state === 'open') {
-      const now = this.clock.now();
+    if (this.current === 'isolated') return this.reject('isolated', undefined);
+    const now = this.clock.now();
+    if (this.current === 'open') {
       if (now < this.halfOpenAt) return this.reject('open', this.untilHalfOpen(now));
       this.toHalfOpen();
-    } else if (state === 'isolated') return this.reject('isolated', undefined);
+    }
     if (this.trialsInFlight < this.permittedCalls) {
-      this.trialsInFlight++;
+      if (this.trialsInFlight++ === 0) this.trialsSince = now;
       return undefined;
     }
+    if (now - this.trialsSince >= this.trialMaxWaitMs()) {
+      // The trials hung: their results now belong to an old generation and are ignored.
+      this.open('trial_timeout', now);
+      return this.reject('open', this.untilHalfOpen(now));
+    }
     return this.reject('half-open', this.nextOpenMs());
+  }
+
+  private trialMaxWaitMs(): number {
+    return this.halfOpenMaxWaitMs ?? this.openMs;
   }
 
   private refresh(now: number): void {
@@ -320,7 +344,7 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   }
 
   private open(reason: string, now: number): void {
-    const ms = this.openDurationFor(++this.consecutiveOpens);
+    const ms = this.openPeriodMs(++this.consecutiveOpens);
     this.openedAt = now;
     this.halfOpenAt = now + ms;
     this.openMs = ms;
@@ -347,24 +371,16 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     }
   }
 
-  private openDurationFor(consecutiveOpens: number): number {
-    if (this.multiplier === 1) return this.openDurationMs;
-    return Math.min(this.maxOpenMs, this.openDurationMs * this.multiplier ** (consecutiveOpens - 1));
-  }
-
   private nextOpenMs(): number {
-    return this.openDurationFor(this.consecutiveOpens + 1);
+    return this.openPeriodMs(this.consecutiveOpens + 1);
   }
 
   private untilHalfOpen(now: number): number {
     return Math.max(1, Math.ceil(this.halfOpenAt - now));
   }
 
-  private reject(
-    state: 'open' | 'half-open' | 'isolated',
-    retryAfterMs: number | undefined,
-  ): BreakwaterError {
-    const error = this.rejectionErrors.get(state, retryAfterMs, this.generation);
+  private reject(state: RejectingState, retryAfterMs: number | undefined): BreakwaterError {
+    const error = this.rejectionErrors.get(state, retryAfterMs);
     if (this.rejections.hasListeners) this.rejections.emit({ name: this.name, state, retryAfterMs });
     return error;
   }

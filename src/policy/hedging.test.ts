@@ -173,10 +173,11 @@ describe('HedgingPolicy', () => {
     expect(clock.pendingTimers()).toBe(0);
   });
 
-  it('shouldHedge replaces the default failure filter', async () => {
+  it('shouldHedge replaces the default filter for transient failures, but never hedges a 404', async () => {
     const clock = new FakeClock();
+    const open = new BreakwaterError('circuit_open', { retryAfterMs: 1000 });
     const { fn, calls } = scripted(clock, [
-      { afterMs: 10, error: httpError(404) },
+      { afterMs: 10, error: open },
       { afterMs: 10, value: 'hedge' },
     ]);
     const seen: [number, string][] = [];
@@ -193,7 +194,40 @@ describe('HedgingPolicy', () => {
     await done;
     expect(out).toEqual({ at: 20, value: 'hedge' });
     expect(calls).toHaveLength(2);
-    expect(seen).toEqual([[1, 'http_404']]);
+    expect(seen).toEqual([[1, 'circuit_open']]);
+
+    const notFound = httpError(404);
+    const second = scripted(clock, [{ afterMs: 10, error: notFound }]);
+    const asked: number[] = [];
+    const strict = hedging({ delayMs: 500, clock, shouldHedge: (_e, attempt) => asked.push(attempt) > 0 });
+    const rejected = timed(clock, strict.execute(second.fn));
+    await clock.tickAsync(100);
+    await rejected.done;
+    expect(rejected.out.error).toBe(notFound);
+    expect(second.calls).toHaveLength(1);
+    expect(asked).toEqual([]);
+  });
+
+  it('a throwing shouldHedge ends the execution with its error and aborts the calls still running', async () => {
+    const clock = new FakeClock();
+    const parent = new AbortController();
+    const { fn, calls } = scripted(clock, [{ afterMs: 10, error: httpError(503) }, {}]);
+    const bug = new Error('predicate bug');
+    const policy = hedging({
+      delayMs: 5,
+      clock,
+      shouldHedge: () => {
+        throw bug;
+      },
+    });
+    const { out, done } = timed(clock, policy.execute(fn, parent.signal));
+    await clock.tickAsync(100);
+    await done;
+    expect(out).toEqual({ at: 10, error: bug });
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.ctx.signal.aborted).toBe(true);
+    expect(getEventListeners(parent.signal, 'abort')).toHaveLength(0);
+    expect(clock.pendingTimers()).toBe(0);
   });
 
   it("the caller's abort rejects at once with its reason, aborts every call and leaves nothing behind", async () => {

@@ -26,8 +26,10 @@ export interface HedgingOptions {
   delayMs?: number;
   /**
    * Whether a failure lets the next call start, in place of the default (as for retry:
-   * `classify(error).retryable`, except `circuit_open` and our own limits). A failure it rejects ends the
-   * whole execution with that failure at once.
+   * `classify(error).retryable`, except `circuit_open` and our own limits). It is only asked about
+   * transient failures other than our own `rate_limited` / `spend_limited`, which never start a hedge. A
+   * failure it rejects ends the whole execution with that failure at once; if it throws, the execution
+   * ends with its error.
    * @param attempt the call that failed (1 for the primary).
    */
   shouldHedge?: (error: unknown, attempt: number, classification: Classification) => boolean;
@@ -109,6 +111,8 @@ export class HedgingPolicy implements Policy {
   /** @internal */
   mayHedge(error: unknown, attempt: number): boolean {
     const c = classify(error, { nowMs: this.clock.now() });
+    // Never, whatever shouldHedge says (as for retry): permanent or fatal failures and our own limits.
+    if (c.kind !== 'transient' || c.code === 'rate_limited' || c.code === 'spend_limited') return false;
     return this.shouldHedge === undefined ? repeatableByDefault(c) : this.shouldHedge(error, attempt, c);
   }
 
@@ -168,12 +172,10 @@ class HedgedRun<T> {
     const link = new LinkedAbort(this.ctx.signal);
     this.links.push(link);
     this.inFlight++;
-    let call: Promise<T>;
-    try {
-      call = this.next.invoke({ signal: link.signal, attempt, deadlineAt: this.ctx.deadlineAt }, this.index);
-    } catch (error) {
-      call = Promise.reject(error);
-    }
+    const call = this.next.invoke(
+      { signal: link.signal, attempt, deadlineAt: this.ctx.deadlineAt },
+      this.index,
+    );
     call.then(
       (value) => this.finish(true, value, undefined, link),
       (error: unknown) => this.failed(error, attempt),
@@ -201,7 +203,15 @@ class HedgedRun<T> {
   private failed(error: unknown, attempt: number): void {
     this.inFlight--;
     if (this.settled) return;
-    if (!this.policy.mayHedge(error, attempt)) {
+    let hedge: boolean;
+    try {
+      hedge = this.policy.mayHedge(error, attempt);
+    } catch (predicateError) {
+      // A throwing shouldHedge ends the execution with its error; every call still running is aborted.
+      this.finish(false, undefined, predicateError, undefined);
+      return;
+    }
+    if (!hedge) {
       this.finish(false, undefined, error, undefined);
       return;
     }

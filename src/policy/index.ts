@@ -7,6 +7,7 @@ export { Pipeline, pipeline } from './pipeline.js';
 export * from './timeout.js';
 export * from './backoff.js';
 export * from './retry.js';
+export { NOT_REPEATED_BY_DEFAULT, repeatableByDefault } from './retryable.js';
 export * from './circuit-breaker.js';
 export * from './breaker-windows.js';
 export * from './bulkhead.js';

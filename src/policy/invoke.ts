@@ -21,8 +21,21 @@ export class Invocation<T> implements Next<T>, PolicyContext {
   }
 
   invoke(ctx: PolicyContext, index: number): Promise<T> {
-    if (index < this.policies.length) return this.policies[index]!.run(ctx, this, index + 1);
+    if (index < this.policies.length) return runLayer(this.policies[index]!, ctx, this, index + 1);
     return callFn(this.fn, ctx);
+  }
+}
+
+/**
+ * Runs one layer. A policy that throws synchronously (a throwing predicate or factory, a hand-written
+ * policy) still yields a rejected promise, so the layer outside can always rely on getting a promise and
+ * release what it holds.
+ */
+export function runLayer<T>(policy: Policy, ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
+  try {
+    return policy.run(ctx, next, index);
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 
@@ -54,7 +67,7 @@ export function executeAll<T>(
 export function executeOne<T>(policy: Policy, fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
   if (signal?.aborted) return rejectSoon(abortReason(signal));
   const call = new Invocation<T>(EMPTY, fn, signal);
-  return policy.run(call, call, 0);
+  return runLayer(policy, call, call, 0);
 }
 
 const EMPTY: readonly Policy[] = [];

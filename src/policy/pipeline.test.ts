@@ -91,11 +91,32 @@ describe('pipeline', () => {
     const error = (await result) as BreakwaterError;
     expect(error.code).toBe('timeout');
     expect(attempts).toBe(15);
-    // While an attempt runs, only its own signal is linked to the parent: earlier links are already gone.
+    // While an attempt runs, only its own timeout listens to the parent: earlier ones are already gone.
     expect(listenersDuringAttempts).toEqual(Array.from({ length: 15 }, () => 1));
     expect(getEventListeners(parent.signal, 'abort')).toHaveLength(0);
     await clock.tickAsync(100);
     expect(clock.pendingTimers()).toBe(0);
+  });
+
+  it('a layer that throws synchronously yields a rejected promise and leaves no timer behind', async () => {
+    const clock = new FakeClock();
+    const bug = new Error('hand-written policy bug');
+    const thrower: Policy = {
+      execute: () => Promise.reject(bug),
+      run: () => {
+        throw bug;
+      },
+    };
+    const limit = timeout({ timeoutMs: 100, clock });
+    let result: Promise<unknown> | undefined;
+    expect(() => {
+      result = pipeline(limit, thrower).execute(() => 'never');
+    }).not.toThrow();
+    await expect(result).rejects.toBe(bug);
+    expect(limit.timers.size).toBe(0);
+    expect(() => pipeline(limit, undefined as unknown as Policy)).toThrow(
+      'pipeline: argument 2 is not a policy',
+    );
   });
 
   it('every rejection a policy makes is a BreakwaterError with a stable code and a problem+json form', async () => {

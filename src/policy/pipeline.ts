@@ -1,4 +1,4 @@
-import { executeAll } from './invoke.js';
+import { executeAll, runLayer } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
 /**
@@ -11,7 +11,13 @@ import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 export class Pipeline implements Policy {
   readonly policies: readonly Policy[];
 
+  /** @throws RangeError when an element is not a policy (names its position). */
   constructor(policies: readonly Policy[]) {
+    policies.forEach((p, i) => {
+      if (typeof (p as Partial<Policy> | undefined)?.run !== 'function') {
+        throw new RangeError(`pipeline: argument ${i + 1} is not a policy (it has no run method)`);
+      }
+    });
     // Flatten nested pipelines: fewer hops per call, same semantics.
     this.policies = policies.flatMap((p) => (p instanceof Pipeline ? p.policies : [p]));
   }
@@ -34,7 +40,7 @@ class NestedInvocation<T> implements Next<T> {
   ) {}
 
   invoke(ctx: PolicyContext, index: number): Promise<T> {
-    if (index < this.policies.length) return this.policies[index]!.run(ctx, this, index + 1);
+    if (index < this.policies.length) return runLayer(this.policies[index]!, ctx, this, index + 1);
     return this.outer.invoke(ctx, this.outerIndex);
   }
 }

@@ -47,6 +47,28 @@ describe('RetryPolicy', () => {
     expect(clock.pendingTimers()).toBe(0);
   });
 
+  it('asks shouldRetry exactly once per failure, so a predicate can keep a retry budget', async () => {
+    const clock = new FakeClock();
+    const errors = [httpError(503), httpError(503), httpError(503)];
+    const { fn, calls } = flaky(clock, errors, 'ok');
+    const asked: number[] = [];
+    let budget = 1;
+    const policy = retry({
+      maxAttempts: 5,
+      backoff: constantBackoff(10),
+      clock,
+      shouldRetry: (_error, attempt) => {
+        asked.push(attempt);
+        return budget-- > 0;
+      },
+    });
+    const result = policy.execute(fn).catch((e: unknown) => e);
+    await clock.tickAsync(10);
+    expect(await result).toBe(errors[1]);
+    expect(asked).toEqual([1, 2]);
+    expect(calls).toHaveLength(2);
+  });
+
   it('calls a 404 exactly once with maxAttempts 10', async () => {
     const clock = new FakeClock();
     const notFound = httpError(404);

@@ -189,31 +189,46 @@ export class RetryPolicy implements Policy {
         this.gaveUp(1, verdict, error, false, undefined);
         throw error;
       }
-      return this.loop(ctx, next, index, Promise.reject(error));
+      return this.loop(ctx, next, index, undefined, { error, verdict });
     });
   }
 
-  /** The retry loop; `first` is the outcome of attempt 1, already started. */
-  private async loop<T>(ctx: PolicyContext, next: Next<T>, index: number, first: Promise<T>): Promise<T> {
+  /**
+   * The retry loop. Attempt 1 has already started: `first` is its outcome, or `known` is its failure with
+   * the verdict already reached on it (so `shouldRetry` is asked once per failure).
+   */
+  private async loop<T>(
+    ctx: PolicyContext,
+    next: Next<T>,
+    index: number,
+    first: Promise<T> | undefined,
+    known?: { error: unknown; verdict: Classification },
+  ): Promise<T> {
     let attemptCtx: PolicyContext | undefined;
     let previousMs = 0;
     for (let attempt = 1; ; attempt++) {
       let error: unknown;
       let result: T | undefined;
       let rejected = false;
-      try {
-        result = await (attemptCtx === undefined ? first : next.invoke(attemptCtx, index));
-        if (this.retryOnResult === undefined || !this.retryOnResult(result)) {
-          if (this.successes.hasListeners) this.successes.emit({ name: this.name, attempts: attempt });
-          return result;
+      let verdict: Classification | undefined;
+      if (known !== undefined) {
+        ({ error, verdict } = known);
+        known = undefined;
+      } else {
+        try {
+          result = await (attemptCtx === undefined ? first! : next.invoke(attemptCtx, index));
+          if (this.retryOnResult === undefined || !this.retryOnResult(result)) {
+            if (this.successes.hasListeners) this.successes.emit({ name: this.name, attempts: attempt });
+            return result;
+          }
+          rejected = true;
+        } catch (caught) {
+          error = caught;
         }
-        rejected = true;
-      } catch (caught) {
-        error = caught;
       }
 
       const failure = rejected ? result : error;
-      const stop = this.decide(ctx, failure, attempt, rejected, previousMs);
+      const stop = this.decide(ctx, failure, attempt, rejected, previousMs, verdict);
       if (typeof stop === 'string') {
         this.gaveUp(attempt, stop, error, rejected, result);
         if (rejected) return result as T;
@@ -244,16 +259,17 @@ export class RetryPolicy implements Policy {
     }
   }
 
-  /** The wait before the next call in ms, or why to give up. */
+  /** The wait before the next call in ms, or why to give up (`known`: the verdict already reached). */
   private decide(
     ctx: PolicyContext,
     failure: unknown,
     attempt: number,
     rejectedResult: boolean,
     previousMs: number,
+    known: Classification | undefined,
   ): number | GiveUpReason {
     const now = this.clock.now();
-    const c = this.verdict(ctx, failure, attempt, rejectedResult, now);
+    const c = known ?? this.verdict(ctx, failure, attempt, rejectedResult, now);
     if (typeof c === 'string') return c;
 
     const hint = c.retryAfterMs;

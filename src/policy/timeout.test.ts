@@ -178,3 +178,40 @@ describe('TimeoutPolicy', () => {
     expect(() => timeout({ timeoutMs: 5, deadlineMarginMs: -1 })).toThrow(/deadlineMarginMs/);
   });
 });
+
+describe('TimeoutPolicy and the caller signal', () => {
+  it('aggressive: a caller abort answers at once with its reason even when fn ignores its signal', async () => {
+    const clock = new FakeClock();
+    const policy = timeout({ timeoutMs: 4000, clock });
+    const events: unknown[] = [];
+    policy.onTimeout((e) => events.push(e));
+    const caller = new AbortController();
+    const result = policy.execute(() => never<void>(), caller.signal).catch((e: unknown) => e);
+    await clock.tickAsync(100);
+    caller.abort(new Error('user closed the tab'));
+    expect(((await result) as Error).message).toBe('user closed the tab');
+    expect(clock.now() - Date.UTC(2026, 0, 1)).toBe(100);
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
+    expect(policy.timers.size).toBe(0);
+    await clock.tickAsync(4000);
+    expect(events).toEqual([]);
+  });
+
+  it('cooperative: a caller abort reaches fn through its signal and fn decides', async () => {
+    const clock = new FakeClock();
+    const policy = timeout({ timeoutMs: 4000, strategy: 'cooperative', clock });
+    const caller = new AbortController();
+    const result = policy
+      .execute(
+        (ctx) =>
+          new Promise((_, reject) =>
+            ctx.signal.addEventListener('abort', () => reject(new Error('stopped'))),
+          ),
+        caller.signal,
+      )
+      .catch((e: unknown) => e);
+    caller.abort(new Error('gone'));
+    expect(((await result) as Error).message).toBe('stopped');
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
+  });
+});

@@ -8,6 +8,8 @@ import {
   type ErrorCode,
   rejectSoon,
   clockOption,
+  abortReason,
+  neverAbortedSignal,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
@@ -149,6 +151,8 @@ class TimedCall<T> implements PolicyContext, TimerEntry {
   private settled = false;
   /** The work itself has settled (it may have been answered earlier, by an aggressive timeout). */
   private finished = false;
+  /** The caller's signal, while an aggressive timeout listens to it (see constructor). */
+  private callerSignal: AbortSignal | undefined = undefined;
   private resolve!: (value: T) => void;
   private reject!: (error: unknown) => void;
 
@@ -164,13 +168,45 @@ class TimedCall<T> implements PolicyContext, TimerEntry {
       this.resolve = resolve;
       this.reject = reject;
     });
+    // Aggressive: a caller who gives up is answered at once with its own reason, even if the work ignores
+    // its signal (it would otherwise wait for the limit and get a misleading `timeout`). No signal, no cost.
+    if (policy.strategy === 'aggressive') {
+      const callerSignal = parent.signal;
+      if (callerSignal !== neverAbortedSignal && !callerSignal.aborted) {
+        this.callerSignal = callerSignal;
+        callerSignal.addEventListener('abort', this);
+      }
+    }
+  }
+
+  /** @internal EventListenerObject entry point: the caller's signal aborted. */
+  handleEvent(): void {
+    const callerSignal = this.stopListening();
+    if (this.settled || callerSignal === undefined) return;
+    this.settled = true;
+    this.policy.timers.remove(this);
+    this.link?.abort(abortReason(callerSignal));
+    this.reject(abortReason(callerSignal));
+  }
+
+  private stopListening(): AbortSignal | undefined {
+    const callerSignal = this.callerSignal;
+    if (callerSignal !== undefined) {
+      this.callerSignal = undefined;
+      callerSignal.removeEventListener('abort', this);
+    }
+    return callerSignal;
   }
 
   get signal(): AbortSignal {
     if (this.link === undefined) {
-      // Read after the work finished (a late callback): a signal of its own, never linked to the parent,
-      // since nothing would ever dispose that link.
-      this.link = this.finished ? new LinkedAbort() : new LinkedAbort(this.parent.signal);
+      // Linked to the parent only when nothing else relays its abort: an aggressive timeout listening to
+      // the caller relays it itself (one listener, not two), and after the work finished (a late read)
+      // nothing would ever dispose the link.
+      this.link =
+        this.finished || this.callerSignal !== undefined
+          ? new LinkedAbort()
+          : new LinkedAbort(this.parent.signal);
       if (this.timedOut !== undefined) this.link.abort(this.timedOut);
     }
     return this.link.signal;
@@ -185,6 +221,7 @@ class TimedCall<T> implements PolicyContext, TimerEntry {
     this.link?.abort(error);
     if (this.policy.strategy === 'aggressive') {
       this.settled = true;
+      this.stopListening();
       this.reject(error);
     }
   }
@@ -193,6 +230,7 @@ class TimedCall<T> implements PolicyContext, TimerEntry {
   settle(value: T | undefined, error: unknown, failed: boolean): void {
     this.finished = true;
     this.policy.timers.remove(this);
+    this.stopListening();
     this.link?.dispose();
     if (this.settled) return;
     this.settled = true;

@@ -23,6 +23,7 @@ export type PolicyFn<T> = (ctx: PolicyContext) => T | PromiseLike<T>;
  * allocates no closure per layer.
  */
 export interface Next<T> {
+  /** Never throws synchronously: a layer or `fn` that throws yields a rejected promise instead. */
   invoke(ctx: PolicyContext, index: number): Promise<T>;
 }
 

@@ -6,13 +6,13 @@ import {
   constantBackoff,
   faultInjection,
   hedging,
-  neverAbortedSignal,
   pipeline,
   retry,
   sleep,
   timeout,
   type PolicyContext,
 } from '../../src/index.js';
+import { neverAbortedSignal } from '../../src/core/index.js';
 
 const listeners = (signal: AbortSignal): number => getEventListeners(signal, 'abort').length;
 
