@@ -1,3 +1,4 @@
+import { invalidOption } from './options.js';
 import { neverAbortedSignal } from './signals.js';
 
 /**
@@ -58,7 +59,7 @@ export const systemClock: Clock = {
 /**
  * Checks a `clock` option: `undefined` means {@link systemClock}; anything else must have `now()`,
  * `setTimeout()` and `clearTimeout()`.
- * @param owner names the policy or component in the error (e.g. `timeout`).
+ * @param owner names the policy or component in the error as users call it (`timeout`, `circuitBreaker`).
  * @throws RangeError naming the option when it is not a clock.
  */
 export function clockOption(owner: string, clock: Clock | undefined): Clock {
@@ -71,7 +72,7 @@ export function clockOption(owner: string, clock: Clock | undefined): Clock {
     typeof c.setTimeout !== 'function' ||
     typeof c.clearTimeout !== 'function'
   ) {
-    throw new RangeError(`${owner}: clock must have now(), setTimeout() and clearTimeout()`);
+    throw invalidOption(owner, 'clock', 'a Clock with now(), setTimeout() and clearTimeout()', clock);
   }
   return clock;
 }
@@ -97,10 +98,12 @@ export class FakeClock implements Clock {
     this.current = startMs;
   }
 
+  /** The fake time in ms since the epoch; it moves only through `tick`, `tickAsync` and `runAllAsync`. */
   now(): number {
     return this.current;
   }
 
+  /** Schedules `callback` at `now() + delayMs` (negative or NaN: now; `Infinity`: never); returns its handle. */
   setTimeout(callback: () => void, delayMs: number): TimerHandle {
     const timer: FakeTimer = { id: ++this.seq, at: this.current + normalizeDelay(delayMs), callback };
     // Keep the list sorted by (at, id); insertion is linear but test timer counts are small.
@@ -110,6 +113,7 @@ export class FakeClock implements Clock {
     return timer.id;
   }
 
+  /** Cancels a pending timer; an unknown, fired or already cleared handle is ignored. */
   clearTimeout(handle: TimerHandle): void {
     const index = this.timers.findIndex((t) => t.id === handle);
     if (index >= 0) this.timers.splice(index, 1);

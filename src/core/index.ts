@@ -25,4 +25,18 @@ export { newId } from './ids.js';
 export { rejectSoon } from './promises.js';
 export { canonicalJson, fingerprint } from './fingerprint.js';
 export { LinkedAbort, abortReason, neverAbortedSignal } from './signals.js';
+export {
+  NON_NEGATIVE,
+  POSITIVE,
+  POSITIVE_INTEGER,
+  bool,
+  finite,
+  fraction,
+  invalidOption,
+  nonEmptyString,
+  oneOf,
+  optionalFn,
+  optionalObject,
+  type NumberRule,
+} from './options.js';
 export { EventSource, type Disposable, type Listener } from './events.js';

@@ -4,6 +4,7 @@
  * can be shared by any number of concurrent executions: the per-execution state is the two numbers passed to
  * {@link Backoff.next} (which retry this is, and the previous delay), kept by the caller.
  */
+import { finite, oneOf, optionalFn, NON_NEGATIVE, POSITIVE } from '../core/index.js';
 
 /** A source of uniform random numbers in `[0, 1)`, like `Math.random`; inject a fixed one in tests. */
 export type RandomSource = () => number;
@@ -29,11 +30,15 @@ export const BACKOFF_DEFAULTS = {
   decorrelated: { baseMs: 200, maxMs: 30_000 },
 } as const;
 
+const JITTERS: readonly Jitter[] = ['none', 'full', 'equal'];
+
 /** Waits the same `delayMs` before every retry. */
 export class ConstantBackoff implements Backoff {
+  readonly delayMs: number;
+
   /** @throws RangeError if `delayMs` is not a finite number >= 0. */
-  constructor(readonly delayMs: number) {
-    nonNegative('constantBackoff', 'delayMs', delayMs);
+  constructor(delayMs: number) {
+    this.delayMs = finite('ConstantBackoff', 'delayMs', delayMs, NON_NEGATIVE);
   }
 
   next(_retry: number, _previousMs: number): number {
@@ -59,12 +64,11 @@ export class LinearBackoff implements Backoff {
 
   /** @throws RangeError for a negative or non-finite option (names the option). */
   constructor(options: LinearBackoffOptions = {}) {
-    this.baseMs = options.baseMs ?? BACKOFF_DEFAULTS.linear.baseMs;
-    this.stepMs = options.stepMs ?? this.baseMs;
-    this.maxMs = options.maxMs ?? BACKOFF_DEFAULTS.linear.maxMs;
-    nonNegative('linearBackoff', 'baseMs', this.baseMs);
-    nonNegative('linearBackoff', 'stepMs', this.stepMs);
-    nonNegative('linearBackoff', 'maxMs', this.maxMs);
+    const owner = 'LinearBackoff';
+    const d = BACKOFF_DEFAULTS.linear;
+    this.baseMs = finite(owner, 'baseMs', options.baseMs ?? d.baseMs, NON_NEGATIVE);
+    this.stepMs = finite(owner, 'stepMs', options.stepMs ?? this.baseMs, NON_NEGATIVE);
+    this.maxMs = finite(owner, 'maxMs', options.maxMs ?? d.maxMs, NON_NEGATIVE);
   }
 
   next(retry: number, _previousMs: number): number {
@@ -85,7 +89,7 @@ export interface ExponentialBackoffOptions {
    * `d/2 + random(0, d/2)`, which never retries at once. `none`: exactly `d`.
    */
   jitter?: Jitter;
-  /** Default `Math.random`. */
+  /** A function returning uniform numbers in `[0, 1)` (default `Math.random`). */
   random?: RandomSource;
 }
 
@@ -102,24 +106,13 @@ export class ExponentialBackoff implements Backoff {
 
   /** @throws RangeError for a bad option (names the option). */
   constructor(options: ExponentialBackoffOptions = {}) {
+    const owner = 'ExponentialBackoff';
     const d = BACKOFF_DEFAULTS.exponential;
-    this.baseMs = options.baseMs ?? d.baseMs;
-    this.factor = options.factor ?? d.factor;
-    this.maxMs = options.maxMs ?? d.maxMs;
-    this.jitter = options.jitter ?? d.jitter;
-    this.random = options.random ?? Math.random;
-    if (!(this.baseMs > 0) || !Number.isFinite(this.baseMs)) {
-      throw new RangeError(`exponentialBackoff: baseMs must be a finite number > 0, got ${this.baseMs}`);
-    }
-    if (!(this.factor >= 1) || !Number.isFinite(this.factor)) {
-      throw new RangeError(`exponentialBackoff: factor must be a finite number >= 1, got ${this.factor}`);
-    }
-    nonNegative('exponentialBackoff', 'maxMs', this.maxMs);
-    if (this.jitter !== 'none' && this.jitter !== 'full' && this.jitter !== 'equal') {
-      throw new RangeError(
-        `exponentialBackoff: jitter must be 'none', 'full' or 'equal', got ${String(this.jitter)}`,
-      );
-    }
+    this.baseMs = finite(owner, 'baseMs', options.baseMs ?? d.baseMs, POSITIVE);
+    this.factor = finite(owner, 'factor', options.factor ?? d.factor, { min: 1 });
+    this.maxMs = finite(owner, 'maxMs', options.maxMs ?? d.maxMs, NON_NEGATIVE);
+    this.jitter = oneOf(owner, 'jitter', options.jitter ?? d.jitter, JITTERS);
+    this.random = optionalFn(owner, 'random', options.random) ?? Math.random;
   }
 
   next(retry: number, _previousMs: number): number {
@@ -142,7 +135,7 @@ export interface DecorrelatedJitterBackoffOptions {
   baseMs?: number;
   /** Upper bound ("cap") of any delay in ms (default 30 000). */
   maxMs?: number;
-  /** Default `Math.random`. */
+  /** A function returning uniform numbers in `[0, 1)` (default `Math.random`). */
   random?: RandomSource;
 }
 
@@ -158,15 +151,11 @@ export class DecorrelatedJitterBackoff implements Backoff {
 
   /** @throws RangeError for a bad option (names the option). */
   constructor(options: DecorrelatedJitterBackoffOptions = {}) {
-    this.baseMs = options.baseMs ?? BACKOFF_DEFAULTS.decorrelated.baseMs;
-    this.maxMs = options.maxMs ?? BACKOFF_DEFAULTS.decorrelated.maxMs;
-    this.random = options.random ?? Math.random;
-    if (!(this.baseMs > 0) || !Number.isFinite(this.baseMs)) {
-      throw new RangeError(
-        `decorrelatedJitterBackoff: baseMs must be a finite number > 0, got ${this.baseMs}`,
-      );
-    }
-    nonNegative('decorrelatedJitterBackoff', 'maxMs', this.maxMs);
+    const owner = 'DecorrelatedJitterBackoff';
+    const d = BACKOFF_DEFAULTS.decorrelated;
+    this.baseMs = finite(owner, 'baseMs', options.baseMs ?? d.baseMs, POSITIVE);
+    this.maxMs = finite(owner, 'maxMs', options.maxMs ?? d.maxMs, NON_NEGATIVE);
+    this.random = optionalFn(owner, 'random', options.random) ?? Math.random;
   }
 
   next(_retry: number, previousMs: number): number {
@@ -196,10 +185,4 @@ export function decorrelatedJitterBackoff(
   options?: DecorrelatedJitterBackoffOptions,
 ): DecorrelatedJitterBackoff {
   return new DecorrelatedJitterBackoff(options);
-}
-
-function nonNegative(owner: string, option: string, value: number): void {
-  if (!(value >= 0) || !Number.isFinite(value)) {
-    throw new RangeError(`${owner}: ${option} must be a finite number >= 0, got ${value}`);
-  }
 }

@@ -10,6 +10,7 @@
  * Every strategy keeps fixed-size counters (typed-array ring buffers): recording a call allocates nothing.
  * One window instance belongs to one breaker; do not share it.
  */
+import { finite, fraction, invalidOption, POSITIVE, POSITIVE_INTEGER } from '../core/index.js';
 
 /** What a window currently judges on, as plain JSON. */
 export interface WindowStats {
@@ -81,10 +82,7 @@ export class ConsecutiveWindow implements BreakerWindow {
   constructor(options: number | { threshold?: number } = {}) {
     const threshold =
       (typeof options === 'number' ? options : options.threshold) ?? WINDOW_DEFAULTS.consecutiveFailures;
-    if (!Number.isInteger(threshold) || threshold < 1) {
-      throw new RangeError(`ConsecutiveWindow: threshold must be an integer >= 1, got ${threshold}`);
-    }
-    this.threshold = threshold;
+    this.threshold = finite('ConsecutiveWindow', 'threshold', threshold, POSITIVE_INTEGER);
   }
 
   recordSuccess(): void {
@@ -132,35 +130,31 @@ interface Thresholds {
   minimumCalls: number;
 }
 
-function rateOptions(owner: string, options: RateWindowOptions, maxMinimum: number): Thresholds {
-  const fraction = (option: string, value: number): number => {
-    if (!(value > 0 && value <= 1)) {
-      throw new RangeError(`${owner}: ${option} must be a fraction in (0, 1], got ${value}`);
-    }
-    return value;
-  };
+function rateOptions(owner: string, options: RateWindowOptions, maxMinimum: number | undefined): Thresholds {
   const failure = options.failureRateThreshold ?? WINDOW_DEFAULTS.failureRateThreshold;
   const slowMs = options.slowCallDurationMs;
-  if (slowMs !== undefined && !(slowMs > 0 && Number.isFinite(slowMs))) {
-    throw new RangeError(`${owner}: slowCallDurationMs must be a finite number > 0, got ${slowMs}`);
-  }
-  if (slowMs === undefined && (failure === false || options.slowCallRateThreshold !== undefined)) {
-    throw new RangeError(
-      `${owner}: slowCallDurationMs is required with failureRateThreshold false or a slowCallRateThreshold`,
+  if (slowMs !== undefined) finite(owner, 'slowCallDurationMs', slowMs, POSITIVE);
+  else if (failure === false || options.slowCallRateThreshold !== undefined) {
+    throw invalidOption(
+      owner,
+      'slowCallDurationMs',
+      'set with failureRateThreshold false or a slowCallRateThreshold',
+      slowMs,
     );
   }
-  const minimumCalls = options.minimumCalls ?? Math.min(WINDOW_DEFAULTS.minimumCalls, maxMinimum);
-  if (!Number.isInteger(minimumCalls) || minimumCalls < 1 || minimumCalls > maxMinimum) {
-    throw new RangeError(
-      `${owner}: minimumCalls must be an integer in [1, ${maxMinimum}], got ${minimumCalls}`,
-    );
-  }
+  const minimumCalls = finite(
+    owner,
+    'minimumCalls',
+    options.minimumCalls ?? Math.min(WINDOW_DEFAULTS.minimumCalls, maxMinimum ?? Infinity),
+    { ...POSITIVE_INTEGER, max: maxMinimum },
+  );
   return {
-    failureRate: failure === false ? Infinity : fraction('failureRateThreshold', failure),
+    failureRate: failure === false ? Infinity : fraction(owner, 'failureRateThreshold', failure),
     slowRate:
       slowMs === undefined
         ? Infinity
         : fraction(
+            owner,
             'slowCallRateThreshold',
             options.slowCallRateThreshold ?? WINDOW_DEFAULTS.slowCallRateThreshold,
           ),
@@ -202,10 +196,7 @@ export class CountWindow implements BreakerWindow {
   private reason = 'failure_rate';
 
   constructor(options: RateWindowOptions & { size: number }) {
-    const size = options.size;
-    if (!Number.isInteger(size) || size < 1) {
-      throw new RangeError(`CountWindow: size must be an integer >= 1, got ${size}`);
-    }
+    const size = finite('CountWindow', 'size', options.size, POSITIVE_INTEGER);
     this.size = size;
     this.t = rateOptions('CountWindow', options, size);
     this.slowCallDurationMs = this.t.slowMs;
@@ -286,20 +277,16 @@ export class TimeWindow implements BreakerWindow {
   private reason = 'failure_rate';
 
   constructor(options: RateWindowOptions & { windowMs: number; bucketMs?: number }) {
-    const windowMs = options.windowMs;
-    if (!(windowMs > 0) || !Number.isInteger(windowMs)) {
-      throw new RangeError(`TimeWindow: windowMs must be an integer > 0, got ${windowMs}`);
-    }
+    const owner = 'TimeWindow';
+    const windowMs = finite(owner, 'windowMs', options.windowMs, POSITIVE_INTEGER);
     const bucketMs = options.bucketMs ?? Math.min(WINDOW_DEFAULTS.bucketMs, windowMs);
-    if (!(bucketMs > 0) || !Number.isInteger(bucketMs) || windowMs % bucketMs !== 0) {
-      throw new RangeError(
-        `TimeWindow: bucketMs must be an integer > 0 that divides windowMs (${windowMs}), got ${bucketMs}`,
-      );
+    if (!(Number.isInteger(bucketMs) && bucketMs > 0 && windowMs % bucketMs === 0)) {
+      throw invalidOption(owner, 'bucketMs', `an integer > 0 that divides windowMs (${windowMs})`, bucketMs);
     }
     this.windowMs = windowMs;
     this.bucketMs = bucketMs;
     this.buckets = windowMs / bucketMs;
-    this.t = rateOptions('TimeWindow', options, Number.MAX_SAFE_INTEGER);
+    this.t = rateOptions(owner, options, undefined);
     this.slowCallDurationMs = this.t.slowMs;
     this.callCounts = new Uint32Array(this.buckets);
     this.failureCounts = new Uint32Array(this.buckets);

@@ -6,6 +6,10 @@ import {
   type TimerHandle,
   rejectSoon,
   clockOption,
+  finite,
+  nonEmptyString,
+  POSITIVE,
+  POSITIVE_INTEGER,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Observable, Policy, PolicyContext, PolicyFn } from './types.js';
@@ -21,7 +25,7 @@ export interface BulkheadOptions {
    * signal aborts or its deadline passes.
    */
   queueTimeoutMs?: number;
-  /** Names the dependency in errors, events and state (default `bulkhead`). */
+  /** Names the dependency in errors, events and state (a non-empty string, default `bulkhead`). */
   name?: string;
   clock?: Clock;
 }
@@ -121,23 +125,15 @@ export class BulkheadPolicy implements Policy, Observable<BulkheadState> {
   };
 
   constructor(options: BulkheadOptions) {
-    const { maxConcurrent } = options;
-    if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
-      throw new RangeError(`bulkhead: maxConcurrent must be an integer >= 1, got ${maxConcurrent}`);
-    }
-    const maxQueue = options.maxQueue ?? BULKHEAD_DEFAULTS.maxQueue;
-    if (!Number.isInteger(maxQueue) || maxQueue < 0) {
-      throw new RangeError(`bulkhead: maxQueue must be an integer >= 0, got ${maxQueue}`);
-    }
+    const owner = 'bulkhead';
+    const d = BULKHEAD_DEFAULTS;
+    this.maxConcurrent = finite(owner, 'maxConcurrent', options.maxConcurrent, POSITIVE_INTEGER);
+    this.maxQueue = finite(owner, 'maxQueue', options.maxQueue ?? d.maxQueue, { min: 0, integer: true });
     const { queueTimeoutMs } = options;
-    if (queueTimeoutMs !== undefined && (!(queueTimeoutMs > 0) || !Number.isFinite(queueTimeoutMs))) {
-      throw new RangeError(`bulkhead: queueTimeoutMs must be a finite number > 0, got ${queueTimeoutMs}`);
-    }
-    this.maxConcurrent = maxConcurrent;
-    this.maxQueue = maxQueue;
+    if (queueTimeoutMs !== undefined) finite(owner, 'queueTimeoutMs', queueTimeoutMs, POSITIVE);
     this.queueTimeoutMs = queueTimeoutMs;
-    this.name = options.name ?? BULKHEAD_DEFAULTS.name;
-    this.clock = clockOption('bulkhead', options.clock);
+    this.name = nonEmptyString(owner, 'name', options.name ?? d.name);
+    this.clock = clockOption(owner, options.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {

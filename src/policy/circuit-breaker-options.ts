@@ -2,7 +2,20 @@
  * The circuit breaker's options: their types, defaults, validation, and the default failure predicate.
  * Kept apart from the policy so `circuit-breaker.ts` stays about behaviour.
  */
-import { classify, clockOption, type Clock, type ErrorCode } from '../core/index.js';
+import {
+  bool,
+  classify,
+  clockOption,
+  finite,
+  invalidOption,
+  nonEmptyString,
+  optionalFn,
+  optionalObject,
+  type Clock,
+  type ErrorCode,
+  POSITIVE,
+  POSITIVE_INTEGER,
+} from '../core/index.js';
 import { ConsecutiveWindow, WINDOW_DEFAULTS, type BreakerWindow } from './breaker-windows.js';
 import type { CircuitBreakerSnapshot, CircuitState } from './circuit-breaker-types.js';
 
@@ -16,7 +29,7 @@ export interface OpenBackoff {
 
 /** Options of {@link CircuitBreakerPolicy}; validated at construction. */
 export interface CircuitBreakerOptions {
-  /** Names the dependency in errors, messages and events (e.g. `gift-service`). */
+  /** Names the dependency in errors, messages and events (a non-empty string, e.g. `gift-service`). */
   name?: string;
   /** When to open; default `new ConsecutiveWindow(5)`. One window per breaker. */
   window?: BreakerWindow;
@@ -92,6 +105,9 @@ export function isDependencyFailure(error: unknown): boolean {
   return c.kind === 'transient' && !NOT_THE_DEPENDENCY.has(c.code);
 }
 
+/** Names the breaker in option errors, as users call its factory. */
+const OWNER = 'circuitBreaker';
+
 /** {@link CircuitBreakerOptions} with every default applied, as validated at construction. */
 export interface ResolvedBreakerOptions {
   readonly name: string;
@@ -114,48 +130,61 @@ export interface ResolvedBreakerOptions {
  * @throws RangeError naming the first bad option.
  */
 export function resolveOptions(options: CircuitBreakerOptions): ResolvedBreakerOptions {
-  const fail = (option: string, rule: string, value: unknown): never => {
-    throw new RangeError(`circuit-breaker: ${option} must be ${rule}, got ${String(value)}`);
-  };
+  const owner = OWNER;
   const d = CIRCUIT_BREAKER_DEFAULTS;
+  const name = nonEmptyString(owner, 'name', options.name ?? d.name);
   const window: BreakerWindow = options.window ?? new ConsecutiveWindow(d.window.consecutiveFailures);
   for (const method of ['recordSuccess', 'recordFailure', 'shouldOpen', 'reset'] as const) {
-    if (typeof window?.[method] !== 'function') fail('window', `a BreakerWindow (no ${method})`, window);
+    if (typeof window?.[method] !== 'function') {
+      throw invalidOption(owner, 'window', `a BreakerWindow (no ${method})`, window);
+    }
   }
-  const openMs = options.openDurationMs ?? d.openDurationMs;
-  if (!(openMs > 0 && Number.isFinite(openMs))) fail('openDurationMs', 'a finite number > 0', openMs);
+  const openMs = finite(owner, 'openDurationMs', options.openDurationMs ?? d.openDurationMs, POSITIVE);
   let multiplier = 1;
   let maxOpenMs = openMs;
-  if (options.openBackoff !== undefined) {
-    if (typeof options.openBackoff !== 'object' || options.openBackoff === null) {
-      fail('openBackoff', 'an object { multiplier?, maxMs } or left out', options.openBackoff);
-    }
-    multiplier = options.openBackoff.multiplier ?? d.openBackoff.multiplier;
-    maxOpenMs = options.openBackoff.maxMs;
-    if (!(multiplier >= 1 && Number.isFinite(multiplier))) {
-      fail('openBackoff.multiplier', 'a finite number >= 1', multiplier);
-    }
-    if (!(maxOpenMs >= openMs && Number.isFinite(maxOpenMs))) {
-      fail('openBackoff.maxMs', `a finite number >= openDurationMs (${openMs})`, maxOpenMs);
+  const openBackoff = optionalObject(
+    owner,
+    'openBackoff',
+    options.openBackoff,
+    'an object { multiplier?, maxMs }',
+  );
+  if (openBackoff !== undefined) {
+    multiplier = finite(owner, 'openBackoff.multiplier', openBackoff.multiplier ?? d.openBackoff.multiplier, {
+      min: 1,
+    });
+    maxOpenMs = openBackoff.maxMs;
+    if (!(typeof maxOpenMs === 'number' && maxOpenMs >= openMs && Number.isFinite(maxOpenMs))) {
+      throw invalidOption(
+        owner,
+        'openBackoff.maxMs',
+        `a finite number >= openDurationMs (${openMs})`,
+        maxOpenMs,
+      );
     }
   }
-  const permitted = options.permittedCalls ?? d.permittedCalls;
-  if (!Number.isInteger(permitted) || permitted < 1) fail('permittedCalls', 'an integer >= 1', permitted);
-  const toClose = options.successesToClose ?? permitted;
-  if (!Number.isInteger(toClose) || toClose < 1) fail('successesToClose', 'an integer >= 1', toClose);
+  const permitted = finite(
+    owner,
+    'permittedCalls',
+    options.permittedCalls ?? d.permittedCalls,
+    POSITIVE_INTEGER,
+  );
+  const toClose = finite(owner, 'successesToClose', options.successesToClose ?? permitted, POSITIVE_INTEGER);
   const maxWait = options.halfOpenMaxWaitMs;
-  if (maxWait !== undefined && !(maxWait > 0 && Number.isFinite(maxWait))) {
-    fail('halfOpenMaxWaitMs', 'a finite number > 0', maxWait);
-  }
-  for (const option of ['isFailure', 'isFailureResult'] as const) {
-    const value = options[option];
-    if (value !== undefined && typeof value !== 'function') fail(option, 'a function', value);
-  }
+  if (maxWait !== undefined) finite(owner, 'halfOpenMaxWaitMs', maxWait, POSITIVE);
+  const isFailure = optionalFn(owner, 'isFailure', options.isFailure);
+  const isFailureResult = optionalFn(owner, 'isFailureResult', options.isFailureResult);
   const slowMs = window.slowCallDurationMs;
-  if (slowMs !== undefined && !(slowMs > 0)) fail('window.slowCallDurationMs', 'a number > 0', slowMs);
+  if (slowMs !== undefined && !(slowMs > 0)) {
+    throw invalidOption(owner, 'window.slowCallDurationMs', 'a number > 0', slowMs);
+  }
+  const captureRejectionStack = bool(
+    owner,
+    'captureRejectionStack',
+    options.captureRejectionStack ?? d.captureRejectionStack,
+  );
 
   return {
-    name: options.name ?? d.name,
+    name,
     window,
     openDurationMs: openMs,
     openPeriodMs:
@@ -163,10 +192,10 @@ export function resolveOptions(options: CircuitBreakerOptions): ResolvedBreakerO
     permittedCalls: permitted,
     successesToClose: toClose,
     halfOpenMaxWaitMs: maxWait,
-    isFailure: options.isFailure ?? isDependencyFailure,
-    isFailureResult: options.isFailureResult,
-    captureRejectionStack: options.captureRejectionStack ?? d.captureRejectionStack,
-    clock: clockOption('circuit-breaker', options.clock),
+    isFailure: isFailure ?? isDependencyFailure,
+    isFailureResult,
+    captureRejectionStack,
+    clock: clockOption(owner, options.clock),
   };
 }
 
@@ -178,7 +207,7 @@ const STATES: ReadonlySet<unknown> = new Set<CircuitState>(['closed', 'open', 'h
  */
 export function validSnapshot(s: CircuitBreakerSnapshot): CircuitBreakerSnapshot {
   const bad = (field: string, rule: string, value: unknown): never => {
-    throw new RangeError(`circuit-breaker: snapshot.${field} must be ${rule}, got ${String(value)}`);
+    throw invalidOption(OWNER, field === '' ? 'snapshot' : `snapshot.${field}`, rule, value);
   };
   if (typeof s !== 'object' || s === null) bad('', 'an object', s);
   if (s.version !== 1) bad('version', '1', s.version);

@@ -75,6 +75,40 @@ describe('FallbackPolicy', () => {
     expect(defaultShouldFallback(new TypeError('x'))).toBe(false);
   });
 
+  it('reads failures with classifyOptions: a connection reset after a POST is not replaced', async () => {
+    const reset = (): Error => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    const post = fallback({ value: 'stand-in', classifyOptions: { method: 'POST' } });
+    const error = reset();
+    // The write may have happened: hiding it behind a stand-in would tell the caller it did not.
+    await expect(post.execute(() => Promise.reject(error))).rejects.toBe(error);
+    for (const maybeWritten of [httpError(502), new BreakwaterError('timeout')]) {
+      await expect(post.execute(() => Promise.reject(maybeWritten))).rejects.toBe(maybeWritten);
+    }
+    // Refused before anything was written: the outcome is known, so it is replaced even after a POST.
+    const refused = Object.assign(new Error('connect'), { code: 'ECONNREFUSED' });
+    await expect(post.execute(() => Promise.reject(refused))).resolves.toBe('stand-in');
+    // With an idempotent method, or with none known, the reset counts as a plain failure.
+    const get = fallback({ value: 'stand-in', classifyOptions: { method: 'GET' } });
+    await expect(get.execute(() => Promise.reject(reset()))).resolves.toBe('stand-in');
+    await expect(fallback({ value: 'stand-in' }).execute(() => Promise.reject(reset()))).resolves.toBe(
+      'stand-in',
+    );
+  });
+
+  it('defaultShouldFallback takes the same classify options, for custom predicates', async () => {
+    const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    expect(defaultShouldFallback(reset)).toBe(true);
+    expect(defaultShouldFallback(reset, { method: 'POST' })).toBe(false);
+    expect(defaultShouldFallback(reset, { method: 'PATCH', idempotencyKey: true })).toBe(false);
+    const notFound = httpError(404);
+    const policy = fallback({
+      value: 'stand-in',
+      shouldFallback: (e) => e === notFound || defaultShouldFallback(e, { method: 'POST' }),
+    });
+    await expect(policy.execute(() => Promise.reject(notFound))).resolves.toBe('stand-in');
+    await expect(policy.execute(() => Promise.reject(reset))).rejects.toBe(reset);
+  });
+
   it('rethrows when the caller aborted: a caller that left gets its abort, not a stand-in', async () => {
     const controller = new AbortController();
     const reason = new BreakwaterError('timeout');

@@ -1,4 +1,14 @@
-import { EventSource, classify, type Clock, systemClock, clockOption } from '../core/index.js';
+import {
+  EventSource,
+  classify,
+  clockOption,
+  invalidOption,
+  nonEmptyString,
+  optionalFn,
+  optionalObject,
+  type ClassifyOptions,
+  type Clock,
+} from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
@@ -7,11 +17,20 @@ export type FallbackHandler<R> = (error: unknown, ctx: PolicyContext) => R | Pro
 
 interface FallbackCommon {
   /**
-   * Whether a failure is replaced (default {@link defaultShouldFallback}: transient failures whose outcome is
-   * known, never bugs, permanent answers such as 404, or writes that may have happened).
+   * Whether a failure is replaced. Default {@link defaultShouldFallback}, reading the failure with
+   * `classifyOptions`: transient failures whose outcome is known; never bugs, permanent answers such as a
+   * 404, or writes that may have happened. A custom predicate can build on the default by calling
+   * `defaultShouldFallback(error, { method: 'POST' })` itself.
    */
   shouldFallback?: (error: unknown) => boolean;
-  /** Names the dependency in events (default `fallback`). */
+  /**
+   * How the default filter reads failures, as for retry: the request's HTTP `method`, whether it carries an
+   * `idempotencyKey`. A connection reset after a POST then has an `unknown` outcome (the write may have
+   * happened) and is rethrown, not replaced. Default none: with no method known, such a failure counts as
+   * `failed` and is replaced. A custom `shouldFallback` does not see it.
+   */
+  classifyOptions?: Omit<ClassifyOptions, 'nowMs'>;
+  /** Names the dependency in events (a non-empty string, default `fallback`). */
   name?: string;
   /** Only used to read HTTP-date `Retry-After` hints while classifying (default the system clock). */
   clock?: Clock;
@@ -25,6 +44,9 @@ export type FallbackOptions<R> =
   | (FallbackCommon & { value: R; fallback?: never })
   | (FallbackCommon & { fallback: FallbackHandler<R>; value?: never });
 
+/** Defaults of {@link FallbackOptions} (the value or handler has none: it is always yours). */
+export const FALLBACK_DEFAULTS = { name: 'fallback' } as const;
+
 /** Emitted when a failure is replaced by the fallback. */
 export interface FallbackEvent {
   readonly name: string;
@@ -32,59 +54,62 @@ export interface FallbackEvent {
 }
 
 /**
- * The default failure filter: true when `classify(error)` is `transient` with a `failed` outcome (timeouts,
- * 408/425/429/5xx-style unavailability, `circuit_open`, `bulkhead_full`, `rate_limited`, `deadline_exceeded`,
- * connection failures). False for `fatal` (TypeError and other bugs must surface), for `permanent` failures
- * (a 404 is a real answer, not an outage), and for an `unknown` outcome (a write that may have happened must
- * not be hidden behind a stand-in value).
+ * The default failure filter: true when `classify(error, classifyOptions)` is `transient` with a `failed`
+ * outcome (timeouts, 408/425/429/5xx-style unavailability, `circuit_open`, `bulkhead_full`, `rate_limited`,
+ * `deadline_exceeded`, connection failures). False for `fatal` (TypeError and other bugs must surface), for
+ * `permanent` failures (a 404 is a real answer, not an outage), and for an `unknown` outcome (a write that
+ * may have happened must not be hidden behind a stand-in value).
+ *
+ * Call it from your own `shouldFallback` to narrow or widen the default, e.g.
+ * `shouldFallback: (e) => isMyCacheMiss(e) || defaultShouldFallback(e, { method: 'POST' })`.
+ * @param classifyOptions how to read the failure: the request's `method` and `idempotencyKey` (a connection
+ *   reset after a POST is an `unknown` outcome, so false), and `nowMs` for an HTTP-date `Retry-After`
+ *   (default `Date.now()`). Default none: the method is not known.
  */
-export function defaultShouldFallback(error: unknown, clock: Clock = systemClock): boolean {
-  const c = classify(error, { nowMs: clock.now() });
+export function defaultShouldFallback(error: unknown, classifyOptions: ClassifyOptions = {}): boolean {
+  const c = classify(error, classifyOptions);
   return c.kind === 'transient' && c.outcome === 'failed';
 }
 
 /**
- * Replaces a failure with a stand-in result (DESIGN: "Policies"; outermost in the documented order). A failure
- * is replaced when `shouldFallback(error)` says so and `ctx.signal` has not aborted (a caller that left gets
- * its abort, not a stand-in); otherwise it is rethrown unchanged.
+ * Replaces a failure with a stand-in result (DESIGN: "Policies"; outermost in the documented order). A
+ * failure is replaced when `shouldFallback(error)` says so (by default {@link defaultShouldFallback}, reading
+ * the failure with `classifyOptions`) and `ctx.signal` has not aborted (a caller that left gets its abort,
+ * not a stand-in); otherwise it is rethrown unchanged.
  *
  * Typing: a policy in a pipeline cannot know the pipeline's result type, so the value (or the handler's
  * result) must be of the type `fn` resolves to; `execute<T>` returns `Promise<T>` on that assumption.
  *
  * @throws the original failure, unchanged, when it is not replaced; whatever the `fallback` handler throws.
- * @throws RangeError at construction unless exactly one of `value` and `fallback` is given (names them).
+ * @throws RangeError at construction unless exactly one of `value` and `fallback` is given (names them), or
+ *   for another bad option (names it).
  */
 export class FallbackPolicy<R = unknown> implements Policy {
   readonly name: string;
   private readonly handler: FallbackHandler<R> | undefined;
   private readonly value: R | undefined;
   private readonly shouldFallback: ((error: unknown) => boolean) | undefined;
+  private readonly classifyOptions: Omit<ClassifyOptions, 'nowMs'> | undefined;
   private readonly clock: Clock;
   private readonly fallbacks = new EventSource<FallbackEvent>();
   /** Subscribe to failures being replaced. */
   readonly onFallback = this.fallbacks.on;
 
   constructor(options: FallbackOptions<R>) {
+    const owner = 'fallback';
     const hasHandler = options.fallback !== undefined;
     // `{ value: undefined }` is a legitimate stand-in; `{ fallback, value: undefined }` is just a handler.
     const hasValue = 'value' in options && (options.value !== undefined || !hasHandler);
     if (hasValue === hasHandler) {
-      throw new RangeError('fallback: give exactly one of value and fallback');
+      const given = hasValue ? ['value', 'fallback'] : [];
+      throw invalidOption(owner, 'value and fallback', 'exactly one given', given);
     }
-    const handler: unknown = options.fallback;
-    if (hasHandler && typeof handler !== 'function') {
-      throw new RangeError(`fallback: fallback must be a function, got ${typeof handler}`);
-    }
-    if (options.shouldFallback !== undefined && typeof options.shouldFallback !== 'function') {
-      throw new RangeError(
-        `fallback: shouldFallback must be a function, got ${typeof options.shouldFallback}`,
-      );
-    }
-    this.handler = options.fallback;
+    this.handler = optionalFn(owner, 'fallback', options.fallback);
     this.value = options.value;
-    this.shouldFallback = options.shouldFallback;
-    this.name = options.name ?? 'fallback';
-    this.clock = clockOption('fallback', options.clock);
+    this.shouldFallback = optionalFn(owner, 'shouldFallback', options.shouldFallback);
+    this.classifyOptions = optionalObject(owner, 'classifyOptions', options.classifyOptions);
+    this.name = nonEmptyString(owner, 'name', options.name ?? FALLBACK_DEFAULTS.name);
+    this.clock = clockOption(owner, options.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
@@ -98,7 +123,7 @@ export class FallbackPolicy<R = unknown> implements Policy {
       if (ctx.signal.aborted) throw error;
       const replace =
         this.shouldFallback === undefined
-          ? defaultShouldFallback(error, this.clock)
+          ? defaultShouldFallback(error, { ...this.classifyOptions, nowMs: this.clock.now() })
           : this.shouldFallback(error);
       if (!replace) throw error;
       if (this.fallbacks.hasListeners) this.fallbacks.emit({ name: this.name, error });

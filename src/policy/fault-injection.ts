@@ -8,6 +8,14 @@ import {
   type Clock,
   type ErrorCode,
   clockOption,
+  bool,
+  finite,
+  fraction,
+  invalidOption,
+  nonEmptyString,
+  optionalFn,
+  optionalObject,
+  NON_NEGATIVE,
 } from '../core/index.js';
 import type { RandomSource } from './backoff.js';
 import { executeOne } from './invoke.js';
@@ -49,9 +57,9 @@ export interface FaultSettings {
 
 /** Options of {@link FaultInjectionPolicy}; validated at construction. */
 export interface FaultInjectionOptions extends FaultSettings {
-  /** Default `Math.random`. */
+  /** A function returning uniform numbers in `[0, 1)` (default `Math.random`). */
   random?: RandomSource;
-  /** Names the dependency in errors and events (default `fault-injection`). */
+  /** Names the dependency in errors and events (a non-empty string, default `fault-injection`). */
   name?: string;
   clock?: Clock;
 }
@@ -73,7 +81,14 @@ export interface FaultInjectionState {
 }
 
 /** Defaults of {@link FaultInjectionOptions}. */
-export const FAULT_INJECTION_DEFAULTS = { enabled: true, errorCode: 'upstream_unavailable' } as const;
+export const FAULT_INJECTION_DEFAULTS = {
+  enabled: true,
+  errorCode: 'upstream_unavailable',
+  name: 'fault-injection',
+} as const;
+
+/** Names the policy in option errors, as users call its factory. */
+const OWNER = 'faultInjection';
 
 interface Faults {
   readonly enabled: boolean;
@@ -106,25 +121,29 @@ export class FaultInjectionPolicy implements Policy, Observable<FaultInjectionSt
 
   constructor(options: FaultInjectionOptions = {}) {
     this.faults = validate(options);
-    this.random = options.random ?? Math.random;
-    this.name = options.name ?? 'fault-injection';
-    this.clock = clockOption('fault-injection', options.clock);
+    this.random = optionalFn(OWNER, 'random', options.random) ?? Math.random;
+    this.name = nonEmptyString(OWNER, 'name', options.name ?? FAULT_INJECTION_DEFAULTS.name);
+    this.clock = clockOption(OWNER, options.clock);
   }
 
+  /** Whether faults are being injected now (`enable` / `disable` toggle it; `configure` sets it). */
   get enabled(): boolean {
     return this.faults.enabled;
   }
 
+  /** Starts injecting the configured faults again; the fault settings themselves are kept. */
   enable(): void {
     this.faults = { ...this.faults, enabled: true };
   }
 
+  /** Stops injecting faults (every call goes straight through); the settings are kept for `enable`. */
   disable(): void {
     this.faults = { ...this.faults, enabled: false };
   }
 
   /**
-   * Replaces every fault setting at once (omitted faults are switched off; `enabled` defaults to true).
+   * Replaces every fault setting at once (omitted faults are switched off; `enabled` defaults to true); calls
+   * already past their draw are not affected.
    * @throws RangeError for a bad option (names it); the old settings stay then.
    */
   configure(settings: FaultSettings): void {
@@ -219,51 +238,35 @@ function hang<T>(signal: AbortSignal): Promise<T> {
 }
 
 function validate(settings: FaultSettings): Faults {
-  const enabled = settings.enabled ?? FAULT_INJECTION_DEFAULTS.enabled;
-  if (typeof enabled !== 'boolean') {
-    throw new RangeError(`faultInjection: enabled must be a boolean, got ${typeof enabled}`);
-  }
-  const { latency, error, hang: hangFault } = settings;
-  for (const [option, value] of [
-    ['latency', latency],
-    ['error', error],
-    ['hang', hangFault],
-  ] as const) {
-    if (value !== undefined && (typeof value !== 'object' || value === null)) {
-      throw new RangeError(`faultInjection: ${option} must be an object or left out, got ${String(value)}`);
-    }
-  }
+  const enabled = bool(OWNER, 'enabled', settings.enabled ?? FAULT_INJECTION_DEFAULTS.enabled);
+  const latency = optionalObject(OWNER, 'latency', settings.latency);
+  const error = optionalObject(OWNER, 'error', settings.error);
+  const hangFault = optionalObject(OWNER, 'hang', settings.hang);
   if (latency !== undefined) {
-    rate('latency.rate', latency.rate);
+    fraction(OWNER, 'latency.rate', latency.rate, true);
     const ms = latency.ms;
-    if (typeof ms === 'number') nonNegative('latency.ms', ms);
+    if (typeof ms === 'number') finite(OWNER, 'latency.ms', ms, NON_NEGATIVE);
     else if (Array.isArray(ms) && ms.length === 2) {
-      nonNegative('latency.ms[0]', ms[0]);
-      nonNegative('latency.ms[1]', ms[1]);
-      if (ms[1] < ms[0]) {
-        throw new RangeError(`faultInjection: latency.ms must be [min, max] with min <= max, got [${ms}]`);
-      }
+      finite(OWNER, 'latency.ms[0]', ms[0], NON_NEGATIVE);
+      finite(OWNER, 'latency.ms[1]', ms[1], NON_NEGATIVE);
+      if (ms[1] < ms[0]) throw invalidOption(OWNER, 'latency.ms', '[min, max] with min <= max', ms);
     } else {
-      throw new RangeError(`faultInjection: latency.ms must be a number or [min, max], got ${String(ms)}`);
+      throw invalidOption(OWNER, 'latency.ms', 'a number or [min, max]', ms);
     }
   }
   if (error !== undefined) {
-    rate('error.rate', error.rate);
+    fraction(OWNER, 'error.rate', error.rate, true);
     if (error.error !== undefined && error.code !== undefined) {
-      throw new RangeError('faultInjection: give at most one of error.error and error.code');
+      throw invalidOption(OWNER, 'error.error and error.code', 'at most one given', ['error', 'code']);
     }
     if (error.error !== undefined && !(error.error instanceof Error) && typeof error.error !== 'function') {
-      throw new RangeError(
-        `faultInjection: error.error must be an Error or a function returning one, got ${typeof error.error}`,
-      );
+      throw invalidOption(OWNER, 'error.error', 'an Error or a function returning one', error.error);
     }
     if (error.code !== undefined && !isErrorCode(error.code)) {
-      throw new RangeError(
-        `faultInjection: error.code must be a Breakwater error code, got ${String(error.code)}`,
-      );
+      throw invalidOption(OWNER, 'error.code', 'a Breakwater error code', error.code);
     }
   }
-  if (hangFault !== undefined) rate('hang.rate', hangFault.rate);
+  if (hangFault !== undefined) fraction(OWNER, 'hang.rate', hangFault.rate, true);
   // Copies, so a caller mutating its options object later does not change the policy behind its back.
   return {
     enabled,
@@ -277,18 +280,6 @@ function validate(settings: FaultSettings): Faults {
     error: error === undefined ? undefined : { rate: error.rate, error: error.error, code: error.code },
     hang: hangFault === undefined ? undefined : { rate: hangFault.rate },
   };
-}
-
-function rate(option: string, value: number): void {
-  if (!(value >= 0 && value <= 1)) {
-    throw new RangeError(`faultInjection: ${option} must be a number in [0, 1], got ${value}`);
-  }
-}
-
-function nonNegative(option: string, value: number): void {
-  if (!(value >= 0) || !Number.isFinite(value)) {
-    throw new RangeError(`faultInjection: ${option} must be a finite number >= 0, got ${value}`);
-  }
 }
 
 /** Shorthand for `new FaultInjectionPolicy(options)`. */

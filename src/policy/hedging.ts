@@ -9,6 +9,11 @@ import {
   type TimerHandle,
   neverAbortedSignal,
   clockOption,
+  finite,
+  nonEmptyString,
+  optionalFn,
+  NON_NEGATIVE,
+  POSITIVE_INTEGER,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import { repeatableByDefault } from './retryable.js';
@@ -33,7 +38,7 @@ export interface HedgingOptions {
    * @param attempt the call that failed (1 for the primary).
    */
   shouldHedge?: (error: unknown, attempt: number, classification: Classification) => boolean;
-  /** Names the dependency in errors and events (default `hedging`). */
+  /** Names the dependency in errors and events (a non-empty string, default `hedging`). */
   name?: string;
   clock?: Clock;
 }
@@ -49,7 +54,7 @@ export interface HedgeEvent {
 }
 
 /** Defaults of {@link HedgingOptions}. */
-export const HEDGING_DEFAULTS = { maxHedgedAttempts: 1, delayMs: 2000 } as const;
+export const HEDGING_DEFAULTS = { maxHedgedAttempts: 1, delayMs: 2000, name: 'hedging' } as const;
 
 /**
  * Sends the same call again when the first is slow, and takes the first success (DESIGN: "Policies"). Only
@@ -81,22 +86,14 @@ export class HedgingPolicy implements Policy {
   readonly onHedge = this.hedges.on;
 
   constructor(options: HedgingOptions = {}) {
-    const max = options.maxHedgedAttempts ?? HEDGING_DEFAULTS.maxHedgedAttempts;
-    if (!Number.isInteger(max) || max < 1) {
-      throw new RangeError(`hedging: maxHedgedAttempts must be an integer >= 1, got ${max}`);
-    }
-    const delayMs = options.delayMs ?? HEDGING_DEFAULTS.delayMs;
-    if (!(delayMs >= 0) || !Number.isFinite(delayMs)) {
-      throw new RangeError(`hedging: delayMs must be a finite number >= 0, got ${delayMs}`);
-    }
-    if (options.shouldHedge !== undefined && typeof options.shouldHedge !== 'function') {
-      throw new RangeError(`hedging: shouldHedge must be a function, got ${typeof options.shouldHedge}`);
-    }
-    this.maxHedgedAttempts = max;
-    this.delayMs = delayMs;
-    this.shouldHedge = options.shouldHedge;
-    this.name = options.name ?? 'hedging';
-    this.clock = clockOption('hedging', options.clock);
+    const owner = 'hedging';
+    const d = HEDGING_DEFAULTS;
+    const max = options.maxHedgedAttempts ?? d.maxHedgedAttempts;
+    this.maxHedgedAttempts = finite(owner, 'maxHedgedAttempts', max, POSITIVE_INTEGER);
+    this.delayMs = finite(owner, 'delayMs', options.delayMs ?? d.delayMs, NON_NEGATIVE);
+    this.shouldHedge = optionalFn(owner, 'shouldHedge', options.shouldHedge);
+    this.name = nonEmptyString(owner, 'name', options.name ?? d.name);
+    this.clock = clockOption(owner, options.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {

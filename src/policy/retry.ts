@@ -7,6 +7,13 @@ import {
   type ClassifyOptions,
   type Clock,
   clockOption,
+  finite,
+  invalidOption,
+  nonEmptyString,
+  optionalFn,
+  optionalObject,
+  NON_NEGATIVE,
+  POSITIVE_INTEGER,
 } from '../core/index.js';
 import { exponentialBackoff, type Backoff } from './backoff.js';
 import { executeOne } from './invoke.js';
@@ -48,7 +55,7 @@ export interface RetryOptions {
    * non-idempotent write that failed after being sent has an `unknown` outcome and is not retried.
    */
   classifyOptions?: Omit<ClassifyOptions, 'nowMs'>;
-  /** Names the dependency in events (default `retry`). */
+  /** Names the dependency in events (a non-empty string, default `retry`). */
   name?: string;
   clock?: Clock;
 }
@@ -86,7 +93,12 @@ export interface RetrySuccessEvent {
 }
 
 /** Defaults of {@link RetryOptions} (the default backoff is `exponentialBackoff()`). */
-export const RETRY_DEFAULTS = { maxAttempts: 3, maxDelayMs: 30_000, deadlineMarginMs: 50 } as const;
+export const RETRY_DEFAULTS = {
+  maxAttempts: 3,
+  maxDelayMs: 30_000,
+  deadlineMarginMs: 50,
+  name: 'retry',
+} as const;
 
 /**
  * Calls again after a transient failure (DESIGN: "Policies", Retry).
@@ -138,35 +150,29 @@ export class RetryPolicy implements Policy {
   readonly onSuccess = this.successes.on;
 
   constructor(options: RetryOptions = {}) {
-    const maxAttempts = options.maxAttempts ?? RETRY_DEFAULTS.maxAttempts;
-    if (!(maxAttempts === Infinity || (Number.isInteger(maxAttempts) && maxAttempts >= 1))) {
-      throw new RangeError(`retry: maxAttempts must be an integer >= 1 or Infinity, got ${maxAttempts}`);
+    const owner = 'retry';
+    const d = RETRY_DEFAULTS;
+    this.maxAttempts = finite(owner, 'maxAttempts', options.maxAttempts ?? d.maxAttempts, {
+      ...POSITIVE_INTEGER,
+      infinity: true,
+    });
+    this.maxDelayMs = finite(owner, 'maxDelayMs', options.maxDelayMs ?? d.maxDelayMs, NON_NEGATIVE);
+    this.marginMs = finite(
+      owner,
+      'deadlineMarginMs',
+      options.deadlineMarginMs ?? d.deadlineMarginMs,
+      NON_NEGATIVE,
+    );
+    const backoff = options.backoff;
+    if (backoff !== undefined && typeof backoff?.next !== 'function') {
+      throw invalidOption(owner, 'backoff', 'a Backoff with a next(retry, previousMs) method', backoff);
     }
-    const maxDelayMs = options.maxDelayMs ?? RETRY_DEFAULTS.maxDelayMs;
-    if (!(maxDelayMs >= 0) || !Number.isFinite(maxDelayMs)) {
-      throw new RangeError(`retry: maxDelayMs must be a finite number >= 0, got ${maxDelayMs}`);
-    }
-    const margin = options.deadlineMarginMs ?? RETRY_DEFAULTS.deadlineMarginMs;
-    if (!(margin >= 0) || !Number.isFinite(margin)) {
-      throw new RangeError(`retry: deadlineMarginMs must be a finite number >= 0, got ${margin}`);
-    }
-    if (options.backoff !== undefined && typeof options.backoff?.next !== 'function') {
-      throw new RangeError('retry: backoff must have a next(retry, previousMs) method');
-    }
-    for (const key of ['shouldRetry', 'retryOnResult'] as const) {
-      if (options[key] !== undefined && typeof options[key] !== 'function') {
-        throw new RangeError(`retry: ${key} must be a function, got ${typeof options[key]}`);
-      }
-    }
-    this.maxAttempts = maxAttempts;
-    this.maxDelayMs = maxDelayMs;
-    this.marginMs = margin;
-    this.backoff = options.backoff ?? exponentialBackoff();
-    this.shouldRetry = options.shouldRetry;
-    this.retryOnResult = options.retryOnResult;
-    this.classifyOptions = options.classifyOptions;
-    this.name = options.name ?? 'retry';
-    this.clock = clockOption('retry', options.clock);
+    this.backoff = backoff ?? exponentialBackoff();
+    this.shouldRetry = optionalFn(owner, 'shouldRetry', options.shouldRetry);
+    this.retryOnResult = optionalFn(owner, 'retryOnResult', options.retryOnResult);
+    this.classifyOptions = optionalObject(owner, 'classifyOptions', options.classifyOptions);
+    this.name = nonEmptyString(owner, 'name', options.name ?? d.name);
+    this.clock = clockOption(owner, options.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {

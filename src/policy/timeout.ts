@@ -8,8 +8,13 @@ import {
   type ErrorCode,
   rejectSoon,
   clockOption,
+  finite,
+  nonEmptyString,
+  oneOf,
   abortReason,
   neverAbortedSignal,
+  POSITIVE,
+  NON_NEGATIVE,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
@@ -33,7 +38,7 @@ export interface TimeoutOptions {
    * effective limit is `min(timeoutMs, deadline − now − deadlineMarginMs)` (DESIGN: "Deadlines").
    */
   deadlineMarginMs?: number;
-  /** Names the dependency in errors and events (default `timeout`). */
+  /** Names the dependency in errors and events (a non-empty string, default `timeout`). */
   name?: string;
   clock?: Clock;
 }
@@ -46,7 +51,9 @@ export interface TimeoutEvent {
 }
 
 /** Defaults of {@link TimeoutOptions}. */
-export const TIMEOUT_DEFAULTS = { strategy: 'aggressive', deadlineMarginMs: 50 } as const;
+export const TIMEOUT_DEFAULTS = { strategy: 'aggressive', deadlineMarginMs: 50, name: 'timeout' } as const;
+
+const STRATEGIES: readonly TimeoutStrategy[] = ['aggressive', 'cooperative'];
 
 /**
  * Bounds each execution in time (DESIGN: "Policies", Timeout). The limit is the smaller of `timeoutMs` and
@@ -69,24 +76,18 @@ export class TimeoutPolicy implements Policy {
   readonly onTimeout = this.timeouts.on;
 
   constructor(options: TimeoutOptions) {
-    if (!(options.timeoutMs > 0) || !Number.isFinite(options.timeoutMs)) {
-      throw new RangeError(`timeout: timeoutMs must be a finite number > 0, got ${options.timeoutMs}`);
-    }
-    const margin = options.deadlineMarginMs ?? TIMEOUT_DEFAULTS.deadlineMarginMs;
-    if (!(margin >= 0) || !Number.isFinite(margin)) {
-      throw new RangeError(`timeout: deadlineMarginMs must be a finite number >= 0, got ${margin}`);
-    }
-    const strategy = options.strategy ?? TIMEOUT_DEFAULTS.strategy;
-    if (strategy !== 'aggressive' && strategy !== 'cooperative') {
-      throw new RangeError(
-        `timeout: strategy must be 'aggressive' or 'cooperative', got ${String(strategy)}`,
-      );
-    }
-    this.timeoutMs = options.timeoutMs;
-    this.strategy = strategy;
-    this.marginMs = margin;
-    this.name = options.name ?? 'timeout';
-    this.clock = clockOption('timeout', options.clock);
+    const owner = 'timeout';
+    const d = TIMEOUT_DEFAULTS;
+    this.timeoutMs = finite(owner, 'timeoutMs', options.timeoutMs, POSITIVE);
+    this.strategy = oneOf(owner, 'strategy', options.strategy ?? d.strategy, STRATEGIES);
+    this.marginMs = finite(
+      owner,
+      'deadlineMarginMs',
+      options.deadlineMarginMs ?? d.deadlineMarginMs,
+      NON_NEGATIVE,
+    );
+    this.name = nonEmptyString(owner, 'name', options.name ?? d.name);
+    this.clock = clockOption(owner, options.clock);
     this.timers = new TimerQueue(this.clock);
   }
 

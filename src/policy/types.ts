@@ -35,6 +35,10 @@ export interface Policy {
   /**
    * Runs `fn` under this policy.
    * @param signal optional caller signal; aborting it aborts the context signal passed to `fn`.
+   * @throws BreakwaterError with one of the policy's own stable codes when the policy itself refuses or stops
+   *   the call (`timeout`, `circuit_open`, `bulkhead_full`, `rate_limited`, …: each policy's docs list its
+   *   own); otherwise the error `fn` threw or rejected with, unchanged (never wrapped); the signal's reason
+   *   when `signal` had already aborted. Always as a rejection, never synchronously.
    */
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T>;
   /** Runs the inner part of a pipeline (`next.invoke(ctx, index)`) under this policy. */

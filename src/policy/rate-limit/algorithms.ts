@@ -11,6 +11,7 @@
  * - A state of the wrong shape (another algorithm's, or corrupt) is treated as `undefined`.
  * - Times are ms since the epoch; `retryAfterMs` and `resetMs` are whole ms, rounded up.
  */
+import { finite, invalidOption, oneOf, POSITIVE, POSITIVE_INTEGER } from '../../core/index.js';
 
 /** The answer to "may this request go ahead?". */
 export interface RateLimitDecision {
@@ -104,6 +105,12 @@ export interface RateLimitAlgorithm<S = unknown> {
  */
 const TOKEN_EPSILON = 1e-9;
 
+const ALGORITHM_TYPES: readonly RateLimitConfig['type'][] = [
+  'fixed_window',
+  'sliding_window',
+  'token_bucket',
+];
+
 /**
  * Fixed window. Counts cost per window `[k·windowMs, (k+1)·windowMs)`; the count starts over at each boundary.
  *
@@ -120,13 +127,13 @@ export class FixedWindow implements RateLimitAlgorithm<FixedWindowState> {
 
   /** @throws RangeError naming `limit` or `windowMs` when invalid. */
   constructor(config: Omit<FixedWindowConfig, 'type'>) {
-    this.limit = checkLimit('fixed_window', config.limit);
-    this.windowMs = checkWindow('fixed_window', config.windowMs);
+    this.limit = finite('FixedWindow', 'limit', config.limit, POSITIVE_INTEGER);
+    this.windowMs = finite('FixedWindow', 'windowMs', config.windowMs, POSITIVE_INTEGER);
     this.config = { type: 'fixed_window', limit: this.limit, windowMs: this.windowMs };
   }
 
   checkCost(cost: number, label = 'cost'): void {
-    checkIntegerCost('fixed_window', cost, this.limit, label);
+    checkIntegerCost('FixedWindow', cost, this.limit, label);
   }
 
   step(state: FixedWindowState | undefined, nowMs: number, cost: number): RateLimitStep<FixedWindowState> {
@@ -170,13 +177,13 @@ export class SlidingWindow implements RateLimitAlgorithm<SlidingWindowState> {
 
   /** @throws RangeError naming `limit` or `windowMs` when invalid. */
   constructor(config: Omit<SlidingWindowConfig, 'type'>) {
-    this.limit = checkLimit('sliding_window', config.limit);
-    this.windowMs = checkWindow('sliding_window', config.windowMs);
+    this.limit = finite('SlidingWindow', 'limit', config.limit, POSITIVE_INTEGER);
+    this.windowMs = finite('SlidingWindow', 'windowMs', config.windowMs, POSITIVE_INTEGER);
     this.config = { type: 'sliding_window', limit: this.limit, windowMs: this.windowMs };
   }
 
   checkCost(cost: number, label = 'cost'): void {
-    checkIntegerCost('sliding_window', cost, this.limit, label);
+    checkIntegerCost('SlidingWindow', cost, this.limit, label);
   }
 
   step(
@@ -241,9 +248,10 @@ export class TokenBucket implements RateLimitAlgorithm<TokenBucketState> {
 
   /** @throws RangeError naming `capacity`, `refillTokens` or `refillIntervalMs` when invalid. */
   constructor(config: Omit<TokenBucketConfig, 'type'>) {
-    this.capacity = checkPositive('token_bucket', 'capacity', config.capacity);
-    this.refillTokens = checkPositive('token_bucket', 'refillTokens', config.refillTokens ?? this.capacity);
-    this.refillIntervalMs = checkPositive('token_bucket', 'refillIntervalMs', config.refillIntervalMs);
+    const owner = 'TokenBucket';
+    this.capacity = finite(owner, 'capacity', config.capacity, POSITIVE);
+    this.refillTokens = finite(owner, 'refillTokens', config.refillTokens ?? this.capacity, POSITIVE);
+    this.refillIntervalMs = finite(owner, 'refillIntervalMs', config.refillIntervalMs, POSITIVE);
     this.limit = this.capacity;
     this.config = {
       type: 'token_bucket',
@@ -255,9 +263,7 @@ export class TokenBucket implements RateLimitAlgorithm<TokenBucketState> {
 
   checkCost(cost: number, label = 'cost'): void {
     if (!(cost > 0) || !(cost <= this.capacity)) {
-      throw new RangeError(
-        `token_bucket: ${label} must be a number > 0 and <= capacity (${this.capacity}), got ${cost}`,
-      );
+      throw invalidOption('TokenBucket', label, `a number > 0 and <= capacity (${this.capacity})`, cost);
     }
   }
 
@@ -317,46 +323,21 @@ export class TokenBucket implements RateLimitAlgorithm<TokenBucketState> {
  * @throws RangeError naming the option when the config is invalid (or `type` is unknown).
  */
 export function rateLimitAlgorithm(config: RateLimitConfig): RateLimitAlgorithm {
-  switch (config?.type) {
+  oneOf('rateLimit', 'algorithm.type', config?.type, ALGORITHM_TYPES);
+  switch (config.type) {
     case 'fixed_window':
       return new FixedWindow(config);
     case 'sliding_window':
       return new SlidingWindow(config);
     case 'token_bucket':
       return new TokenBucket(config);
-    default:
-      throw new RangeError(
-        `rate limit: algorithm.type must be 'fixed_window', 'sliding_window' or 'token_bucket', got ${String(
-          (config as { type?: unknown } | undefined)?.type,
-        )}`,
-      );
   }
 }
 
-function checkLimit(type: string, limit: number): number {
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new RangeError(`${type}: limit must be an integer >= 1, got ${limit}`);
-  }
-  return limit;
-}
-
-function checkWindow(type: string, windowMs: number): number {
-  if (!Number.isInteger(windowMs) || windowMs < 1) {
-    throw new RangeError(`${type}: windowMs must be an integer >= 1, got ${windowMs}`);
-  }
-  return windowMs;
-}
-
-function checkPositive(type: string, name: string, value: number): number {
-  if (!(value > 0) || !Number.isFinite(value)) {
-    throw new RangeError(`${type}: ${name} must be a finite number > 0, got ${value}`);
-  }
-  return value;
-}
-
-function checkIntegerCost(type: string, cost: number, limit: number, label: string): void {
+/** Per call (from `step`), so a plain check: the helper is only reached to build the error. */
+function checkIntegerCost(owner: string, cost: number, limit: number, label: string): void {
   if (!Number.isInteger(cost) || cost < 1 || cost > limit) {
-    throw new RangeError(`${type}: ${label} must be an integer from 1 to limit (${limit}), got ${cost}`);
+    throw invalidOption(owner, label, `an integer from 1 to limit (${limit})`, cost);
   }
 }
 

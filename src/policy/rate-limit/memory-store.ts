@@ -1,3 +1,4 @@
+import { POSITIVE_INTEGER, finite } from '../../core/index.js';
 import type { RateLimitAlgorithm, RateLimitDecision } from './algorithms.js';
 import type { RateLimitStore } from './store.js';
 
@@ -37,14 +38,10 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private cursor: Iterator<[string, Entry]> | undefined;
 
   constructor(options: MemoryRateLimitStoreOptions = {}) {
-    const sweepEvery = options.sweepEvery ?? MEMORY_RATE_LIMIT_STORE_DEFAULTS.sweepEvery;
-    if (!Number.isInteger(sweepEvery) || sweepEvery < 1) {
-      throw new RangeError(`memory rate limit store: sweepEvery must be an integer >= 1, got ${sweepEvery}`);
-    }
-    const sweepBatch = options.sweepBatch ?? MEMORY_RATE_LIMIT_STORE_DEFAULTS.sweepBatch;
-    if (!Number.isInteger(sweepBatch) || sweepBatch < 1) {
-      throw new RangeError(`memory rate limit store: sweepBatch must be an integer >= 1, got ${sweepBatch}`);
-    }
+    const owner = 'MemoryRateLimitStore';
+    const d = MEMORY_RATE_LIMIT_STORE_DEFAULTS;
+    const sweepEvery = finite(owner, 'sweepEvery', options.sweepEvery ?? d.sweepEvery, POSITIVE_INTEGER);
+    const sweepBatch = finite(owner, 'sweepBatch', options.sweepBatch ?? d.sweepBatch, POSITIVE_INTEGER);
     this.sweepEvery = sweepEvery;
     this.sweepBatch = sweepBatch;
   }

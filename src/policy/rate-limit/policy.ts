@@ -1,4 +1,12 @@
-import { BreakwaterError, EventSource, type Clock, rejectSoon, clockOption } from '../../core/index.js';
+import {
+  BreakwaterError,
+  EventSource,
+  type Clock,
+  rejectSoon,
+  clockOption,
+  invalidOption,
+  nonEmptyString,
+} from '../../core/index.js';
 import { executeOne } from '../invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from '../types.js';
 import {
@@ -24,7 +32,7 @@ export interface RateLimitOptions {
   cost?: number;
   /** Where counters live (default: a new {@link MemoryRateLimitStore} of this policy's own). */
   store?: RateLimitStore;
-  /** Names the limit in errors and events, and is the default key (default `rate-limit`). */
+  /** Names the limit in errors and events, and is the default key (non-empty string, default `rate-limit`). */
   name?: string;
   clock?: Clock;
 }
@@ -70,22 +78,23 @@ export class RateLimitPolicy implements Policy {
   readonly onRejected = this.rejections.on;
 
   constructor(options: RateLimitOptions) {
+    const owner = 'rateLimit';
     this.algorithm = rateLimitAlgorithm(options.algorithm);
-    this.name = options.name ?? RATE_LIMIT_DEFAULTS.name;
+    this.name = nonEmptyString(owner, 'name', options.name ?? RATE_LIMIT_DEFAULTS.name);
     const cost = options.cost ?? RATE_LIMIT_DEFAULTS.cost;
     this.algorithm.checkCost(cost, 'cost');
     this.cost = cost;
     const key = options.key ?? this.name;
     if (!(typeof key === 'function' || (typeof key === 'string' && key.length > 0))) {
-      throw new RangeError(`rate limit: key must be a non-empty string or a function, got ${String(key)}`);
+      throw invalidOption(owner, 'key', 'a non-empty string or a function', key);
     }
     this.key = key;
     const store = options.store ?? new MemoryRateLimitStore();
     if (typeof store?.consume !== 'function' || typeof store.reset !== 'function') {
-      throw new RangeError('rate limit: store must implement consume() and reset()');
+      throw invalidOption(owner, 'store', 'a RateLimitStore with consume() and reset()', store);
     }
     this.store = store;
-    this.clock = clockOption('rate-limit', options.clock);
+    this.clock = clockOption(owner, options.clock);
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {

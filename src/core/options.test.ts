@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import {
+  NON_NEGATIVE,
+  POSITIVE,
+  POSITIVE_INTEGER,
+  bool,
+  finite,
+  fraction,
+  invalidOption,
+  nonEmptyString,
+  oneOf,
+  optionalFn,
+  optionalObject,
+} from './options.js';
+
+function messageOf(make: () => unknown): string {
+  try {
+    make();
+  } catch (error) {
+    expect(error).toBeInstanceOf(RangeError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a RangeError');
+}
+
+describe('option checks', () => {
+  it('share one message format: owner, option, rule and the value', () => {
+    expect(invalidOption('retry', 'backoff', 'a Backoff', 3).message).toBe(
+      'retry: backoff must be a Backoff, got 3',
+    );
+  });
+
+  it('finite: returns the number; the rule names its bounds', () => {
+    expect(finite('t', 'x', 5)).toBe(5);
+    expect(finite('t', 'x', 0, NON_NEGATIVE)).toBe(0);
+    expect(messageOf(() => finite('timeout', 'timeoutMs', 0, POSITIVE))).toBe(
+      'timeout: timeoutMs must be a finite number > 0, got 0',
+    );
+    expect(messageOf(() => finite('t', 'x', -1, NON_NEGATIVE))).toBe(
+      't: x must be a finite number >= 0, got -1',
+    );
+    expect(messageOf(() => finite('t', 'x', 1.5, POSITIVE_INTEGER))).toBe(
+      't: x must be an integer >= 1, got 1.5',
+    );
+    expect(messageOf(() => finite('t', 'x', 11, { ...POSITIVE_INTEGER, max: 10 }))).toBe(
+      't: x must be an integer in [1, 10], got 11',
+    );
+    expect(messageOf(() => finite('t', 'x', 2, { max: 1 }))).toBe('t: x must be a finite number <= 1, got 2');
+  });
+
+  it('finite: refuses NaN, Infinity (unless allowed) and numeric strings', () => {
+    expect(messageOf(() => finite('t', 'x', Number.NaN))).toMatch(/got NaN$/);
+    expect(messageOf(() => finite('t', 'x', Infinity))).toMatch(/got Infinity$/);
+    expect(messageOf(() => finite('t', 'x', '10'))).toBe("t: x must be a finite number, got '10'");
+    const attempts = { ...POSITIVE_INTEGER, infinity: true };
+    expect(finite('retry', 'maxAttempts', Infinity, attempts)).toBe(Infinity);
+    expect(messageOf(() => finite('retry', 'maxAttempts', 0, attempts))).toBe(
+      'retry: maxAttempts must be an integer >= 1 or Infinity, got 0',
+    );
+    expect(() => finite('t', 'x', -Infinity, attempts)).toThrow(RangeError);
+  });
+
+  it('fraction: (0, 1] by default, [0, 1] with allowZero', () => {
+    expect(fraction('t', 'x', 1)).toBe(1);
+    expect(fraction('t', 'x', 0, true)).toBe(0);
+    expect(messageOf(() => fraction('t', 'x', 0))).toBe('t: x must be a fraction in (0, 1], got 0');
+    expect(messageOf(() => fraction('t', 'x', 1.5, true))).toBe('t: x must be a fraction in [0, 1], got 1.5');
+    expect(() => fraction('t', 'x', '0.5')).toThrow(RangeError);
+  });
+
+  it('optionalFn and optionalObject let undefined through', () => {
+    const f = (): number => 1;
+    expect(optionalFn('t', 'f', f)).toBe(f);
+    expect(optionalFn('t', 'f', undefined)).toBeUndefined();
+    expect(messageOf(() => optionalFn('retry', 'shouldRetry', 'yes'))).toBe(
+      "retry: shouldRetry must be a function, got 'yes'",
+    );
+    expect(optionalObject('t', 'o', undefined)).toBeUndefined();
+    expect(messageOf(() => optionalObject('t', 'o', null as never))).toBe(
+      't: o must be an object or left out, got null',
+    );
+    expect(() => optionalObject('t', 'o', [] as never)).toThrow(/an object or left out, got \[\]/);
+  });
+
+  it('oneOf lists the allowed values; bool and nonEmptyString', () => {
+    expect(oneOf('t', 's', 'a', ['a', 'b'])).toBe('a');
+    expect(messageOf(() => oneOf('timeout', 'strategy', 'eager', ['aggressive', 'cooperative']))).toBe(
+      "timeout: strategy must be 'aggressive' or 'cooperative', got 'eager'",
+    );
+    expect(messageOf(() => oneOf('t', 'j', 1, ['none', 'full', 'equal']))).toBe(
+      "t: j must be 'none', 'full' or 'equal', got 1",
+    );
+    expect(bool('t', 'b', false)).toBe(false);
+    expect(messageOf(() => bool('t', 'b', 'yes'))).toBe("t: b must be a boolean, got 'yes'");
+    expect(nonEmptyString('t', 'name', 'x')).toBe('x');
+    expect(messageOf(() => nonEmptyString('t', 'name', ''))).toBe(
+      "t: name must be a non-empty string, got ''",
+    );
+  });
+
+  it('shows values by kind, without dumping objects', () => {
+    expect(messageOf(() => finite('t', 'x', {}))).toMatch(/got an object$/);
+    expect(messageOf(() => finite('t', 'x', () => 1))).toMatch(/got a function$/);
+    expect(messageOf(() => finite('t', 'x', [5, 1]))).toMatch(/got \[5, 1\]$/);
+    expect(messageOf(() => finite('t', 'x', undefined))).toMatch(/got undefined$/);
+    expect(messageOf(() => finite('t', 'x', 'y'.repeat(100)))).toMatch(/got 'y{57}\.\.\.'$/);
+  });
+});
