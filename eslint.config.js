@@ -26,6 +26,30 @@ export default tseslint.config(
     },
   },
   {
+    // store imports only core's public face (DESIGN: layout): not policy, not the capabilities above it.
+    files: ['src/store/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '**/core/*',
+                '!**/core/index.js',
+                '**/policy',
+                '**/policy/**',
+                ...LATER_FOLDERS.filter((folder) => folder !== 'store').map((folder) => `**/${folder}`),
+                ...LATER_FOLDERS.filter((folder) => folder !== 'store').map((folder) => `**/${folder}/**`),
+              ],
+              message: 'store/ imports only core/index.js (DESIGN: layout).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // policy imports only core's public face, and none of the folders above it.
     files: ['src/policy/**/*.ts'],
     rules: {

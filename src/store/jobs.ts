@@ -1,0 +1,232 @@
+import type { Disposable } from '../core/index.js';
+
+/**
+ * The job store contract (DESIGN: "Jobs", "Storage and deployment"). Every method is one atomic step on
+ * the backend (one SQLite transaction, one PostgreSQL transaction): a state change and the event it
+ * produces are written together, so every job ends in exactly one terminal event. Implementations:
+ * `store/sqlite` (embedded default) and `store/postgres` (distributed); one contract suite runs on both.
+ *
+ * Times are ms since the epoch, read from the store's injected `Clock` (tests pass a `FakeClock`). In a
+ * distributed deployment every process must keep its clock in sync (NTP); lease lengths should be far
+ * larger than any skew.
+ */
+
+/** `pending` (waiting for `runAt`), `in_progress` (leased by a worker), and the three terminal states. */
+export type JobStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'canceled';
+
+/** Terminal states: a job in one of them never changes again, except `failed` → `pending` by {@link JobStore.retryFailed}. */
+export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'canceled']);
+
+/** Why the last attempt failed, as stored (JSON): a BreakwaterError's code and message, or a handler's. */
+export interface JobError {
+  code: string;
+  message: string;
+  /** `transient` failures may be retried; `permanent` and `fatal` never. */
+  kind: 'transient' | 'permanent' | 'fatal';
+}
+
+/** A job as stored. */
+export interface JobRecord {
+  /** `job_` + UUIDv7: sortable by creation time. */
+  id: string;
+  type: string;
+  status: JobStatus;
+  /** JSON value given at enqueue. */
+  payload: unknown;
+  /** JSON value of a completed job, else null. */
+  result: unknown;
+  /** The last failure (kept when a retry is scheduled), else null. */
+  error: JobError | null;
+  /** Runs started so far (a claim counts one; a reclaim after an expired lease counts one more). */
+  attempts: number;
+  /** Most runs allowed, the first included (>= 1). */
+  maxAttempts: number;
+  /** When it may run next (ms since the epoch). */
+  runAt: number;
+  /** Higher runs first among due jobs; default 0. */
+  priority: number;
+  /** Unique per `type` when set: enqueueing the same key again returns this job. */
+  idempotencyKey: string | null;
+  /** Per-run limit in ms the worker enforces, or null for the job type's default. */
+  timeoutMs: number | null;
+  /** The worker holding the lease, while `in_progress`. */
+  leaseOwner: string | null;
+  /**
+   * Fencing token: incremented by every claim of this job. A worker's heartbeat, progress and settle
+   * carry the token it claimed with; a stale token is rejected and changes nothing.
+   */
+  leaseToken: number;
+  /** When the current lease lapses (ms since the epoch), while `in_progress`. */
+  leaseExpiresAt: number | null;
+  /** Set by {@link JobStore.cancel} on a running job; its worker sees it on its next heartbeat. */
+  cancelRequestedAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+  /** When it reached a terminal state. */
+  finishedAt: number | null;
+}
+
+/** What {@link JobStore.enqueue} needs; validated by the caller (jobs/), stored as given. */
+export interface NewJob {
+  type: string;
+  payload: unknown;
+  idempotencyKey?: string;
+  runAt: number;
+  priority: number;
+  maxAttempts: number;
+  timeoutMs?: number;
+}
+
+/** Event types (DESIGN: "Jobs"). Exactly one of the last three is written per job. */
+export type JobEventType =
+  | 'job.started'
+  | 'job.progress'
+  | 'job.partial'
+  | 'job.retrying'
+  | 'job.completed'
+  | 'job.failed'
+  | 'job.canceled';
+
+/**
+ * A stored job event. `seq` starts at 1 and grows by one per event of the same job, so an SSE client
+ * resumes with `Last-Event-ID`; `eventId` is `${jobId}:${seq}`.
+ */
+export interface JobEvent {
+  eventId: string;
+  seq: number;
+  type: JobEventType;
+  jobId: string;
+  timestamp: number;
+  payload: unknown;
+}
+
+/** A claimed run: the job (now `in_progress`, `attempts` already counting this run) and its lease. */
+export interface Claim {
+  job: JobRecord;
+  /** The fencing token to present on heartbeat, progress and settle. */
+  token: number;
+}
+
+/** Identifies a lease holder's run of a job. */
+export interface LeaseRef {
+  id: string;
+  token: number;
+}
+
+/** Filter for {@link JobStore.list}; results are newest first (by id), at most `limit` (default 100, max 1000). */
+export interface JobFilter {
+  status?: JobStatus | JobStatus[];
+  type?: string;
+  /** Only jobs created at or before this time (ms since the epoch): "pending for more than N minutes". */
+  createdBefore?: number;
+  /** Keyset pagination: only jobs with an id smaller than this one. */
+  beforeId?: string;
+  limit?: number;
+}
+
+/** Counts by status and the age of the oldest due pending job (ms, null when none): a stuck-queue signal. */
+export interface JobStats {
+  counts: Record<JobStatus, number>;
+  oldestPendingAgeMs: number | null;
+}
+
+/**
+ * A push from the store: after a commit in this process and, on PostgreSQL, from other processes through
+ * LISTEN/NOTIFY. Delivery is best effort (a dropped connection loses some): consumers treat it as a hint to
+ * look at the store, never as the data itself.
+ */
+export type StoreNotification =
+  | { kind: 'job_available'; type: string; runAt: number }
+  | { kind: 'job_event'; jobId: string; seq: number; eventType: JobEventType }
+  | { kind: 'cancel_requested'; jobId: string };
+
+/**
+ * The job store. Operations on a lease ({@link LeaseRef}) return `false` / `undefined` and change nothing
+ * when the token is stale or the job is no longer `in_progress`: a worker that lost its lease can never
+ * overwrite the run that replaced it.
+ */
+export interface JobStore {
+  /**
+   * Inserts a job, or returns the existing one with the same `(type, idempotencyKey)`; atomic under any
+   * number of concurrent calls (a unique constraint, never check-then-insert). Notifies `job_available`.
+   */
+  enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }>;
+
+  get(id: string): Promise<JobRecord | undefined>;
+
+  list(filter?: JobFilter): Promise<JobRecord[]>;
+
+  /**
+   * Leases up to `limit` due jobs of `types` (all types when empty), highest priority first, then earliest
+   * `runAt`, then oldest. Due means: `pending` with `runAt <= now`, or `in_progress` with an expired lease
+   * (a reclaim: the lost run counts as an attempt). Concurrent claims never lease the same job (SQLite: one
+   * writer; PostgreSQL: `FOR UPDATE SKIP LOCKED`). Each claimed job gets `attempts + 1`, a new token,
+   * `leaseOwner`, `leaseExpiresAt = now + leaseMs`, and a `job.started` event `{ attempt }`.
+   *
+   * An expired lease whose job had a cancel request becomes `canceled` (`job.canceled`), and one whose job
+   * has no attempts left becomes `failed` with error `lease_expired` (`job.failed`); neither is returned.
+   */
+  claim(options: {
+    owner: string;
+    types: readonly string[];
+    limit: number;
+    leaseMs: number;
+  }): Promise<Claim[]>;
+
+  /**
+   * Extends a lease to `now + leaseMs`. `ok: false` when the lease is lost; `cancelRequested` tells the
+   * worker to abort the handler.
+   */
+  heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ ok: boolean; cancelRequested: boolean }>;
+
+  /** Appends a `job.progress` or `job.partial` event for a run that still holds its lease. */
+  appendRunEvent(
+    lease: LeaseRef,
+    type: 'job.progress' | 'job.partial',
+    payload: unknown,
+  ): Promise<JobEvent | undefined>;
+
+  /** `in_progress` → `completed` with `result`; writes `job.completed` `{ result }`. */
+  complete(lease: LeaseRef, result: unknown): Promise<JobEvent | undefined>;
+
+  /**
+   * Ends a failed run. With `retryAt` (and attempts left): back to `pending` at `retryAt`, error kept,
+   * `job.retrying` `{ error, nextAttempt, runAt }`. Otherwise `failed` (the dead letter), `job.failed`
+   * `{ error, attempts }`. A job with a cancel request is never put back: it ends `canceled`
+   * (`job.canceled`), so the cancel is not lost.
+   */
+  fail(lease: LeaseRef, error: JobError, retryAt?: number): Promise<JobEvent | undefined>;
+
+  /** Ends a run that stopped because of a cancel request: `canceled`, `job.canceled` `{ attempts }`. */
+  finishCanceled(lease: LeaseRef): Promise<JobEvent | undefined>;
+
+  /**
+   * Gives a lease back without counting the run (graceful shutdown): `pending`, `runAt = now`,
+   * `attempts - 1`. No event. A job with a cancel request ends `canceled` instead (`job.canceled`).
+   */
+  release(lease: LeaseRef): Promise<boolean>;
+
+  /**
+   * Cancels a job: `pending` → `canceled` at once (`job.canceled`); `in_progress` → `cancelRequestedAt`
+   * set and `cancel_requested` notified (the worker finishes it); terminal → unchanged. Returns the job
+   * after the step, or undefined when it does not exist.
+   */
+  cancel(id: string): Promise<JobRecord | undefined>;
+
+  /** A `failed` job back to `pending` with `attempts = 0` and `runAt = now` (retry from the dead letter). */
+  retryFailed(id: string): Promise<JobRecord | undefined>;
+
+  /** Events of a job with `seq > afterSeq`, in order, at most `limit` (default 1000). */
+  events(jobId: string, afterSeq?: number, limit?: number): Promise<JobEvent[]>;
+
+  stats(): Promise<JobStats>;
+
+  /** The earliest `runAt` among pending jobs of `types` (all when empty), or null: when to look again. */
+  nextRunAt(types: readonly string[]): Promise<number | null>;
+
+  /** Subscribes to {@link StoreNotification}s. */
+  subscribe(listener: (notification: StoreNotification) => void): Disposable;
+
+  /** Closes connections and stops listening. Idempotent. */
+  close(): Promise<void>;
+}

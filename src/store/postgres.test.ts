@@ -1,0 +1,155 @@
+import { randomBytes } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../core/index.js';
+import { jobStoreContract, pollUntil } from './contract.js';
+import type { Claim, JobStore, NewJob, StoreNotification } from './jobs.js';
+import { openPostgresStore } from './postgres/index.js';
+
+/**
+ * Runs against the database in BREAKWATER_TEST_DATABASE_URL. Every test gets a fresh schema
+ * `bw_test_<random>`, dropped after it, so tests never see each other's jobs and leave nothing behind.
+ */
+const url = process.env.BREAKWATER_TEST_DATABASE_URL ?? '';
+const describePostgres = url === '' ? describe.skip : describe;
+if (url === '') {
+  console.log('PostgreSQL contract tests skipped: set BREAKWATER_TEST_DATABASE_URL=postgres://...');
+}
+
+/** Schemas created by this file and not dropped yet. */
+const schemas = new Set<string>();
+let admin: pg.Client | undefined;
+
+async function freshSchema(): Promise<string> {
+  const schema = `bw_test_${randomBytes(6).toString('hex')}`;
+  await admin!.query(`CREATE SCHEMA ${schema}`);
+  schemas.add(schema);
+  return schema;
+}
+
+async function dropSchemas(): Promise<void> {
+  for (const schema of schemas) await admin!.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  schemas.clear();
+}
+
+describePostgres('PostgreSQL job store', () => {
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+  });
+
+  afterAll(async () => {
+    await dropSchemas();
+    await admin?.end();
+  });
+
+  jobStoreContract(
+    'postgres',
+    async (clock) => openPostgresStore({ url, clock, schema: await freshSchema() }),
+    dropSchemas,
+    { asyncNotifications: true },
+  );
+
+  describe('two store instances on one schema', () => {
+    let clock: FakeClock;
+    let a: JobStore;
+    let b: JobStore;
+
+    function newJob(overrides: Partial<NewJob> = {}): NewJob {
+      return {
+        type: 'email',
+        payload: { to: 'ada@example.com' },
+        runAt: clock.now(),
+        priority: 0,
+        maxAttempts: 3,
+        ...overrides,
+      };
+    }
+
+    beforeEach(async () => {
+      clock = new FakeClock();
+      const schema = await freshSchema();
+      a = await openPostgresStore({ url, clock, schema });
+      b = await openPostgresStore({ url, clock, schema });
+    });
+
+    afterEach(async () => {
+      await (a as JobStore | undefined)?.close();
+      await (b as JobStore | undefined)?.close();
+      await dropSchemas();
+    });
+
+    it('50 concurrent enqueues with one idempotency key give one job', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          (i % 2 === 0 ? a : b).enqueue(newJob({ idempotencyKey: 'order-42', payload: { i } })),
+        ),
+      );
+      const ids = new Set(results.map((r) => r.job.id));
+      expect(ids.size).toBe(1);
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      const created = results.find((r) => r.created)!.job;
+      for (const r of results) expect(r.job).toEqual(created);
+      expect(await a.list()).toEqual([created]);
+      expect(await b.list({ type: 'email' })).toEqual([created]);
+    });
+
+    it('concurrent claims from two instances never lease the same job', async () => {
+      const total = 60;
+      await Promise.all(Array.from({ length: total }, (_, i) => a.enqueue(newJob({ payload: { i } }))));
+      const claimed: Claim[] = [];
+      // SKIP LOCKED lets a claim come back short while another holds rows; keep going until all are taken.
+      for (let round = 0; round < 30 && claimed.length < total; round++) {
+        const batches = await Promise.all(
+          Array.from({ length: 16 }, (_, i) =>
+            (i % 2 === 0 ? a : b).claim({ owner: `w${i}`, types: [], limit: 3, leaseMs: 30_000 }),
+          ),
+        );
+        claimed.push(...batches.flat());
+      }
+      const ids = claimed.map((c) => c.job.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(ids).toHaveLength(total);
+      for (const claim of claimed) {
+        expect(claim.token).toBe(1);
+        const stored = await b.get(claim.job.id);
+        expect(stored).toMatchObject({
+          status: 'in_progress',
+          attempts: 1,
+          leaseToken: 1,
+          leaseOwner: claim.job.leaseOwner,
+        });
+        expect((await a.events(claim.job.id)).map((e) => e.type)).toEqual(['job.started']);
+      }
+      expect(await b.claim({ owner: 'late', types: [], limit: 10, leaseMs: 30_000 })).toEqual([]);
+    });
+
+    it('a notification written by one instance reaches a subscriber of the other', async () => {
+      const received: StoreNotification[] = [];
+      b.subscribe((n) => received.push(n));
+      const has = (expected: StoreNotification) => (): boolean =>
+        received.some((n) => isDeepStrictEqual(n, expected));
+
+      const job = (await a.enqueue(newJob({ type: 'cross', runAt: clock.now() }))).job;
+      const available: StoreNotification = { kind: 'job_available', type: 'cross', runAt: job.runAt };
+      await pollUntil(has(available));
+      expect(received).toContainEqual(available);
+
+      await a.claim({ owner: 'w', types: ['cross'], limit: 1, leaseMs: 30_000 });
+      const started: StoreNotification = {
+        kind: 'job_event',
+        jobId: job.id,
+        seq: 1,
+        eventType: 'job.started',
+      };
+      await pollUntil(has(started));
+      expect(received).toContainEqual(started);
+
+      await a.cancel(job.id);
+      const cancel: StoreNotification = { kind: 'cancel_requested', jobId: job.id };
+      await pollUntil(has(cancel));
+      expect(received).toContainEqual(cancel);
+    });
+  });
+});

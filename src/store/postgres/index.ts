@@ -1,0 +1,215 @@
+import pg from 'pg';
+import {
+  EventSource,
+  POSITIVE_INTEGER,
+  clockOption,
+  finite,
+  invalidOption,
+  nonEmptyString,
+  type Clock,
+  type Disposable,
+} from '../../core/index.js';
+import type {
+  Claim,
+  JobError,
+  JobEvent,
+  JobFilter,
+  JobRecord,
+  JobStats,
+  JobStore,
+  LeaseRef,
+  NewJob,
+  StoreNotification,
+} from '../jobs.js';
+import { cancel, retryFailed } from './cancel.js';
+import { claim } from './claim.js';
+import { quoteIdent, storeTypes, type Db } from './db.js';
+import { enqueue } from './enqueue.js';
+import { appendRunEvent, events } from './events.js';
+import { get, list } from './get.js';
+import { heartbeat } from './heartbeat.js';
+import { NotificationListener } from './listener.js';
+import { migrate } from './migrate.js';
+import { complete, fail, finishCanceled, release } from './settle.js';
+import { nextRunAt, stats } from './stats.js';
+
+/** Options of {@link openPostgresStore}; validated at open. */
+export interface PostgresStoreOptions {
+  /** A libpq connection URL, e.g. `postgres://user:pass@host:5432/db` (DESIGN: `DATABASE_URL`). */
+  url: string;
+  /** Source of every stored time (default: the system clock; tests pass a `FakeClock`). */
+  clock?: Clock;
+  /**
+   * The PostgreSQL schema holding the tables (default `breakwater`), created when missing. Its
+   * notifications use the channel `<schema>_jobs`, so stores on different schemas never hear each other
+   * (tests use a fresh schema per suite). At most 58 bytes, so the channel name fits PostgreSQL's 63.
+   */
+  schema?: string;
+  /** Most pooled connections for queries (integer >= 1, default 10); LISTEN uses one more of its own. */
+  poolSize?: number;
+}
+
+/** Defaults of {@link PostgresStoreOptions}. */
+export const POSTGRES_STORE_DEFAULTS = { schema: 'breakwater', poolSize: 10 } as const;
+
+/** Longest schema name: PostgreSQL identifiers hold 63 bytes, and the channel adds `_jobs`. */
+const MAX_SCHEMA_BYTES = 63 - '_jobs'.length;
+
+/**
+ * Opens the PostgreSQL {@link JobStore} (DESIGN: "Storage and deployment", distributed mode): migrates the
+ * schema (safe when several processes start at once), then starts listening for notifications before it
+ * resolves, so the caller hears everything committed from then on.
+ *
+ * Several processes share one schema: claims use `FOR UPDATE SKIP LOCKED`, and notifications travel by
+ * LISTEN/NOTIFY to every process, the sender included (a lone process hears its own, shortly after the
+ * commit). Each operation is one statement or one transaction; times come from `clock` as BIGINT ms.
+ *
+ * @throws RangeError for a bad option (names it); the connection's error when the database is unreachable
+ * or the migration fails (nothing is left open then).
+ */
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<JobStore> {
+  const owner = 'openPostgresStore';
+  const url = nonEmptyString(owner, 'url', options.url);
+  const clock = clockOption(owner, options.clock);
+  const schema = options.schema ?? POSTGRES_STORE_DEFAULTS.schema;
+  if (
+    typeof schema !== 'string' ||
+    schema.length === 0 ||
+    schema.includes('\0') ||
+    Buffer.byteLength(schema) > MAX_SCHEMA_BYTES
+  ) {
+    throw invalidOption(owner, 'schema', `a non-empty name of at most ${MAX_SCHEMA_BYTES} bytes`, schema);
+  }
+  const poolSize = finite(
+    owner,
+    'poolSize',
+    options.poolSize ?? POSTGRES_STORE_DEFAULTS.poolSize,
+    POSITIVE_INTEGER,
+  );
+
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, types: storeTypes });
+  // An idle pooled connection that fails (server restart) emits 'error' on the pool; unhandled, that would
+  // crash the process. The pool has already dropped it, and the next query opens a fresh one.
+  pool.on('error', () => undefined);
+
+  const notifications = new EventSource<StoreNotification>();
+  const listener = new NotificationListener(url, `${schema}_jobs`, (n) => notifications.emit(n));
+  try {
+    await migrate(pool, schema, clock.now());
+    await listener.start();
+  } catch (error) {
+    await listener.close();
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
+  const s = quoteIdent(schema);
+  return new PostgresJobStore(
+    { pool, jobs: `${s}.jobs`, events: `${s}.job_events`, clock },
+    listener,
+    notifications,
+  );
+}
+
+/** The {@link JobStore} over one pool and one LISTEN connection; each method is in its own file. */
+class PostgresJobStore implements JobStore {
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly listener: NotificationListener,
+    private readonly notifications: EventSource<StoreNotification>,
+  ) {}
+
+  enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
+    return this.open().then(() => enqueue(this.db, job));
+  }
+
+  get(id: string): Promise<JobRecord | undefined> {
+    return this.open().then(() => get(this.db, id));
+  }
+
+  list(filter?: JobFilter): Promise<JobRecord[]> {
+    return this.open().then(() => list(this.db, filter));
+  }
+
+  claim(options: {
+    owner: string;
+    types: readonly string[];
+    limit: number;
+    leaseMs: number;
+  }): Promise<Claim[]> {
+    return this.open().then(() => claim(this.db, options));
+  }
+
+  heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ ok: boolean; cancelRequested: boolean }> {
+    return this.open().then(() => heartbeat(this.db, lease, leaseMs));
+  }
+
+  appendRunEvent(
+    lease: LeaseRef,
+    type: 'job.progress' | 'job.partial',
+    payload: unknown,
+  ): Promise<JobEvent | undefined> {
+    return this.open().then(() => appendRunEvent(this.db, lease, type, payload));
+  }
+
+  complete(lease: LeaseRef, result: unknown): Promise<JobEvent | undefined> {
+    return this.open().then(() => complete(this.db, lease, result));
+  }
+
+  fail(lease: LeaseRef, error: JobError, retryAt?: number): Promise<JobEvent | undefined> {
+    return this.open().then(() => fail(this.db, lease, error, retryAt));
+  }
+
+  finishCanceled(lease: LeaseRef): Promise<JobEvent | undefined> {
+    return this.open().then(() => finishCanceled(this.db, lease));
+  }
+
+  release(lease: LeaseRef): Promise<boolean> {
+    return this.open().then(() => release(this.db, lease));
+  }
+
+  cancel(id: string): Promise<JobRecord | undefined> {
+    return this.open().then(() => cancel(this.db, id));
+  }
+
+  retryFailed(id: string): Promise<JobRecord | undefined> {
+    return this.open().then(() => retryFailed(this.db, id));
+  }
+
+  events(jobId: string, afterSeq?: number, limit?: number): Promise<JobEvent[]> {
+    return this.open().then(() => events(this.db, jobId, afterSeq, limit));
+  }
+
+  stats(): Promise<JobStats> {
+    return this.open().then(() => stats(this.db));
+  }
+
+  nextRunAt(types: readonly string[]): Promise<number | null> {
+    return this.open().then(() => nextRunAt(this.db, types));
+  }
+
+  /** Listeners hear notifications until disposed or until the store closes. */
+  subscribe(listener: (notification: StoreNotification) => void): Disposable {
+    return this.notifications.on(listener);
+  }
+
+  /**
+   * Stops listening, then ends the pool once queries in flight have returned their connections. Idempotent:
+   * every call returns the same promise. Later operations reject.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.listener.close();
+      await this.db.pool.end();
+    })();
+    return this.closing;
+  }
+
+  /** Resolves while the store is open; rejects with a clear error once {@link close} was called. */
+  private open(): Promise<void> {
+    return this.closing === undefined
+      ? Promise.resolve()
+      : Promise.reject(new Error('PostgresJobStore: the store is closed'));
+  }
+}

@@ -1,0 +1,166 @@
+import type pg from 'pg';
+import { quoteIdent, withTransaction } from './db.js';
+
+/**
+ * Schema migrations of the PostgreSQL job store, applied in order at start. Each is one step forward
+ * (never edited once released: add a new one instead) and runs in the same transaction as the others
+ * still missing, so a failure leaves the schema as it was.
+ */
+
+/** One migration: a version (1, 2, …, in order), a name for `schema_migrations`, and its SQL. */
+interface Migration {
+  version: number;
+  name: string;
+  /** The SQL, given the quoted schema name (`"breakwater"`). */
+  sql: (schema: string) => string;
+}
+
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'jobs and job events',
+    sql: (s) => `
+      -- Ids are 'job_' + UUIDv7 and sort by creation time as plain bytes: the C collation keeps that order
+      -- (and the fast comparisons) whatever the database's collation. Times are ms since the epoch from the
+      -- store's injected clock, never now(), so a fake clock drives every timestamp in tests.
+      CREATE TABLE ${s}.jobs (
+        id text COLLATE "C" PRIMARY KEY,
+        type text NOT NULL,
+        status text NOT NULL CHECK (status IN ('pending', 'in_progress', 'completed', 'failed', 'canceled')),
+        payload jsonb NOT NULL,
+        result jsonb,
+        error jsonb,
+        attempts integer NOT NULL DEFAULT 0,
+        max_attempts integer NOT NULL,
+        run_at bigint NOT NULL,
+        priority integer NOT NULL DEFAULT 0,
+        idempotency_key text,
+        timeout_ms bigint,
+        lease_owner text,
+        lease_token bigint NOT NULL DEFAULT 0,
+        lease_expires_at bigint,
+        cancel_requested_at bigint,
+        -- The seq of this job's next event: taken and incremented by the statement that writes the event,
+        -- under the row lock that statement holds, so seqs are gapless and never collide.
+        next_seq integer NOT NULL DEFAULT 1,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        finished_at bigint
+      );
+
+      -- Enqueue's idempotency: INSERT … ON CONFLICT on this index, never check-then-insert.
+      CREATE UNIQUE INDEX jobs_idempotency_key ON ${s}.jobs (type, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+      -- Claim's two kinds of due jobs: pending ones in claim order, and leases by expiry.
+      CREATE INDEX jobs_pending ON ${s}.jobs (priority DESC, run_at, id) WHERE status = 'pending';
+      CREATE INDEX jobs_leases ON ${s}.jobs (lease_expires_at) WHERE status = 'in_progress';
+      -- list() by status, newest first.
+      CREATE INDEX jobs_status_id ON ${s}.jobs (status, id);
+
+      CREATE TABLE ${s}.job_events (
+        job_id text COLLATE "C" NOT NULL REFERENCES ${s}.jobs (id) ON DELETE CASCADE,
+        seq integer NOT NULL,
+        type text NOT NULL,
+        occurred_at bigint NOT NULL,
+        payload jsonb NOT NULL,
+        PRIMARY KEY (job_id, seq)
+      );
+
+      -- Notifications (StoreNotification as JSON) on the channel '<schema>_jobs'. Triggers send them, so
+      -- every change that makes a job available, asks for a cancel or writes an event notifies, in the
+      -- transaction of the change (delivered on commit, dropped on rollback), whichever statement made it,
+      -- an operator's manual UPDATE included.
+      CREATE FUNCTION ${s}.notify_job_available() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        PERFORM pg_notify(TG_TABLE_SCHEMA || '_jobs',
+          json_build_object('kind', 'job_available', 'type', NEW.type, 'runAt', NEW.run_at)::text);
+        RETURN NULL;
+      END
+      $fn$;
+      CREATE FUNCTION ${s}.notify_cancel_requested() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        PERFORM pg_notify(TG_TABLE_SCHEMA || '_jobs',
+          json_build_object('kind', 'cancel_requested', 'jobId', NEW.id)::text);
+        RETURN NULL;
+      END
+      $fn$;
+      CREATE FUNCTION ${s}.notify_job_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        PERFORM pg_notify(TG_TABLE_SCHEMA || '_jobs',
+          json_build_object('kind', 'job_event', 'jobId', NEW.job_id, 'seq', NEW.seq, 'eventType', NEW.type)::text);
+        RETURN NULL;
+      END
+      $fn$;
+
+      -- A job becomes available when it is inserted pending (enqueue) or moves back to pending or to a new
+      -- run_at (a scheduled retry, a released lease, a retry from the dead letter).
+      CREATE TRIGGER jobs_available_on_insert AFTER INSERT ON ${s}.jobs FOR EACH ROW
+        WHEN (NEW.status = 'pending') EXECUTE FUNCTION ${s}.notify_job_available();
+      CREATE TRIGGER jobs_available_on_update AFTER UPDATE OF status, run_at ON ${s}.jobs FOR EACH ROW
+        WHEN (NEW.status = 'pending' AND (OLD.status <> 'pending' OR OLD.run_at <> NEW.run_at))
+        EXECUTE FUNCTION ${s}.notify_job_available();
+      -- A cancel request on a running job: its worker (in any process) aborts the handler. Sent on every
+      -- request, a repeated cancel included: a hint lost while a listener reconnected is sent again.
+      CREATE TRIGGER jobs_cancel_requested AFTER UPDATE OF cancel_requested_at ON ${s}.jobs FOR EACH ROW
+        WHEN (NEW.status = 'in_progress' AND NEW.cancel_requested_at IS NOT NULL)
+        EXECUTE FUNCTION ${s}.notify_cancel_requested();
+      CREATE TRIGGER job_events_notify AFTER INSERT ON ${s}.job_events FOR EACH ROW
+        EXECUTE FUNCTION ${s}.notify_job_event();
+    `,
+  },
+];
+
+/** The newest schema version this code knows. */
+export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+/**
+ * Brings `schema` up to {@link LATEST_VERSION}: creates the schema when missing, then applies the
+ * migrations not yet recorded in `schema_migrations`, all in one transaction.
+ *
+ * Several processes starting at once would race on CREATE SCHEMA / CREATE TABLE (a unique violation on the
+ * catalog) and could apply a migration twice, so the transaction first takes a transaction-scoped advisory
+ * lock keyed by the schema name: the others wait, then find the work done. Different schemas (one per test
+ * suite) use different keys and never wait on each other.
+ *
+ * @param nowMs recorded as `applied_at` (the store's clock).
+ * @throws Error when the database has a newer schema version than this code knows (a rollback of the code
+ * after a migration): running on it could corrupt data.
+ */
+export async function migrate(pool: pg.Pool, schema: string, nowMs: number): Promise<void> {
+  const s = quoteIdent(schema);
+  await withTransaction(pool, async (client) => {
+    // Serializes concurrent migrators of this schema until COMMIT; released automatically on ROLLBACK.
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`breakwater:migrate:${schema}`]);
+
+    // Looked up first, because CREATE SCHEMA IF NOT EXISTS still needs the CREATE privilege on the
+    // database, which a deployment user may lack when an administrator created the schema for it.
+    const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${s}`);
+
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${s}.schema_migrations (
+         version integer PRIMARY KEY,
+         name text NOT NULL,
+         applied_at bigint NOT NULL
+       )`,
+    );
+    // The highest applied version; migrations are applied in order, so every lower one is there too.
+    const current = await client.query<{ version: number | null }>(
+      `SELECT max(version) AS version FROM ${s}.schema_migrations`,
+    );
+    const version = current.rows[0]?.version ?? 0;
+    if (version > LATEST_VERSION) {
+      throw new Error(
+        `PostgresJobStore: schema ${schema} is at version ${version}, newer than this code's ${LATEST_VERSION}`,
+      );
+    }
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= version) continue;
+      await client.query(migration.sql(s));
+      await client.query(
+        `INSERT INTO ${s}.schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+        [migration.version, migration.name, nowMs],
+      );
+    }
+  });
+}

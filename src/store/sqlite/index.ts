@@ -1,0 +1,268 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  EventSource,
+  NON_NEGATIVE,
+  clockOption,
+  finite,
+  nonEmptyString,
+  type Clock,
+  type Disposable,
+  type NumberRule,
+} from '../../core/index.js';
+import type {
+  Claim,
+  JobError,
+  JobEvent,
+  JobFilter,
+  JobRecord,
+  JobStats,
+  JobStore,
+  LeaseRef,
+  NewJob,
+  StoreNotification,
+} from '../jobs.js';
+import { prepareCancel, prepareRetryFailed } from './cancel.js';
+import { prepareClaim, type ClaimOptions } from './claim.js';
+import type { SqliteContext } from './context.js';
+import { prepareEnqueue } from './enqueue.js';
+import { prepareAppendEvent, prepareAppendRunEvent, prepareReadEvents } from './events.js';
+import { prepareGet, prepareList } from './get.js';
+import { prepareHeartbeat } from './heartbeat.js';
+import { migrate } from './migrate.js';
+import { prepareComplete, prepareFail, prepareFinishCanceled, prepareRelease } from './settle.js';
+import { prepareNextRunAt, prepareStats } from './stats.js';
+
+/** Options of {@link openSqliteStore}; validated when the store opens. */
+export interface SqliteStoreOptions {
+  /** The database file (default `./data/breakwater.db`; its folder is created). `':memory:'` for a private one. */
+  path?: string;
+  /** Where times come from (default the system clock; tests pass a `FakeClock`). */
+  clock?: Clock;
+  /**
+   * How long an operation waits for another connection's lock before failing with `SQLITE_BUSY`, in ms
+   * (default 5000). better-sqlite3 is synchronous: the wait blocks the thread, so keep it short.
+   */
+  busyTimeoutMs?: number;
+}
+
+/** A whole number of ms, zero allowed. */
+const WHOLE_MS: NumberRule = { ...NON_NEGATIVE, integer: true };
+
+/** Defaults of {@link SqliteStoreOptions}. */
+export const SQLITE_STORE_DEFAULTS = { path: './data/breakwater.db', busyTimeoutMs: 5000 } as const;
+
+/**
+ * Opens the embedded job store (DESIGN: "Storage and deployment"): one SQLite file in WAL mode, migrated to
+ * the current schema on open (see `migrate.ts`). Every state change and its event commit in one transaction;
+ * claims take the write lock first (`BEGIN IMMEDIATE`), so any number of stores and processes on one file
+ * never lease the same job.
+ *
+ * Notifications are in-process only: each store emits them after its own commits, so two stores opened on
+ * the same file (in one process or several) do not hear each other. A worker therefore also polls
+ * `nextRunAt` as a safety net.
+ *
+ * Operations are synchronous underneath (better-sqlite3) and return settled promises; after `close()` they
+ * reject with an Error.
+ * @throws RangeError naming the option when an option is invalid; the driver's error when the file cannot be
+ *   opened or migrated.
+ */
+export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise<JobStore> {
+  const owner = 'openSqliteStore';
+  const path = nonEmptyString(owner, 'path', options.path ?? SQLITE_STORE_DEFAULTS.path);
+  const clock = clockOption(owner, options.clock);
+  const busyTimeoutMs = finite(
+    owner,
+    'busyTimeoutMs',
+    options.busyTimeoutMs ?? SQLITE_STORE_DEFAULTS.busyTimeoutMs,
+    WHOLE_MS,
+  );
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  // `timeout` is SQLite's busy timeout: how long a statement waits for another connection's lock.
+  const db = new Database(path, { timeout: busyTimeoutMs });
+  try {
+    // WAL: readers never block the writer nor the writer readers, and a commit appends to the log.
+    db.pragma('journal_mode = WAL');
+    // FULL, not NORMAL: in WAL mode NORMAL skips the fsync at each commit, so a power loss or OS crash can
+    // roll back transactions that had already committed — an enqueue the caller was told succeeded, a job
+    // marked completed that will then run again. FULL syncs the log on every commit; the store's promises
+    // resolve only once the change is durable.
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    migrate(db, clock.now());
+    return new SqliteJobStore(db, clock);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+/** The {@link JobStore} over one better-sqlite3 connection. Each operation lives in its own file. */
+class SqliteJobStore implements JobStore {
+  private readonly db: Database.Database;
+  private readonly ctx: SqliteContext;
+  private closed = false;
+
+  private readonly enqueueTx: (job: NewJob) => { job: JobRecord; created: boolean };
+  private readonly getOne: (id: string) => JobRecord | undefined;
+  private readonly listJobs: (filter?: JobFilter) => JobRecord[];
+  private readonly claimTx: (options: ClaimOptions) => Claim[];
+  private readonly heartbeatStmt: (
+    lease: LeaseRef,
+    leaseMs: number,
+  ) => { ok: boolean; cancelRequested: boolean };
+  private readonly appendRunEventTx: (
+    lease: LeaseRef,
+    type: 'job.progress' | 'job.partial',
+    payload: unknown,
+  ) => JobEvent | undefined;
+  private readonly completeTx: (lease: LeaseRef, result: unknown) => JobEvent | undefined;
+  private readonly failTx: (lease: LeaseRef, error: JobError, retryAt?: number) => JobEvent | undefined;
+  private readonly finishCanceledTx: (lease: LeaseRef) => JobEvent | undefined;
+  private readonly releaseTx: (lease: LeaseRef) => boolean;
+  private readonly cancelTx: (id: string) => JobRecord | undefined;
+  private readonly retryFailedTx: (id: string) => JobRecord | undefined;
+  private readonly readEvents: (jobId: string, afterSeq?: number, limit?: number) => JobEvent[];
+  private readonly statsTx: () => JobStats;
+  private readonly nextRunAtStmt: (types: readonly string[]) => number | null;
+
+  constructor(db: Database.Database, clock: Clock) {
+    this.db = db;
+    const ctx: SqliteContext = { db, clock, notifications: new EventSource<StoreNotification>(), outbox: [] };
+    this.ctx = ctx;
+    const appendEvent = prepareAppendEvent(ctx);
+    this.enqueueTx = prepareEnqueue(ctx);
+    this.getOne = prepareGet(ctx);
+    this.listJobs = prepareList(ctx);
+    this.claimTx = prepareClaim(ctx, appendEvent);
+    this.heartbeatStmt = prepareHeartbeat(ctx);
+    this.appendRunEventTx = prepareAppendRunEvent(ctx);
+    this.completeTx = prepareComplete(ctx, appendEvent);
+    this.failTx = prepareFail(ctx, appendEvent);
+    this.finishCanceledTx = prepareFinishCanceled(ctx, appendEvent);
+    this.releaseTx = prepareRelease(ctx, appendEvent);
+    this.cancelTx = prepareCancel(ctx, appendEvent);
+    this.retryFailedTx = prepareRetryFailed(ctx);
+    this.readEvents = prepareReadEvents(ctx);
+    this.statsTx = prepareStats(ctx);
+    this.nextRunAtStmt = prepareNextRunAt(ctx);
+  }
+
+  enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
+    return this.write(this.enqueueTx, job);
+  }
+
+  get(id: string): Promise<JobRecord | undefined> {
+    return this.read(this.getOne, id);
+  }
+
+  list(filter?: JobFilter): Promise<JobRecord[]> {
+    return this.read(this.listJobs, filter);
+  }
+
+  claim(options: ClaimOptions): Promise<Claim[]> {
+    return this.write(this.claimTx, options);
+  }
+
+  heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ ok: boolean; cancelRequested: boolean }> {
+    return this.write(this.heartbeatStmt, lease, leaseMs);
+  }
+
+  appendRunEvent(
+    lease: LeaseRef,
+    type: 'job.progress' | 'job.partial',
+    payload: unknown,
+  ): Promise<JobEvent | undefined> {
+    return this.write(this.appendRunEventTx, lease, type, payload);
+  }
+
+  complete(lease: LeaseRef, result: unknown): Promise<JobEvent | undefined> {
+    return this.write(this.completeTx, lease, result);
+  }
+
+  fail(lease: LeaseRef, error: JobError, retryAt?: number): Promise<JobEvent | undefined> {
+    return this.write(this.failTx, lease, error, retryAt);
+  }
+
+  finishCanceled(lease: LeaseRef): Promise<JobEvent | undefined> {
+    return this.write(this.finishCanceledTx, lease);
+  }
+
+  release(lease: LeaseRef): Promise<boolean> {
+    return this.write(this.releaseTx, lease);
+  }
+
+  cancel(id: string): Promise<JobRecord | undefined> {
+    return this.write(this.cancelTx, id);
+  }
+
+  retryFailed(id: string): Promise<JobRecord | undefined> {
+    return this.write(this.retryFailedTx, id);
+  }
+
+  events(jobId: string, afterSeq?: number, limit?: number): Promise<JobEvent[]> {
+    return this.read(this.readEvents, jobId, afterSeq, limit);
+  }
+
+  stats(): Promise<JobStats> {
+    return this.read(this.statsTx);
+  }
+
+  nextRunAt(types: readonly string[]): Promise<number | null> {
+    return this.read(this.nextRunAtStmt, types);
+  }
+
+  subscribe(listener: (notification: StoreNotification) => void): Disposable {
+    return this.ctx.notifications.on(listener);
+  }
+
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    try {
+      this.db.close();
+      return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Runs a step that changes nothing; its error (or the closed store) becomes a rejection. */
+  private read<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
+    if (this.closed) return Promise.reject(closedError());
+    try {
+      return Promise.resolve(step(...args));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Runs a committing step, then emits the notifications it queued: only after the commit, so a listener that
+   * reacts (a worker claiming) finds the change. A step that throws was rolled back; its notifications are
+   * dropped.
+   */
+  private write<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
+    if (this.closed) return Promise.reject(closedError());
+    const ctx = this.ctx;
+    let result: R;
+    try {
+      result = step(...args);
+    } catch (error) {
+      ctx.outbox.length = 0;
+      return Promise.reject(error);
+    }
+    if (ctx.outbox.length > 0) {
+      // Swap before emitting: a listener may run another step, which queues into the fresh outbox.
+      const batch = ctx.outbox;
+      ctx.outbox = [];
+      for (const notification of batch) ctx.notifications.emit(notification);
+    }
+    return Promise.resolve(result);
+  }
+}
+
+function closedError(): Error {
+  return new Error('SQLite job store: the store is closed');
+}

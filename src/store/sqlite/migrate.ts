@@ -1,0 +1,122 @@
+import type Database from 'better-sqlite3';
+
+/** One step of the schema: applied once, in order, inside the opening transaction. */
+export interface Migration {
+  /** 1, 2, 3, …: never renumbered, never edited once released (add a new one instead). */
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/**
+ * The schema, oldest first. Times are INTEGER ms since the epoch, JSON values TEXT. Tables are not STRICT on
+ * purpose: a `retryAt` computed with jitter may be fractional, and the store keeps times as given.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'jobs and job events',
+    sql: `
+CREATE TABLE jobs (
+  id                  TEXT PRIMARY KEY,
+  type                TEXT NOT NULL,
+  status              TEXT NOT NULL
+                      CHECK (status IN ('pending', 'in_progress', 'completed', 'failed', 'canceled')),
+  payload             TEXT,
+  result              TEXT,
+  error               TEXT,
+  attempts            INTEGER NOT NULL DEFAULT 0,
+  max_attempts        INTEGER NOT NULL CHECK (max_attempts >= 1),
+  run_at              INTEGER NOT NULL,
+  priority            INTEGER NOT NULL DEFAULT 0,
+  idempotency_key     TEXT,
+  timeout_ms          INTEGER,
+  lease_owner         TEXT,
+  lease_token         INTEGER NOT NULL DEFAULT 0,
+  lease_expires_at    INTEGER,
+  cancel_requested_at INTEGER,
+  created_at          INTEGER NOT NULL,
+  updated_at          INTEGER NOT NULL,
+  finished_at         INTEGER,
+  -- The seq the job's next event gets: bumped in the transaction that writes the event, so seqs are
+  -- gapless per job without a MAX(seq) lookup.
+  next_seq            INTEGER NOT NULL DEFAULT 1
+);
+
+-- Enqueue's idempotency: the constraint, not a check-then-insert, makes concurrent enqueues of one key
+-- return one job. Partial, so jobs without a key never collide.
+CREATE UNIQUE INDEX jobs_idempotency ON jobs (type, idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+-- Claim: walks pending jobs already in claim order (priority DESC, run_at, id) and stops after LIMIT due
+-- ones, instead of sorting every due job on each claim when the queue is backed up.
+CREATE INDEX jobs_claim ON jobs (status, priority DESC, run_at, id);
+
+-- nextRunAt and stats: the earliest run_at among pending jobs is the first entry of the range.
+CREATE INDEX jobs_run_at ON jobs (status, run_at);
+
+-- Claim's reclaim of expired leases: only running jobs are indexed, so the index stays small.
+CREATE INDEX jobs_lease ON jobs (lease_expires_at) WHERE status = 'in_progress';
+
+-- list: newest first (id DESC) within a status or a type, without a sort.
+CREATE INDEX jobs_status_id ON jobs (status, id);
+CREATE INDEX jobs_type_id ON jobs (type, id);
+
+CREATE TABLE job_events (
+  job_id    TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  seq       INTEGER NOT NULL,
+  type      TEXT NOT NULL,
+  timestamp INTEGER NOT NULL,
+  payload   TEXT,
+  PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
+`,
+  },
+];
+
+/**
+ * Brings the schema up to date: creates `schema_migrations` if needed and applies, in order, each migration
+ * it does not list, recording it there. Runs in one `BEGIN IMMEDIATE` transaction, so a failing migration
+ * leaves nothing behind and two processes opening the same file at once apply each migration once (the
+ * second waits for the first, then finds nothing to do). A second open applies nothing.
+ * @returns the versions applied now (empty when the schema was current).
+ * @throws Error when the file was migrated by a newer Breakwater (a version this one does not know).
+ */
+export function migrate(
+  db: Database.Database,
+  nowMs: number,
+  migrations: readonly Migration[] = MIGRATIONS,
+): number[] {
+  const apply = db.transaction((): number[] => {
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version    INTEGER PRIMARY KEY,
+      name       TEXT NOT NULL,
+      applied_at INTEGER NOT NULL
+    )`);
+    const done = new Set(
+      db
+        .prepare<[], { version: number }>('SELECT version FROM schema_migrations')
+        .all()
+        .map((row) => row.version),
+    );
+    const known = new Set(migrations.map((m) => m.version));
+    const unknown = [...done].filter((version) => !known.has(version));
+    if (unknown.length > 0) {
+      throw new Error(
+        `SQLite job store: the database has schema version(s) ${unknown.join(', ')}, unknown to this version ` +
+          'of Breakwater (it was opened by a newer one)',
+      );
+    }
+    const record = db.prepare<[number, string, number]>(
+      'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+    );
+    const applied: number[] = [];
+    for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+      if (done.has(migration.version)) continue;
+      db.exec(migration.sql);
+      record.run(migration.version, migration.name, nowMs);
+      applied.push(migration.version);
+    }
+    return applied;
+  });
+  return apply.immediate();
+}

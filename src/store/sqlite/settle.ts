@@ -1,0 +1,148 @@
+import type { JobError, JobEvent, LeaseRef } from '../jobs.js';
+import { notifyAvailable, type SqliteContext } from './context.js';
+import type { AppendEvent } from './events.js';
+import { toJson } from './rows.js';
+
+/**
+ * The end of a run: `complete`, `fail`, `finishCanceled` and `release`. Each is one `BEGIN IMMEDIATE`
+ * transaction writing the state change and its event together.
+ *
+ * Every one is fenced the same way: the job must be `in_progress` with the caller's token. A worker that lost
+ * its lease (reclaimed by another claim, which moved the token, or ended by cancel or expiry) matches nothing
+ * and gets `undefined` / `false`, so it can never overwrite the run that replaced it. Lease expiry alone does
+ * not fence: until another claim takes the job, the late run is still its only run and may settle it.
+ * Leaving `in_progress` clears `lease_owner` and `lease_expires_at`; `lease_token` keeps growing.
+ */
+
+/** The fenced read `fail` and `release` decide from. */
+interface Leased {
+  type: string;
+  attempts: number;
+  maxAttempts: number;
+  cancelRequestedAt: number | null;
+}
+
+const LEASED_SQL = `SELECT type, attempts, max_attempts AS maxAttempts, cancel_requested_at AS cancelRequestedAt
+  FROM jobs WHERE id = ? AND lease_token = ? AND status = 'in_progress'`;
+
+/**
+ * Prepares `JobStore.complete`: `completed` with the result and `job.completed` `{ result }`. The fenced UPDATE
+ * is the check: no row changed means a stale lease. `error` keeps the last failure, if an earlier attempt had
+ * one.
+ */
+export function prepareComplete(
+  ctx: SqliteContext,
+  appendEvent: AppendEvent,
+): (lease: LeaseRef, result: unknown) => JobEvent | undefined {
+  const complete = ctx.db.prepare<[string | null, number, number, string, number]>(
+    `UPDATE jobs SET status = 'completed', result = ?, lease_owner = NULL, lease_expires_at = NULL,
+                     finished_at = ?, updated_at = ?
+      WHERE id = ? AND lease_token = ? AND status = 'in_progress'`,
+  );
+  return ctx.db.transaction((lease: LeaseRef, result: unknown) => {
+    const now = ctx.clock.now();
+    if (complete.run(toJson(result), now, now, lease.id, lease.token).changes === 0) return undefined;
+    return appendEvent(lease.id, 'job.completed', { result: result === undefined ? null : result }, now);
+  }).immediate;
+}
+
+/**
+ * Prepares `JobStore.fail`. With `retryAt` and attempts left: `pending` at `retryAt` with the error kept,
+ * `job.retrying` `{ error, nextAttempt, runAt }`, and `job_available` so a worker sleeping until later wakes to
+ * re-plan. Otherwise the dead letter: `failed`, `job.failed` `{ error, attempts }`.
+ *
+ * A job whose cancel was requested while this run was failing is not retried: it ends `canceled`
+ * (`job.canceled` `{ attempts }`, the error kept), since a retry would run work the user asked to stop.
+ */
+export function prepareFail(
+  ctx: SqliteContext,
+  appendEvent: AppendEvent,
+): (lease: LeaseRef, error: JobError, retryAt?: number) => JobEvent | undefined {
+  const { db } = ctx;
+  const leased = db.prepare<[string, number], Leased>(LEASED_SQL);
+  const retry = db.prepare<[string | null, number, number, string]>(
+    `UPDATE jobs SET status = 'pending', error = ?, run_at = ?, lease_owner = NULL, lease_expires_at = NULL,
+                     updated_at = ?
+      WHERE id = ?`,
+  );
+  const end = db.prepare<[string, string | null, number, number, string]>(
+    `UPDATE jobs SET status = ?, error = ?, lease_owner = NULL, lease_expires_at = NULL,
+                     finished_at = ?, updated_at = ?
+      WHERE id = ?`,
+  );
+  return db.transaction((lease: LeaseRef, error: JobError, retryAt?: number) => {
+    const job = leased.get(lease.id, lease.token);
+    if (job === undefined) return undefined;
+    const now = ctx.clock.now();
+    const errorJson = toJson(error);
+    if (retryAt !== undefined && job.attempts < job.maxAttempts) {
+      if (job.cancelRequestedAt !== null) {
+        end.run('canceled', errorJson, now, now, lease.id);
+        return appendEvent(lease.id, 'job.canceled', { attempts: job.attempts }, now);
+      }
+      retry.run(errorJson, retryAt, now, lease.id);
+      notifyAvailable(ctx, job.type, retryAt);
+      return appendEvent(
+        lease.id,
+        'job.retrying',
+        { error, nextAttempt: job.attempts + 1, runAt: retryAt },
+        now,
+      );
+    }
+    end.run('failed', errorJson, now, now, lease.id);
+    return appendEvent(lease.id, 'job.failed', { error, attempts: job.attempts }, now);
+  }).immediate;
+}
+
+/** Prepares `JobStore.finishCanceled`: `canceled` and `job.canceled` `{ attempts }`, fenced like the rest. */
+export function prepareFinishCanceled(
+  ctx: SqliteContext,
+  appendEvent: AppendEvent,
+): (lease: LeaseRef) => JobEvent | undefined {
+  const cancel = ctx.db.prepare<[number, number, string, number], { attempts: number }>(
+    `UPDATE jobs SET status = 'canceled', lease_owner = NULL, lease_expires_at = NULL,
+                     finished_at = ?, updated_at = ?
+      WHERE id = ? AND lease_token = ? AND status = 'in_progress'
+      RETURNING attempts`,
+  );
+  return ctx.db.transaction((lease: LeaseRef) => {
+    const now = ctx.clock.now();
+    const row = cancel.get(now, now, lease.id, lease.token);
+    return row === undefined ? undefined : appendEvent(lease.id, 'job.canceled', row, now);
+  }).immediate;
+}
+
+/**
+ * Prepares `JobStore.release` (graceful shutdown): `pending` at `now` with `attempts - 1`, no event, and
+ * `job_available` so another worker picks it up at once.
+ *
+ * A job whose cancel was requested is not handed back to run again: it ends `canceled` (`job.canceled`
+ * `{ attempts }`, the released run not counted), as `finishCanceled` would.
+ */
+export function prepareRelease(ctx: SqliteContext, appendEvent: AppendEvent): (lease: LeaseRef) => boolean {
+  const { db } = ctx;
+  const leased = db.prepare<[string, number], Leased>(LEASED_SQL);
+  const release = db.prepare<[number, number, string]>(
+    `UPDATE jobs SET status = 'pending', run_at = ?, attempts = attempts - 1, lease_owner = NULL,
+                     lease_expires_at = NULL, updated_at = ?
+      WHERE id = ?`,
+  );
+  const cancel = db.prepare<[number, number, string]>(
+    `UPDATE jobs SET status = 'canceled', attempts = attempts - 1, lease_owner = NULL,
+                     lease_expires_at = NULL, finished_at = ?, updated_at = ?
+      WHERE id = ?`,
+  );
+  return db.transaction((lease: LeaseRef) => {
+    const job = leased.get(lease.id, lease.token);
+    if (job === undefined) return false;
+    const now = ctx.clock.now();
+    if (job.cancelRequestedAt !== null) {
+      cancel.run(now, now, lease.id);
+      appendEvent(lease.id, 'job.canceled', { attempts: job.attempts - 1 }, now);
+    } else {
+      release.run(now, now, lease.id);
+      notifyAvailable(ctx, job.type, now);
+    }
+    return true;
+  }).immediate;
+}
