@@ -4,6 +4,9 @@ import tseslint from 'typescript-eslint';
 /** Folders above core and policy in DESIGN's layout; neither may import them. */
 const LATER_FOLDERS = ['store', 'jobs', 'operations', 'webhooks', 'upstream', 'ai', 'mcp', 'server', 'cli'];
 
+/** The capability folders of DESIGN's layout. */
+const CAPABILITY_FOLDERS = ['jobs', 'operations', 'webhooks', 'upstream', 'ai'];
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/'] },
   js.configs.recommended,
@@ -43,6 +46,31 @@ export default tseslint.config(
                 ...LATER_FOLDERS.filter((folder) => folder !== 'store').map((folder) => `**/${folder}/**`),
               ],
               message: 'store/ imports only core/index.js (DESIGN: layout).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Capability folders import core, policy and store through their public faces, and not each other.
+    files: CAPABILITY_FOLDERS.map((folder) => `src/${folder}/**/*.ts`),
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '**/core/*',
+                '!**/core/index.js',
+                '**/policy/*',
+                '!**/policy/index.js',
+                '**/store/*',
+                '!**/store/index.js',
+                ...['mcp', 'server', 'cli'].flatMap((folder) => [`**/${folder}`, `**/${folder}/**`]),
+              ],
+              message: 'capability folders import only core/, policy/ and store/ index.js (DESIGN: layout).',
             },
           ],
         },

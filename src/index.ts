@@ -37,3 +37,20 @@ export {
   type Listener,
 } from './core/index.js';
 export * from './policy/index.js';
+export {
+  openPostgresStore,
+  openSqliteStore,
+  type Claim,
+  type JobError,
+  type JobEvent,
+  type JobEventType,
+  type JobFilter,
+  type JobRecord,
+  type JobStats,
+  type JobStatus,
+  type JobStore,
+  type PostgresStoreOptions,
+  type SqliteStoreOptions,
+  type StoreNotification,
+} from './store/index.js';
+export * from './jobs/index.js';

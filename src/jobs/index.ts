@@ -1,0 +1,17 @@
+/**
+ * jobs/: the queue and the worker over a job store (DESIGN: "Jobs"). Imports core, policy and store only.
+ */
+export { createJobs } from './jobs.js';
+export {
+  JOBS_DEFAULTS,
+  type DefineJobOptions,
+  type EnqueueOptions,
+  type JobContext,
+  type JobHandler,
+  type Jobs,
+  type JobsOptions,
+  type StopOptions,
+  type SubscribeOptions,
+} from './types.js';
+export { PROGRESS_MIN_DELTA, type ProgressPayload } from './progress.js';
+export { MAX_IDEMPOTENCY_KEY_LENGTH } from './validate.js';

@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { BreakwaterError, FakeClock } from '../core/index.js';
+import { openPostgresStore } from '../store/index.js';
+import { fixedBackoff, harness, type Harness } from './test-support.js';
+
+/**
+ * A subset of the jobs tests on PostgreSQL (BREAKWATER_TEST_DATABASE_URL), each in a fresh schema dropped
+ * after it. Store I/O and NOTIFY take real time here, so conditions are polled for up to 5 s of real time
+ * (the only real waits of the jobs tests); all job timing still runs on the FakeClock.
+ */
+const url = process.env.BREAKWATER_TEST_DATABASE_URL ?? '';
+const describePostgres = url === '' ? describe.skip : describe;
+if (url === '') console.log('PostgreSQL jobs tests skipped: set BREAKWATER_TEST_DATABASE_URL=postgres://...');
+
+/** Polls `check` (letting FakeClock-driven promises settle) until it passes or 5 s of real time pass. */
+async function eventually(clock: FakeClock, check: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    await clock.tickAsync(0);
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise<void>((resolve) => setTimeout(resolve, 10));
+    }
+  }
+}
+
+describePostgres('jobs on PostgreSQL', () => {
+  let admin: pg.Client;
+  let schema: string;
+  let h: Harness;
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+  });
+
+  afterAll(async () => {
+    await admin.end();
+  });
+
+  async function pgHarness(): Promise<Harness> {
+    schema = `bw_test_${randomBytes(6).toString('hex')}`;
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const clock = new FakeClock();
+    return harness({ clock }, await openPostgresStore({ url, clock, schema }));
+  }
+
+  afterEach(async () => {
+    await h.jobs.stop({ graceMs: 0 });
+    await h.store.close();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  });
+
+  it('enqueue → run → complete, with events seq 1..n', async () => {
+    h = await pgHarness();
+    h.jobs.defineJob<{ n: number }>('double', async (ctx) => {
+      await ctx.progress(1, 1);
+      return ctx.payload.n * 2;
+    });
+    h.jobs.start();
+    const id = await h.jobs.enqueue('double', { n: 21 }, { idempotencyKey: 'k' });
+    expect(await h.jobs.enqueue('double', { n: 0 }, { idempotencyKey: 'k' })).toBe(id);
+    await eventually(h.clock, async () => {
+      expect(await h.jobs.get(id)).toMatchObject({ status: 'completed', result: 42, attempts: 1 });
+    });
+    expect((await h.store.events(id)).map((e) => [e.seq, e.type])).toEqual([
+      [1, 'job.started'],
+      [2, 'job.progress'],
+      [3, 'job.completed'],
+    ]);
+  });
+
+  it('cancel of a running job aborts its handler; it ends canceled and is not retried', async () => {
+    h = await pgHarness();
+    let runs = 0;
+    let reason: unknown;
+    h.jobs.defineJob('long', async (ctx) => {
+      runs++;
+      reason = await new Promise((resolve) =>
+        ctx.signal.addEventListener('abort', () => resolve(ctx.signal.reason)),
+      );
+      throw reason;
+    });
+    h.jobs.start();
+    const id = await h.jobs.enqueue('long', {});
+    await eventually(h.clock, async () => expect(runs).toBe(1));
+    await h.jobs.cancel(id);
+    await eventually(h.clock, async () => {
+      expect(await h.jobs.get(id)).toMatchObject({ status: 'canceled', attempts: 1 });
+    });
+    expect(reason).toBeInstanceOf(BreakwaterError);
+    expect(reason).toMatchObject({ code: 'canceled' });
+    await h.clock.tickAsync(60_000);
+    expect(runs).toBe(1);
+  });
+
+  it('a dead-lettered job runs again after retry(id)', async () => {
+    h = await pgHarness();
+    let calls = 0;
+    h.jobs.defineJob(
+      'once',
+      () => {
+        calls++;
+        if (calls === 1) throw new BreakwaterError('upstream_error', { message: 'rejected' });
+        return 'ok';
+      },
+      { backoff: fixedBackoff(1) },
+    );
+    h.jobs.start();
+    const id = await h.jobs.enqueue('once', {});
+    await eventually(h.clock, async () => {
+      expect(await h.jobs.get(id)).toMatchObject({ status: 'failed', error: { code: 'upstream_error' } });
+    });
+    await h.jobs.retry(id);
+    await eventually(h.clock, async () => {
+      expect(await h.jobs.get(id)).toMatchObject({ status: 'completed', result: 'ok', attempts: 1 });
+    });
+    expect((await h.store.events(id)).map((e) => e.type)).toEqual([
+      'job.started',
+      'job.failed',
+      'job.started',
+      'job.completed',
+    ]);
+  });
+});

@@ -1,0 +1,40 @@
+/**
+ * Progress throttling (DESIGN: "Jobs": progress is throttled, step changes or >= 10 % deltas). A handler may
+ * call `progress` thousands of times; only calls that tell a watcher something new become `job.progress`
+ * events.
+ */
+
+/** Smallest change of `step / total` that is written even when `step` did not change. */
+export const PROGRESS_MIN_DELTA = 0.1;
+
+/** What a `job.progress` event carries. */
+export interface ProgressPayload {
+  step: number;
+  total: number;
+  message?: string;
+}
+
+/**
+ * Decides which progress reports to write, per run. A report is written when it is the first, when `step`
+ * differs from the last written step, when `step / total` moved by >= {@link PROGRESS_MIN_DELTA} since the
+ * last written report (a changed `total`), or when it is the final step (`step >= total`) and the last
+ * written one was not final with the same values. A message alone never forces a write.
+ */
+export class ProgressThrottle {
+  private last: { step: number; total: number; fraction: number } | undefined;
+
+  /** Returns the payload to write, or undefined to skip; records it as written. Inputs are validated by the caller. */
+  next(step: number, total: number, message?: string): ProgressPayload | undefined {
+    const fraction = step / total;
+    const last = this.last;
+    const final = step >= total;
+    const write =
+      last === undefined ||
+      step !== last.step ||
+      Math.abs(fraction - last.fraction) >= PROGRESS_MIN_DELTA ||
+      (final && total !== last.total);
+    if (!write) return undefined;
+    this.last = { step, total, fraction };
+    return message === undefined ? { step, total } : { step, total, message };
+  }
+}

@@ -1,0 +1,268 @@
+import {
+  BreakwaterError,
+  canonicalJson,
+  classify,
+  isBreakwaterError,
+  type Clock,
+  type TimerHandle,
+} from '../core/index.js';
+import type { Claim, JobError, JobStore, LeaseRef } from '../store/index.js';
+import { ProgressThrottle } from './progress.js';
+import type { JobContext } from './types.js';
+import type { JobType } from './validate.js';
+
+/** What a run needs from its worker. */
+export interface RunDeps {
+  store: JobStore;
+  clock: Clock;
+  leaseMs: number;
+  heartbeatMs: number;
+  /** Reports a store failure that the run survives (a heartbeat or settle that threw). */
+  warn(message: string, error: unknown): void;
+}
+
+/** Longest stored error message, in characters. */
+const MAX_ERROR_MESSAGE = 1_000;
+
+/**
+ * One run of one claimed job: calls the handler, heartbeats its lease, enforces its timeout, follows cancel
+ * requests, and settles the lease in the store only after the handler has settled, so the next attempt never
+ * starts while this one still runs.
+ *
+ * How a run ends, by what stopped it (the first that applies):
+ * - lease lost (a heartbeat answered `ok: false`: another claim took the job): the handler's signal aborts
+ *   (`canceled`) and nothing is written; the run that replaced it owns the job.
+ * - cancel requested (seen on a heartbeat or a `cancel_requested` notification): the signal aborts with
+ *   BreakwaterError `canceled`; once the handler settles, `finishCanceled` (never retried).
+ * - timeout (`job.timeoutMs` or the type's): the signal aborts with BreakwaterError `timeout`; once the
+ *   handler settles, whatever it returned, the run is a transient `timeout` failure (retried if attempts are
+ *   left).
+ * - shutdown (the worker's grace ran out): the signal aborts with `canceled`; a handler that still returns a
+ *   result completes the job, one that throws has its lease released (the run is not counted).
+ * - otherwise: a result completes the job (it must be JSON-serializable, else the run fails permanently with
+ *   `invalid_payload`); a failure is classified (core `classify`): transient with attempts left →
+ *   `fail(lease, error, now + delay)` with the type's backoff (or the error's larger `retryAfterMs`);
+ *   permanent, fatal or the last attempt → `fail(lease, error)`, the dead letter.
+ *
+ * A handler that ignores its aborted signal: heartbeats go on for at most `leaseMs` after the abort, each one
+ * extending the lease only up to `abortedAt + leaseMs`; then they stop and the run is abandoned. The lease
+ * lapses at that time at the latest, another claim may take the job (counting an attempt), and this run's late
+ * settle is then rejected by the fencing token. Until then no second run of the job can start anywhere.
+ */
+export class JobRun {
+  readonly jobId: string;
+  readonly lease: LeaseRef;
+  /** Resolves once the handler has settled and the store was told (or told nothing, the lease being lost). */
+  readonly finished: Promise<void>;
+  /** Resolves when {@link finished} does, or earlier when the run is abandoned (lease lost or given up). */
+  readonly released: Promise<void>;
+
+  private readonly controller = new AbortController();
+  private readonly throttle = new ProgressThrottle();
+  private abortedAt: number | undefined;
+  private leaseLost = false;
+  private cancelRequested = false;
+  private timeoutError: BreakwaterError | undefined;
+  private shutdown = false;
+  private settled = false;
+  private heartbeatTimer: TimerHandle | undefined;
+  private timeoutTimer: TimerHandle | undefined;
+  /** Event writes of this run, chained so their seq follows the handler's call order. */
+  private writes: Promise<unknown> = Promise.resolve();
+  private resolveReleased!: () => void;
+
+  constructor(
+    private readonly claim: Claim,
+    private readonly jobType: JobType,
+    private readonly deps: RunDeps,
+  ) {
+    this.jobId = claim.job.id;
+    this.lease = { id: claim.job.id, token: claim.token };
+    this.released = new Promise<void>((resolve) => (this.resolveReleased = resolve));
+    const timeoutMs = claim.job.timeoutMs ?? jobType.timeoutMs;
+    if (timeoutMs !== undefined) {
+      this.timeoutTimer = deps.clock.setTimeout(() => this.onTimeout(timeoutMs), timeoutMs);
+    }
+    this.scheduleHeartbeat();
+    this.finished = this.execute().then(() => this.resolveReleased());
+  }
+
+  /** A cancel request reached this process: abort the handler (it ends `canceled`). */
+  requestCancel(): void {
+    this.cancelRequested = true;
+    this.abort(new BreakwaterError('canceled', { message: 'The job was canceled.' }));
+  }
+
+  /** The worker's grace period ran out: abort the handler, then release the lease. */
+  abortForShutdown(): void {
+    this.shutdown = true;
+    this.abort(new BreakwaterError('canceled', { message: 'The worker is shutting down.' }));
+  }
+
+  private onTimeout(timeoutMs: number): void {
+    this.timeoutTimer = undefined;
+    this.timeoutError = new BreakwaterError('timeout', {
+      message: `The job ran longer than its timeout of ${timeoutMs} ms.`,
+      details: { timeout_ms: timeoutMs },
+    });
+    this.abort(this.timeoutError);
+  }
+
+  private abort(reason: BreakwaterError): void {
+    if (this.settled || this.controller.signal.aborted) return;
+    this.abortedAt = this.deps.clock.now();
+    this.controller.abort(reason);
+  }
+
+  private scheduleHeartbeat(): void {
+    this.heartbeatTimer = this.deps.clock.setTimeout(() => void this.beat(), this.deps.heartbeatMs);
+  }
+
+  private async beat(): Promise<void> {
+    this.heartbeatTimer = undefined;
+    if (this.settled || this.leaseLost) return;
+    const { store, clock, leaseMs } = this.deps;
+    let extendMs = leaseMs;
+    if (this.abortedAt !== undefined) {
+      // The handler ignores its signal: hold the lease at most leaseMs past the abort, then give it up.
+      extendMs = this.abortedAt + leaseMs - clock.now();
+      if (extendMs <= 0) {
+        this.resolveReleased();
+        return;
+      }
+    }
+    try {
+      const answer = await store.heartbeat(this.lease, extendMs);
+      if (this.settled) return;
+      if (!answer.ok) {
+        this.leaseLost = true;
+        this.abort(new BreakwaterError('canceled', { message: "The job's lease was lost to another run." }));
+        this.resolveReleased();
+        return;
+      }
+      if (answer.cancelRequested) this.requestCancel();
+    } catch (error) {
+      // The fencing token protects the job; keep trying until the lease is given up.
+      this.deps.warn(`heartbeat of job ${this.jobId} failed`, error);
+    }
+    if (!this.settled) this.scheduleHeartbeat();
+  }
+
+  private context(): JobContext {
+    const job = this.claim.job;
+    return {
+      payload: job.payload,
+      jobId: job.id,
+      attempt: job.attempts,
+      signal: this.controller.signal,
+      progress: (step, total, message) => this.progress(step, total, message),
+      partial: (data) => this.partial(data),
+    };
+  }
+
+  private progress(step: number, total: number, message?: string): Promise<void> {
+    if (!(Number.isFinite(step) && step >= 0 && Number.isFinite(total) && total > 0)) {
+      return Promise.reject(
+        new BreakwaterError('invalid_payload', {
+          message: `progress needs a finite step >= 0 and total > 0, got ${step} / ${total}.`,
+        }),
+      );
+    }
+    if (message !== undefined && typeof message !== 'string') {
+      return Promise.reject(
+        new BreakwaterError('invalid_payload', { message: 'progress message must be a string.' }),
+      );
+    }
+    const payload = this.throttle.next(step, total, message);
+    return payload === undefined ? Promise.resolve() : this.write('job.progress', payload);
+  }
+
+  private partial(data: unknown): Promise<void> {
+    try {
+      canonicalJson(data);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.write('job.partial', { data });
+  }
+
+  private write(type: 'job.progress' | 'job.partial', payload: unknown): Promise<void> {
+    const write = this.writes.then(async () => {
+      if (this.settled || this.leaseLost) return;
+      try {
+        await this.deps.store.appendRunEvent(this.lease, type, payload);
+      } catch (error) {
+        this.deps.warn(`writing ${type} of job ${this.jobId} failed`, error);
+      }
+    });
+    this.writes = write;
+    return write;
+  }
+
+  private async execute(): Promise<void> {
+    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: await this.jobType.handler(this.context()) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    await this.writes;
+    this.settled = true;
+    const { clock } = this.deps;
+    if (this.timeoutTimer !== undefined) clock.clearTimeout(this.timeoutTimer);
+    if (this.heartbeatTimer !== undefined) clock.clearTimeout(this.heartbeatTimer);
+    if (this.leaseLost) return;
+    try {
+      await this.settle(outcome);
+    } catch (error) {
+      // The job stays leased until its lease lapses; a reclaim then runs it again.
+      this.deps.warn(`settling job ${this.jobId} failed`, error);
+    }
+  }
+
+  private async settle(outcome: { ok: true; value: unknown } | { ok: false; error: unknown }): Promise<void> {
+    const { store } = this.deps;
+    if (this.cancelRequested) {
+      await store.finishCanceled(this.lease);
+    } else if (this.timeoutError !== undefined) {
+      await this.fail(this.timeoutError);
+    } else if (outcome.ok) {
+      const result = outcome.value === undefined ? null : outcome.value;
+      try {
+        canonicalJson(result);
+      } catch (error) {
+        const message = `The result of the job is not JSON-serializable: ${(error as Error).message}`;
+        await this.fail(new BreakwaterError('invalid_payload', { message, cause: error }));
+        return;
+      }
+      await store.complete(this.lease, result);
+    } else if (this.shutdown) {
+      await store.release(this.lease);
+    } else {
+      await this.fail(outcome.error);
+    }
+  }
+
+  private async fail(cause: unknown): Promise<void> {
+    const { store, clock } = this.deps;
+    const c = classify(cause);
+    const error: JobError = {
+      code: isBreakwaterError(cause) ? cause.code : c.code,
+      message: messageOf(cause),
+      kind: c.kind,
+    };
+    const { attempts, maxAttempts } = this.claim.job;
+    if (error.kind !== 'transient' || attempts >= maxAttempts) {
+      await store.fail(this.lease, error);
+      return;
+    }
+    const planned = this.jobType.backoff.next(attempts, 0);
+    const delayMs = Math.max(Number.isFinite(planned) && planned > 0 ? planned : 0, c.retryAfterMs ?? 0);
+    await store.fail(this.lease, error, clock.now() + Math.ceil(delayMs));
+  }
+}
+
+function messageOf(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.length > MAX_ERROR_MESSAGE ? `${text.slice(0, MAX_ERROR_MESSAGE - 1)}…` : text;
+}

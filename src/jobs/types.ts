@@ -1,0 +1,159 @@
+import type { Clock, Disposable } from '../core/index.js';
+import type { Backoff } from '../policy/index.js';
+import type { JobEvent, JobFilter, JobRecord, JobStats, JobStore } from '../store/index.js';
+
+/** Options of {@link createJobs}; validated at construction (a RangeError names the bad option). */
+export interface JobsOptions {
+  /** Where jobs and their events live (SQLite or PostgreSQL, see `store/`). Required. */
+  store: JobStore;
+  /** Source of time and timers (default the system clock; tests pass a `FakeClock`). */
+  clock?: Clock;
+  /** This worker's name on its leases (default `${hostname}:${pid}:${random}`). Non-empty string. */
+  owner?: string;
+  /** Lease length in ms (integer > 0, default 30 000): how long a silent worker keeps a job. */
+  leaseMs?: number;
+  /** Heartbeat interval in ms (integer > 0 and < `leaseMs`, default `leaseMs / 3` rounded down). */
+  heartbeatMs?: number;
+  /**
+   * Safety-net poll in ms (integer > 0, default 5 000): wake-ups are pushed by the store, this only covers
+   * lost notifications (PostgreSQL reconnects, another SQLite process) and expired leases to reclaim.
+   */
+  pollMs?: number;
+}
+
+/** Defaults of {@link JobsOptions} and {@link DefineJobOptions} (DESIGN: "Defaults": 5 attempts, base 1 s, ×2). */
+export const JOBS_DEFAULTS = {
+  leaseMs: 30_000,
+  pollMs: 5_000,
+  concurrency: 1,
+  maxAttempts: 5,
+  backoff: { baseMs: 1_000, factor: 2, maxMs: 300_000, jitter: 'full' },
+  graceMs: 10_000,
+} as const;
+
+/** What a handler gets for one run of a job. */
+export interface JobContext<P = unknown> {
+  /** The JSON payload given at enqueue (as read back from the store). */
+  payload: P;
+  jobId: string;
+  /** This run's number, 1 for the first (a reclaim after a lost worker counts one more). */
+  attempt: number;
+  /**
+   * Aborts when the run must stop; its reason is a BreakwaterError: `canceled` (a cancel request, or the
+   * worker's shutdown grace ran out, or the lease was lost) or `timeout` (the job's `timeoutMs`).
+   */
+  signal: AbortSignal;
+  /**
+   * Reports progress as `job.progress` `{ step, total, message? }`, throttled: written when `step` differs
+   * from the last written one, when `step / total` moved by >= 0.1 since it, or for the final step
+   * (`step >= total`) once. Resolves when written or skipped; never rejects (a write error becomes a warning).
+   * @throws BreakwaterError `invalid_payload` (as a rejection) unless `step` >= 0 and `total` > 0 are finite.
+   */
+  progress(step: number, total: number, message?: string): Promise<void>;
+  /**
+   * Publishes a partial result as `job.partial` `{ data }` (not throttled).
+   * @throws BreakwaterError `invalid_payload` (as a rejection) when `data` is not JSON-serializable.
+   */
+  partial(data: unknown): Promise<void>;
+}
+
+/** Runs one job; its resolved value (JSON, `undefined` stored as null) becomes the result. */
+export type JobHandler<P = unknown> = (context: JobContext<P>) => unknown;
+
+/** Options of {@link Jobs.defineJob}; validated (RangeError naming the option). */
+export interface DefineJobOptions {
+  /** Most runs of this type at once in this process (integer >= 1, default 1). */
+  concurrency?: number;
+  /** Per-run limit in ms (integer > 0), unless the job sets its own; default none. */
+  timeoutMs?: number;
+  /** Most runs per job, the first included (integer >= 1, default 5); a job's own value wins. */
+  maxAttempts?: number;
+  /**
+   * Delay before each retry of a transient failure (`next(retry, 0)`, retry = the attempt that failed).
+   * Default: exponential, base 1 s, ×2, full jitter, capped at 5 min. A failure's `retryAfterMs`, when
+   * larger, wins.
+   */
+  backoff?: Backoff;
+}
+
+/** Options of {@link Jobs.enqueue}; invalid values reject with BreakwaterError `invalid_payload` (400). */
+export interface EnqueueOptions {
+  /** Same `(type, key)` returns the existing job (1..255 characters). */
+  idempotencyKey?: string;
+  /** Run no earlier than this many ms from now (finite >= 0, default 0). */
+  delayMs?: number;
+  /** Higher runs first among due jobs (32-bit integer, default 0). */
+  priority?: number;
+  /** Overrides the type's `maxAttempts` (integer in [1, 2^31 - 1]). */
+  maxAttempts?: number;
+  /** Overrides the type's `timeoutMs` (integer > 0). */
+  timeoutMs?: number;
+}
+
+/** Options of {@link Jobs.stop}. */
+export interface StopOptions {
+  /** How long running handlers may finish before they are aborted and their leases released (ms, default 10 000). */
+  graceMs?: number;
+}
+
+/** Options of {@link Jobs.subscribe}. */
+export interface SubscribeOptions {
+  /**
+   * Called once when the subscription ends by itself: after the terminal event (no argument), or with a
+   * BreakwaterError `not_found` when the job does not exist. Not called after `dispose()`.
+   */
+  onEnd?: (error?: Error) => void;
+}
+
+/** The jobs runtime: a queue over a {@link JobStore} and a worker running this process's job types. */
+export interface Jobs {
+  /**
+   * Registers the handler of `type` (once per type).
+   * @throws RangeError naming the option for a bad option, or `type` when it is empty or already defined.
+   */
+  defineJob<P = unknown>(type: string, handler: JobHandler<P>, options?: DefineJobOptions): void;
+  /**
+   * Adds a job (or returns the existing one for its idempotency key) and resolves with its id.
+   * @throws BreakwaterError `invalid_payload` (status 400, nothing written) for a type not defined in this
+   *   process, a payload with no JSON form (top-level undefined or function, BigInt, NaN, a cycle) or a bad
+   *   option; members that are undefined or functions are dropped, as `JSON.stringify` does.
+   */
+  enqueue(type: string, payload: unknown, options?: EnqueueOptions): Promise<string>;
+  get(id: string): Promise<JobRecord | undefined>;
+  /** The store's filter: status, type, `createdBefore`, keyset `beforeId`, `limit`; newest first. */
+  list(filter?: JobFilter): Promise<JobRecord[]>;
+  /**
+   * Cancels a pending job at once, or asks a running one to stop (its handler's signal aborts within one
+   * heartbeat); a finished job is returned unchanged.
+   * @throws BreakwaterError `not_found` (404) when the job does not exist.
+   */
+  cancel(id: string): Promise<JobRecord>;
+  /**
+   * Puts a dead-lettered (`failed`) job back to `pending` with its attempts reset.
+   * @throws BreakwaterError `not_found` (404) when it does not exist; `invalid_payload` (400, details
+   *   `{ status }`) when it is not `failed`.
+   */
+  retry(id: string): Promise<JobRecord>;
+  /** Counts by status and the age of the oldest due pending job. */
+  stats(): Promise<JobStats>;
+  /**
+   * Replays the job's stored events with `seq > fromSeq`, then follows new ones, in seq order, each once,
+   * until the terminal event (`job.completed`, `job.failed`, `job.canceled`), after which it ends itself.
+   */
+  subscribe(
+    jobId: string,
+    fromSeq: number,
+    listener: (event: JobEvent) => void,
+    options?: SubscribeOptions,
+  ): Disposable;
+  /** The same as {@link Jobs.subscribe}, as an async iterator that ends after the terminal event. */
+  events(jobId: string, fromSeq?: number): AsyncIterable<JobEvent>;
+  /** Starts claiming the defined types. Idempotent. @throws Error after `stop()`. */
+  start(): void;
+  /**
+   * Stops claiming, lets running handlers finish for up to `graceMs`, then aborts the rest (signal reason
+   * BreakwaterError `canceled`) and releases their leases (the run is not counted). Resolves when every run
+   * has settled or was abandoned (a handler that ignores its signal, see the worker's docs).
+   */
+  stop(options?: StopOptions): Promise<void>;
+}

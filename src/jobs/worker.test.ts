@@ -1,0 +1,262 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { BreakwaterError } from '../core/index.js';
+import type { JobContext } from './types.js';
+import { deferred, eventTypes, fixedBackoff, flush, harness, type Harness } from './test-support.js';
+
+describe('jobs worker', () => {
+  let h: Harness;
+
+  afterEach(async () => {
+    await h.jobs.stop({ graceMs: 0 });
+    await h.store.close();
+  });
+
+  it('a job runs and completes with started → progress → partial → completed, seq 1..n', async () => {
+    h = await harness();
+    const seen: Omit<JobContext, 'signal' | 'progress' | 'partial'>[] = [];
+    h.jobs.defineJob<{ n: number }>('sum', async (ctx) => {
+      seen.push({ payload: ctx.payload, jobId: ctx.jobId, attempt: ctx.attempt });
+      await ctx.progress(1, 2, 'halfway');
+      await ctx.partial({ first: 1 });
+      await ctx.progress(2, 2);
+      return { total: ctx.payload.n * 2 };
+    });
+    h.jobs.start();
+    const id = await h.jobs.enqueue('sum', { n: 21 });
+    await flush(h.clock);
+    expect(seen).toEqual([{ payload: { n: 21 }, jobId: id, attempt: 1 }]);
+    const job = await h.jobs.get(id);
+    expect(job).toMatchObject({ status: 'completed', result: { total: 42 }, attempts: 1, error: null });
+    const events = await h.store.events(id);
+    expect(events.map((e) => [e.seq, e.type, e.payload])).toEqual([
+      [1, 'job.started', { attempt: 1 }],
+      [2, 'job.progress', { step: 1, total: 2, message: 'halfway' }],
+      [3, 'job.partial', { data: { first: 1 } }],
+      [4, 'job.progress', { step: 2, total: 2 }],
+      [5, 'job.completed', { result: { total: 42 } }],
+    ]);
+  });
+
+  it('progress is throttled: written on a new step, a >= 10 % move, the final step once', async () => {
+    h = await harness();
+    h.jobs.defineJob('p', async (ctx) => {
+      await ctx.progress(0, 100); // first: written
+      await ctx.progress(0, 100, 'again'); // same step: skipped
+      await ctx.progress(1, 100); // new step: written
+      await ctx.progress(1, 100); // skipped
+      await ctx.progress(1, 20); // same step, 0.01 → 0.05: skipped
+      await ctx.progress(1, 5); // same step, 0.01 → 0.2: written
+      await ctx.progress(5, 5); // final: written
+      await ctx.progress(5, 5); // final again: skipped
+      await expect(ctx.progress(-1, 5)).rejects.toMatchObject({ code: 'invalid_payload' });
+      await expect(ctx.progress(1, 0)).rejects.toMatchObject({ code: 'invalid_payload' });
+      await expect(ctx.partial(10n)).rejects.toMatchObject({ code: 'invalid_payload' });
+    });
+    h.jobs.start();
+    const id = await h.jobs.enqueue('p', null);
+    await flush(h.clock);
+    const progress = (await h.store.events(id))
+      .filter((e) => e.type === 'job.progress')
+      .map((e) => e.payload);
+    expect(progress).toEqual([
+      { step: 0, total: 100 },
+      { step: 1, total: 100 },
+      { step: 1, total: 5 },
+      { step: 5, total: 5 },
+    ]);
+    expect((await h.jobs.get(id))!.status).toBe('completed');
+  });
+
+  it('a transient failure is retried at exactly now + the backoff delay', async () => {
+    h = await harness();
+    const backoff = fixedBackoff(1_000, 4_000);
+    const attempts: number[] = [];
+    h.jobs.defineJob(
+      'flaky',
+      (ctx) => {
+        attempts.push(ctx.attempt);
+        if (ctx.attempt < 3) throw new BreakwaterError('upstream_unavailable', { message: 'down' });
+        return 'ok';
+      },
+      { backoff },
+    );
+    h.jobs.start();
+    const t0 = h.clock.now();
+    const id = await h.jobs.enqueue('flaky', {});
+    await flush(h.clock);
+    expect(await h.jobs.get(id)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      runAt: t0 + 1_000,
+      error: { code: 'upstream_unavailable', message: 'down', kind: 'transient' },
+    });
+    await h.clock.tickAsync(999);
+    expect(attempts).toEqual([1]);
+    await h.clock.tickAsync(1);
+    await flush(h.clock);
+    expect(attempts).toEqual([1, 2]);
+    expect((await h.jobs.get(id))!.runAt).toBe(t0 + 1_000 + 4_000);
+    await h.clock.tickAsync(3_999);
+    expect(attempts).toEqual([1, 2]);
+    await h.clock.tickAsync(1);
+    await flush(h.clock);
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(backoff.calls).toEqual([1, 2]);
+    expect(await h.jobs.get(id)).toMatchObject({ status: 'completed', result: 'ok', attempts: 3 });
+    const retrying = (await h.store.events(id))
+      .filter((e) => e.type === 'job.retrying')
+      .map((e) => e.payload);
+    expect(retrying).toEqual([
+      {
+        error: { code: 'upstream_unavailable', message: 'down', kind: 'transient' },
+        nextAttempt: 2,
+        runAt: t0 + 1_000,
+      },
+      {
+        error: { code: 'upstream_unavailable', message: 'down', kind: 'transient' },
+        nextAttempt: 3,
+        runAt: t0 + 5_000,
+      },
+    ]);
+  });
+
+  it('a permanent failure is dead-lettered at once; retry(id) runs it again', async () => {
+    h = await harness();
+    let calls = 0;
+    h.jobs.defineJob('strict', (ctx) => {
+      calls++;
+      if (ctx.attempt === 1 && calls === 1)
+        throw new BreakwaterError('upstream_error', { message: 'bad address' });
+      return { sent: true };
+    });
+    h.jobs.start();
+    const id = await h.jobs.enqueue('strict', {});
+    await flush(h.clock);
+    expect(await h.jobs.get(id)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      error: { code: 'upstream_error', message: 'bad address', kind: 'permanent' },
+    });
+    expect(await eventTypes(h.store, id)).toEqual([
+      ['job.started', 1],
+      ['job.failed', 2],
+    ]);
+    expect(await h.jobs.retry(id)).toMatchObject({ status: 'pending', attempts: 0 });
+    await flush(h.clock);
+    expect(calls).toBe(2);
+    expect(await h.jobs.get(id)).toMatchObject({ status: 'completed', result: { sent: true }, attempts: 1 });
+    expect(await eventTypes(h.store, id)).toEqual([
+      ['job.started', 1],
+      ['job.failed', 2],
+      ['job.started', 3],
+      ['job.completed', 4],
+    ]);
+  });
+
+  it('a TypeError is classified fatal and not retried', async () => {
+    h = await harness();
+    h.jobs.defineJob('bug', () => {
+      throw new TypeError('x is not a function');
+    });
+    h.jobs.start();
+    const id = await h.jobs.enqueue('bug', {});
+    await flush(h.clock);
+    expect(await h.jobs.get(id)).toMatchObject({
+      status: 'failed',
+      error: { code: 'internal_error', message: 'x is not a function', kind: 'fatal' },
+    });
+  });
+
+  it('exhausted attempts → failed with the last error and job.failed', async () => {
+    h = await harness();
+    h.jobs.defineJob(
+      'down',
+      () => {
+        throw new Error('still down');
+      },
+      { backoff: fixedBackoff(100), maxAttempts: 2 },
+    );
+    h.jobs.start();
+    const id = await h.jobs.enqueue('down', {});
+    await flush(h.clock);
+    await h.clock.tickAsync(100);
+    await flush(h.clock);
+    const error = { code: 'upstream_unavailable', message: 'still down', kind: 'transient' };
+    expect(await h.jobs.get(id)).toMatchObject({ status: 'failed', attempts: 2, error });
+    const events = await h.store.events(id);
+    expect(events.map((e) => e.type)).toEqual(['job.started', 'job.retrying', 'job.started', 'job.failed']);
+    expect(events[3]!.payload).toEqual({ error, attempts: 2 });
+  });
+
+  it('a result that is not JSON fails the run permanently with invalid_payload', async () => {
+    h = await harness();
+    h.jobs.defineJob('weird', () => ({ n: 1n }));
+    h.jobs.start();
+    const id = await h.jobs.enqueue('weird', {});
+    await flush(h.clock);
+    expect(await h.jobs.get(id)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      error: { code: 'invalid_payload', kind: 'permanent' },
+    });
+  });
+
+  it('at most `concurrency` runs of a type at once; a freed slot claims the next job', async () => {
+    h = await harness();
+    const gates = [deferred(), deferred(), deferred()];
+    let active = 0;
+    let most = 0;
+    const started: number[] = [];
+    h.jobs.defineJob<{ i: number }>(
+      'slow',
+      async (ctx) => {
+        started.push(ctx.payload.i);
+        active++;
+        most = Math.max(most, active);
+        await gates[ctx.payload.i]!.promise;
+        active--;
+      },
+      { concurrency: 2 },
+    );
+    h.jobs.start();
+    for (let i = 0; i < 3; i++) await h.jobs.enqueue('slow', { i });
+    await flush(h.clock);
+    expect(started).toEqual([0, 1]);
+    expect((await h.jobs.stats()).counts).toMatchObject({ in_progress: 2, pending: 1 });
+    gates[1]!.resolve();
+    await flush(h.clock);
+    expect(started).toEqual([0, 1, 2]);
+    gates[0]!.resolve();
+    gates[2]!.resolve();
+    await flush(h.clock);
+    expect(most).toBe(2);
+    expect((await h.jobs.stats()).counts.completed).toBe(3);
+  });
+
+  it('a delayed job wakes the worker at its runAt, not at a poll', async () => {
+    h = await harness({ pollMs: 3_600_000 });
+    const ran: number[] = [];
+    h.jobs.defineJob('later', () => void ran.push(h.clock.now()));
+    h.jobs.start();
+    const t0 = h.clock.now();
+    await h.jobs.enqueue('later', {}, { delayMs: 1_234 });
+    await h.clock.tickAsync(1_233);
+    expect(ran).toEqual([]);
+    await h.clock.tickAsync(1);
+    await flush(h.clock);
+    expect(ran).toEqual([t0 + 1_234]);
+  });
+
+  it('jobs enqueued before start() run when it starts; a type defined after start() is picked up', async () => {
+    h = await harness();
+    const ran: string[] = [];
+    h.jobs.defineJob('a', () => void ran.push('a'));
+    await h.jobs.enqueue('a', {});
+    h.jobs.start();
+    await flush(h.clock);
+    h.jobs.defineJob('b', () => void ran.push('b'));
+    await h.jobs.enqueue('b', {});
+    await flush(h.clock);
+    expect(ran).toEqual(['a', 'b']);
+  });
+});

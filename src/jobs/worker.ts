@@ -1,0 +1,173 @@
+import type { Clock, Disposable, TimerHandle } from '../core/index.js';
+import type { Claim, JobStore, StoreNotification } from '../store/index.js';
+import { JobRun } from './run.js';
+import type { JobType } from './validate.js';
+
+/** What a worker needs. */
+export interface WorkerDeps {
+  store: JobStore;
+  clock: Clock;
+  owner: string;
+  leaseMs: number;
+  heartbeatMs: number;
+  pollMs: number;
+  /** The defined types (read on every pump, so a type defined after `start()` is picked up). */
+  types: ReadonlyMap<string, JobType>;
+  warn(message: string, error: unknown): void;
+}
+
+/**
+ * Claims and runs jobs of the defined types, at most `concurrency` runs per type in this process.
+ *
+ * Wake-ups are pushed: a `job_available` notification for a defined type (due now: claim; due later: a timer
+ * for its `runAt`), a run that finished (a slot is free), a timer for the store's `nextRunAt`. The only fixed
+ * delay is the safety-net poll every `pollMs`, which also reclaims expired leases of lost workers (the store
+ * does not announce those). Claims are serialised: a wake-up during a claim round starts another round after
+ * it, so no wake-up is lost and no two rounds race for the same slots.
+ *
+ * A slot is freed when its handler settles, not when its run gives up the lease: a handler that ignores its
+ * aborted signal keeps holding its slot in this process (the job itself may be reclaimed elsewhere once the
+ * lease lapses, see `run.ts`), so this process never runs more than `concurrency` handlers of a type.
+ */
+export class Worker {
+  private readonly running = new Map<string, Set<JobRun>>();
+  private subscription: Disposable | undefined;
+  private pollTimer: TimerHandle | undefined;
+  private wakeTimer: TimerHandle | undefined;
+  private wakeAt = Infinity;
+  private pumping = false;
+  private pumpAgain = false;
+  private started = false;
+  private stopping = false;
+
+  constructor(private readonly deps: WorkerDeps) {}
+
+  /** Starts claiming. Idempotent while running. @throws Error after {@link stop}. */
+  start(): void {
+    if (this.stopping) throw new Error('jobs: start() after stop(): create a new runtime instead');
+    if (this.started) return;
+    this.started = true;
+    this.subscription = this.deps.store.subscribe((n) => this.onNotification(n));
+    this.schedulePoll();
+    this.wake();
+  }
+
+  /** Asks for a claim round (a type was defined, a slot freed). No-op unless started. */
+  wake(): void {
+    if (!this.started || this.stopping) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    void this.pump();
+  }
+
+  /**
+   * Stops claiming, waits up to `graceMs` for running handlers, then aborts the rest and releases their
+   * leases. Resolves when every run has settled or was abandoned.
+   */
+  async stop(graceMs: number): Promise<void> {
+    const { clock } = this.deps;
+    this.stopping = true;
+    if (this.pollTimer !== undefined) clock.clearTimeout(this.pollTimer);
+    if (this.wakeTimer !== undefined) clock.clearTimeout(this.wakeTimer);
+    this.pollTimer = this.wakeTimer = undefined;
+    // Let a claim round in flight finish, so its runs are counted below.
+    while (this.pumping) await new Promise<void>((resolve) => setImmediate(resolve));
+    const runs = [...this.running.values()].flatMap((set) => [...set]);
+    if (runs.length > 0) {
+      let graceTimer: TimerHandle | undefined;
+      const graceOver = new Promise<void>((resolve) => (graceTimer = clock.setTimeout(resolve, graceMs)));
+      const allFinished = Promise.all(runs.map((run) => run.finished));
+      await Promise.race([allFinished, graceOver]);
+      clock.clearTimeout(graceTimer);
+      for (const run of runs) run.abortForShutdown();
+      await Promise.all(runs.map((run) => run.released));
+    }
+    this.subscription?.dispose();
+    this.subscription = undefined;
+  }
+
+  private onNotification(n: StoreNotification): void {
+    if (n.kind === 'cancel_requested') {
+      for (const set of this.running.values()) {
+        for (const run of set) if (run.jobId === n.jobId) run.requestCancel();
+      }
+      return;
+    }
+    if (n.kind !== 'job_available' || !this.deps.types.has(n.type)) return;
+    if (n.runAt <= this.deps.clock.now()) this.wake();
+    else this.wakeAtTime(n.runAt);
+  }
+
+  private schedulePoll(): void {
+    this.pollTimer = this.deps.clock.setTimeout(() => {
+      this.schedulePoll();
+      this.wake();
+    }, this.deps.pollMs);
+  }
+
+  /** Arms the wake timer for `at` unless it is already armed earlier. */
+  private wakeAtTime(at: number): void {
+    if (this.stopping || at >= this.wakeAt) return;
+    const { clock } = this.deps;
+    if (this.wakeTimer !== undefined) clock.clearTimeout(this.wakeTimer);
+    this.wakeAt = at;
+    this.wakeTimer = clock.setTimeout(() => {
+      this.wakeTimer = undefined;
+      this.wakeAt = Infinity;
+      this.wake();
+    }, at - clock.now());
+  }
+
+  private async pump(): Promise<void> {
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        await this.claimRound();
+      } while (this.pumpAgain && !this.stopping);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** One claim per type with free slots; then a timer for the earliest future job of those types. */
+  private async claimRound(): Promise<void> {
+    const { store, owner, leaseMs, types } = this.deps;
+    const hungry: string[] = [];
+    for (const jobType of types.values()) {
+      if (this.stopping) return;
+      const free = jobType.concurrency - (this.running.get(jobType.type)?.size ?? 0);
+      if (free <= 0) continue;
+      try {
+        const claims = await store.claim({ owner, types: [jobType.type], limit: free, leaseMs });
+        for (const claim of claims) this.startRun(claim, jobType);
+        if (claims.length < free) hungry.push(jobType.type);
+      } catch (error) {
+        this.deps.warn(`claiming ${jobType.type} jobs failed`, error);
+      }
+    }
+    if (hungry.length === 0 || this.stopping) return;
+    try {
+      const next = await store.nextRunAt(hungry);
+      if (next !== null) {
+        if (next <= this.deps.clock.now()) this.pumpAgain = true;
+        else this.wakeAtTime(next);
+      }
+    } catch (error) {
+      this.deps.warn('reading the next run time failed', error);
+    }
+  }
+
+  private startRun(claim: Claim, jobType: JobType): void {
+    let set = this.running.get(jobType.type);
+    if (set === undefined) this.running.set(jobType.type, (set = new Set()));
+    const run = new JobRun(claim, jobType, this.deps);
+    set.add(run);
+    void run.finished.then(() => {
+      set.delete(run);
+      this.wake();
+    });
+  }
+}
