@@ -1,5 +1,4 @@
 import { BreakwaterError, finite, NON_NEGATIVE } from '../core/index.js';
-import type { JobRecord } from '../store/index.js';
 import { followJob, jobEvents, type FollowDeps } from './follow.js';
 import { JOBS_DEFAULTS, type Jobs, type JobsOptions } from './types.js';
 import { resolveJobsOptions, resolveJobType, toNewJob, type JobType } from './validate.js';
@@ -23,9 +22,9 @@ export function createJobs(options: JobsOptions): Jobs {
   const worker = new Worker({ ...resolved, types, warn });
   const follow: FollowDeps = { store, clock, pollMs: resolved.pollMs, warn };
 
-  async function mustExist(id: string, job: JobRecord | undefined): Promise<JobRecord> {
-    if (job === undefined) throw new BreakwaterError('not_found', { message: `There is no job ${id}.` });
-    return job;
+  function mustExist<T>(id: string, found: T | undefined): T {
+    if (found === undefined) throw new BreakwaterError('not_found', { message: `There is no job ${id}.` });
+    return found;
   }
 
   return {
@@ -54,11 +53,10 @@ export function createJobs(options: JobsOptions): Jobs {
     },
 
     async retry(id) {
-      const before = await mustExist(id, await store.get(id));
-      // retryFailed answers with the job unchanged when it is not failed, so check the status first; a job
-      // retried by someone else in between is pending now, which is the outcome asked for.
-      const job = before.status === 'failed' ? await mustExist(id, await store.retryFailed(id)) : before;
-      if (job.status !== 'pending' || before.status !== 'failed') {
+      // One atomic store step decides: `retried: false` means the job was not failed (a concurrent retry
+      // that won makes it pending), and the job it answers with is the state that decision saw.
+      const { job, retried } = mustExist(id, await store.retryFailed(id));
+      if (!retried) {
         throw new BreakwaterError('invalid_payload', {
           message: `Only a failed job can be retried; job ${id} is ${job.status}.`,
           details: { status: job.status },

@@ -15,8 +15,10 @@ export interface JobsOptions {
   /** Heartbeat interval in ms (integer > 0 and < `leaseMs`, default `leaseMs / 3` rounded down). */
   heartbeatMs?: number;
   /**
-   * Safety-net poll in ms (integer > 0, default 5 000): wake-ups are pushed by the store, this only covers
-   * lost notifications (PostgreSQL reconnects, another SQLite process) and expired leases to reclaim.
+   * Safety-net poll in ms (integer > 0, default 5 000): wake-ups are pushed by the store, and a timer for the
+   * store's `nextRunAt` covers delayed jobs and the lease expiry of a lost worker's job; this only covers what
+   * nothing announces: lost notifications (PostgreSQL reconnects, another SQLite process) and a lease taken by
+   * another worker after this one last read `nextRunAt`.
    */
   pollMs?: number;
 }

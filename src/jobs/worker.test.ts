@@ -247,6 +247,48 @@ describe('jobs worker', () => {
     expect(ran).toEqual([t0 + 1_234]);
   });
 
+  it("a lost worker's job is reclaimed when its lease expires, not at a poll", async () => {
+    h = await harness({ pollMs: 3_600_000 });
+    const ran: [number, number][] = [];
+    h.jobs.defineJob('email', (ctx) => void ran.push([h.clock.now(), ctx.attempt]));
+    const t0 = h.clock.now();
+    const id = await h.jobs.enqueue('email', {});
+    // Another worker claims it and is never heard from again.
+    await h.store.claim({ owner: 'lost', types: ['email'], limit: 1, leaseMs: 7_000 });
+    h.jobs.start();
+    await flush(h.clock);
+    await h.clock.tickAsync(6_999);
+    expect(ran).toEqual([]);
+    await h.clock.tickAsync(1);
+    await flush(h.clock);
+    expect(ran).toEqual([[t0 + 7_000, 2]]);
+    expect(await h.jobs.get(id)).toMatchObject({ status: 'completed', attempts: 2 });
+  });
+
+  it('a job this worker runs and heartbeats is not reclaimed by it when the first lease term ends', async () => {
+    h = await harness({ pollMs: 3_600_000 });
+    const gate = deferred();
+    let runs = 0;
+    h.jobs.defineJob(
+      'slow',
+      async () => {
+        runs++;
+        await gate.promise;
+      },
+      { concurrency: 2 },
+    );
+    const id = await h.jobs.enqueue('slow', {});
+    h.jobs.start();
+    await flush(h.clock);
+    // Several lease terms pass; the type has a free slot, so the worker keeps re-reading nextRunAt.
+    for (let i = 0; i < 10; i++) await h.clock.tickAsync(10_000);
+    expect(runs).toBe(1);
+    expect(await h.jobs.get(id)).toMatchObject({ status: 'in_progress', attempts: 1, leaseToken: 1 });
+    gate.resolve();
+    await flush(h.clock);
+    expect(await h.jobs.get(id)).toMatchObject({ status: 'completed', attempts: 1 });
+  });
+
   it('jobs enqueued before start() run when it starts; a type defined after start() is picked up', async () => {
     h = await harness();
     const ran: string[] = [];

@@ -20,10 +20,12 @@ export interface WorkerDeps {
  * Claims and runs jobs of the defined types, at most `concurrency` runs per type in this process.
  *
  * Wake-ups are pushed: a `job_available` notification for a defined type (due now: claim; due later: a timer
- * for its `runAt`), a run that finished (a slot is free), a timer for the store's `nextRunAt`. The only fixed
- * delay is the safety-net poll every `pollMs`, which also reclaims expired leases of lost workers (the store
- * does not announce those). Claims are serialised: a wake-up during a claim round starts another round after
- * it, so no wake-up is lost and no two rounds race for the same slots.
+ * for its `runAt`), a run that finished (a slot is free), a timer for the store's `nextRunAt`, which counts
+ * running jobs at their lease expiry, so a lost worker's job is reclaimed when its lease lapses (the store
+ * announces no such event; a lease renewed meanwhile just re-arms the timer). The only fixed delay is the
+ * safety-net poll every `pollMs`, for what no push covers: a lost notification, or a job claimed by another
+ * worker after this one last read `nextRunAt`. Claims are serialised: a wake-up during a claim round starts
+ * another round after it, so no wake-up is lost and no two rounds race for the same slots.
  *
  * A slot is freed when its handler settles, not when its run gives up the lease: a handler that ignores its
  * aborted signal keeps holding its slot in this process (the job itself may be reclaimed elsewhere once the
@@ -132,7 +134,11 @@ export class Worker {
     }
   }
 
-  /** One claim per type with free slots; then a timer for the earliest future job of those types. */
+  /**
+   * One claim per type with free slots; then, for the types that got fewer jobs than they had room for, a
+   * timer for the store's `nextRunAt` (a pending job's `runAt` or a running job's lease expiry), or another
+   * round at once when that time has already come.
+   */
   private async claimRound(): Promise<void> {
     const { store, owner, leaseMs, types } = this.deps;
     const hungry: string[] = [];

@@ -566,7 +566,7 @@ export function jobStoreContract(
         clock.tick(5_000);
         expect(await store.cancel(job.id)).toEqual(before);
         expect(await store.claim({ owner: 'w2', types: [], limit: 10, leaseMs: 1_000 })).toEqual([]);
-        await store.retryFailed(job.id);
+        expect(await store.retryFailed(job.id)).toEqual({ job: before, retried: false });
         expect(await store.get(job.id)).toEqual(before);
         expect(await eventTypes(job.id)).toEqual(['job.started', 'job.completed']);
       });
@@ -747,19 +747,25 @@ export function jobStoreContract(
     });
 
     describe('retryFailed', () => {
-      it('puts a failed job back to pending with attempts 0 and runAt now', async () => {
+      it('puts a failed job back to pending with attempts 0 and runAt now, retried: true, and notifies job_available', async () => {
         const job = await enqueue({ maxAttempts: 1 });
         await store.fail(leaseOf(await claimOne()), PERMANENT);
         clock.tick(60_000);
-        const retried = await store.retryFailed(job.id);
-        expect(retried).toMatchObject({
+        const received: StoreNotification[] = [];
+        store.subscribe((n) => received.push(n));
+        const answer = await store.retryFailed(job.id);
+        expect(answer).toEqual({ job: expect.any(Object), retried: true });
+        expect(answer!.job).toMatchObject({
           id: job.id,
           status: 'pending',
           attempts: 0,
           runAt: start + 60_000,
+          error: PERMANENT,
+          finishedAt: null,
           updatedAt: start + 60_000,
         });
-        expect(await store.get(job.id)).toEqual(retried);
+        expect(await store.get(job.id)).toEqual(answer!.job);
+        await expectNotified(received, { kind: 'job_available', type: 'email', runAt: start + 60_000 });
         const claim = await claimOne();
         expect(claim.job.attempts).toBe(1);
         expect(claim.token).toBe(2);
@@ -768,7 +774,7 @@ export function jobStoreContract(
         );
       });
 
-      it('changes nothing on a job that is not failed; a missing job is undefined', async () => {
+      it('a job that is not failed: retried: false with the job unchanged; a missing job is undefined', async () => {
         const pending = await enqueue({ type: 'a' });
         const running = await enqueue({ type: 'b' });
         await claimOne('w', ['b']);
@@ -779,10 +785,19 @@ export function jobStoreContract(
         clock.tick(1_000);
         for (const id of [pending.id, running.id, done.id, gone.id]) {
           const before = await mustGet(id);
-          await store.retryFailed(id);
+          expect(await store.retryFailed(id)).toEqual({ job: before, retried: false });
           expect(await store.get(id)).toEqual(before);
         }
         expect(await store.retryFailed('job_00000000-0000-7000-8000-000000000000')).toBeUndefined();
+      });
+
+      it('a second retry of the same job is retried: false with the job as the first left it', async () => {
+        const job = await enqueue({ maxAttempts: 1 });
+        await store.fail(leaseOf(await claimOne()), PERMANENT);
+        const first = await store.retryFailed(job.id);
+        expect(first?.retried).toBe(true);
+        clock.tick(1_000);
+        expect(await store.retryFailed(job.id)).toEqual({ job: first!.job, retried: false });
       });
     });
 
@@ -999,14 +1014,52 @@ export function jobStoreContract(
         await enqueue({ type: 'a', runAt: start + 5_000 });
         await enqueue({ type: 'a', runAt: start + 3_000 });
         await enqueue({ type: 'b', runAt: start + 1_000 });
-        const running = await enqueue({ type: 'c', runAt: start });
-        await claimOne('w', ['c']);
         expect(await store.nextRunAt([])).toBe(start + 1_000);
         expect(await store.nextRunAt(['a'])).toBe(start + 3_000);
         expect(await store.nextRunAt(['b', 'a'])).toBe(start + 1_000);
-        expect(await store.nextRunAt(['c'])).toBeNull(); // in_progress is not pending
         expect(await store.nextRunAt(['zzz'])).toBeNull();
-        expect((await mustGet(running.id)).status).toBe('in_progress');
+      });
+
+      it('counts a running job at its lease expiry: a lease expiring before any pending runAt is the answer', async () => {
+        await enqueue({ type: 'a', runAt: start + 50_000 });
+        const running = await enqueue({ type: 'a', runAt: start });
+        const lease = leaseOf(await claimOne('w', ['a'], 20_000));
+        expect(await store.nextRunAt(['a'])).toBe(start + 20_000);
+        expect(await store.nextRunAt([])).toBe(start + 20_000);
+        expect(await store.nextRunAt(['b'])).toBeNull();
+        // A heartbeat moves it; an expiry after the earliest runAt leaves the runAt as the answer.
+        clock.tick(5_000);
+        await store.heartbeat(lease, 20_000);
+        expect(await store.nextRunAt(['a'])).toBe(start + 25_000);
+        await store.heartbeat(lease, 60_000);
+        expect(await store.nextRunAt(['a'])).toBe(start + 50_000);
+        // At the answer a claim finds the job: the lost worker's run is reclaimed.
+        await store.heartbeat(lease, 1_000);
+        expect(await store.nextRunAt(['a'])).toBe(start + 6_000);
+        clock.tick(1_000);
+        const reclaim = await claimOne('w2', ['a']);
+        expect(reclaim.job).toMatchObject({ id: running.id, attempts: 2, leaseOwner: 'w2' });
+        expect(await store.nextRunAt(['a'])).toBe(start + 6_000 + LEASE_MS);
+      });
+
+      it('ignores finished jobs and leases that ended', async () => {
+        const done = await enqueue({ type: 'a' });
+        await store.complete(leaseOf(await claimOne('w', ['a'])), 1);
+        const failed = await enqueue({ type: 'a', maxAttempts: 1 });
+        await store.fail(leaseOf(await claimOne('w', ['a'])), PERMANENT);
+        const canceled = await enqueue({ type: 'a' });
+        await claimOne('w', ['a']);
+        await store.cancel(canceled.id);
+        expect(await store.nextRunAt(['a'])).toBe(start + LEASE_MS); // a cancel request keeps the lease
+        await store.finishCanceled(leaseOf({ job: await mustGet(canceled.id), token: 1 }));
+        expect(await store.nextRunAt(['a'])).toBeNull();
+        const released = await enqueue({ type: 'a', runAt: start });
+        await store.release(leaseOf(await claimOne('w', ['a'])));
+        expect(await store.nextRunAt(['a'])).toBe(start); // pending again, due now
+        for (const job of [done, failed, canceled]) {
+          expect(TERMINAL_STATUSES.has((await mustGet(job.id)).status)).toBe(true);
+        }
+        expect((await mustGet(released.id)).status).toBe('pending');
       });
     });
 

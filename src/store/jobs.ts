@@ -213,15 +213,24 @@ export interface JobStore {
    */
   cancel(id: string): Promise<JobRecord | undefined>;
 
-  /** A `failed` job back to `pending` with `attempts = 0` and `runAt = now` (retry from the dead letter). */
-  retryFailed(id: string): Promise<JobRecord | undefined>;
+  /**
+   * Retries from the dead letter: a `failed` job back to `pending` with `attempts = 0` and `runAt = now`,
+   * notifying `job_available` (`retried: true`). Any other status changes nothing (`retried: false`). Returns
+   * the job after the step, or undefined when it does not exist.
+   */
+  retryFailed(id: string): Promise<{ job: JobRecord; retried: boolean } | undefined>;
 
   /** Events of a job with `seq > afterSeq`, in order, at most `limit` (default 1000). */
   events(jobId: string, afterSeq?: number, limit?: number): Promise<JobEvent[]>;
 
   stats(): Promise<JobStats>;
 
-  /** The earliest `runAt` among pending jobs of `types` (all when empty), or null: when to look again. */
+  /**
+   * The earliest time a {@link JobStore.claim} of `types` (all when empty) could find work, or null when none could:
+   * the minimum of the `runAt` of `pending` jobs and the `leaseExpiresAt` of `in_progress` ones (a lost
+   * worker's job becomes reclaimable then, unless a heartbeat renews it first). When to look again; a time
+   * not after now means work is due now.
+   */
   nextRunAt(types: readonly string[]): Promise<number | null>;
 
   /** Subscribes to {@link StoreNotification}s. */

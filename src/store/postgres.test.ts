@@ -125,6 +125,21 @@ describePostgres('PostgreSQL job store', () => {
       expect(await b.claim({ owner: 'late', types: [], limit: 10, leaseMs: 30_000 })).toEqual([]);
     });
 
+    it('concurrent retryFailed of one job: one retried, every other answer is the job it left', async () => {
+      const job = (await a.enqueue(newJob({ maxAttempts: 1 }))).job;
+      const [claim] = await a.claim({ owner: 'w', types: [], limit: 1, leaseMs: 30_000 });
+      await a.fail({ id: job.id, token: claim!.token }, { code: 'x', message: 'x', kind: 'permanent' });
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).retryFailed(job.id)),
+      );
+      expect(answers.filter((r) => r?.retried)).toHaveLength(1);
+      const retried = answers.find((r) => r?.retried)!.job;
+      expect(retried).toMatchObject({ status: 'pending', attempts: 0 });
+      // A loser that waited on the winner's lock answers with the row as committed, never a stale `failed`.
+      for (const r of answers) expect(r).toEqual({ job: retried, retried: r!.retried });
+      expect(await b.get(job.id)).toEqual(retried);
+    });
+
     it('a notification written by one instance reaches a subscriber of the other', async () => {
       const received: StoreNotification[] = [];
       b.subscribe((n) => received.push(n));

@@ -59,29 +59,36 @@ export async function cancel(db: Db, id: string): Promise<JobRecord | undefined>
 }
 
 /**
- * A `failed` job (the dead letter) back to `pending` with `attempts = 0` and `run_at = now`, in one
- * statement; the `jobs_available_on_update` trigger notifies `job_available`. The last error stays (it is
- * why the job was retried by hand); a stale cancel request is dropped, or it would abort the new run at once.
- * Returns the job after the step: unchanged when it is not `failed`, undefined when it does not exist.
+ * A `failed` job (the dead letter) back to `pending` with `attempts = 0` and `run_at = now`; the
+ * `jobs_available_on_update` trigger notifies `job_available`. The last error stays (it is why the job was
+ * retried by hand); a stale cancel request is dropped, or it would abort the new run at once. Returns the job
+ * after the step with `retried: true`; the job unchanged with `retried: false` when it is not `failed`;
+ * undefined when it does not exist.
  *
- * The fallback SELECT runs only when the UPDATE matched nothing; it reads the statement's snapshot, which is
- * the current row since nothing changed it.
+ * Like {@link cancel}, the row is read FOR UPDATE first, in one transaction: the answer must be the row the
+ * decision was made on. A single `UPDATE … WHERE status = 'failed'` with a fallback SELECT could not give
+ * that: an UPDATE that waited on a concurrent change (another retry) and then matched nothing leaves the
+ * fallback reading the statement's older snapshot, a job still `failed` next to `retried: false`. FOR UPDATE
+ * waits the same way but then returns the row as committed.
  */
-export async function retryFailed(db: Db, id: string): Promise<JobRecord | undefined> {
+export async function retryFailed(
+  db: Db,
+  id: string,
+): Promise<{ job: JobRecord; retried: boolean } | undefined> {
   const now = ms(db.clock.now());
-  const result = await db.pool.query<JobRow>(
-    `WITH retried AS (
-       UPDATE ${db.jobs}
+  return withTransaction(db.pool, async (client) => {
+    const locked = await client.query<JobRow>(`SELECT * FROM ${db.jobs} WHERE id = $1 FOR UPDATE`, [id]);
+    const job = locked.rows[0];
+    if (job === undefined) return undefined;
+    if (job.status !== 'failed') return { job: toJob(job), retried: false };
+    const retried = await client.query<JobRow>(
+      `UPDATE ${db.jobs}
        SET status = 'pending', attempts = 0, run_at = $2, cancel_requested_at = NULL,
            finished_at = NULL, updated_at = $2
-       WHERE id = $1 AND status = 'failed'
-       RETURNING *
-     )
-     SELECT * FROM retried
-     UNION ALL
-     SELECT * FROM ${db.jobs} WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM retried)`,
-    [id, now],
-  );
-  const row = result.rows[0];
-  return row === undefined ? undefined : toJob(row);
+       WHERE id = $1
+       RETURNING *`,
+      [id, now],
+    );
+    return { job: toJob(retried.rows[0]!), retried: true };
+  });
 }

@@ -173,7 +173,7 @@ class PostgresJobStore implements JobStore {
     return this.open().then(() => cancel(this.db, id));
   }
 
-  retryFailed(id: string): Promise<JobRecord | undefined> {
+  retryFailed(id: string): Promise<{ job: JobRecord; retried: boolean } | undefined> {
     return this.open().then(() => retryFailed(this.db, id));
   }
 

@@ -108,6 +108,16 @@ const MIGRATIONS: readonly Migration[] = [
         EXECUTE FUNCTION ${s}.notify_job_event();
     `,
   },
+  {
+    version: 2,
+    name: 'pending jobs by run_at',
+    sql: (s) => `
+      -- nextRunAt: the earliest run_at among pending jobs is the first entry (with types, the first of the
+      -- walk whose type matches). jobs_pending leads with priority, so without this min(run_at) read every
+      -- pending job, on every claim round of an idle worker.
+      CREATE INDEX jobs_pending_run_at ON ${s}.jobs (run_at) WHERE status = 'pending';
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -32,13 +32,19 @@ export async function stats(db: Db): Promise<JobStats> {
 }
 
 /**
- * The earliest `run_at` among pending jobs of `types` (every type when empty), or null: when a worker with
- * nothing to claim should look again. Served by the `jobs_pending` partial index.
+ * When a claim of `types` (every type when empty) could next find work, or null: the earlier of the first
+ * pending `run_at` and the first in-progress `lease_expires_at` (a lost worker's job is reclaimable then), in
+ * one statement, so both come from one snapshot. LEAST skips a null side. Each min() is the first entry of a
+ * partial index (with types, the first of the walk whose type matches): `jobs_pending_run_at` and
+ * `jobs_leases`.
  */
 export async function nextRunAt(db: Db, types: readonly string[]): Promise<number | null> {
+  const ofTypes = '(cardinality($1::text[]) = 0 OR type = ANY ($1::text[]))';
   const result = await db.pool.query<{ next: number | null }>(
-    `SELECT min(run_at) AS next FROM ${db.jobs}
-     WHERE status = 'pending' AND (cardinality($1::text[]) = 0 OR type = ANY ($1::text[]))`,
+    `SELECT LEAST(
+       (SELECT min(run_at) FROM ${db.jobs} WHERE status = 'pending' AND ${ofTypes}),
+       (SELECT min(lease_expires_at) FROM ${db.jobs} WHERE status = 'in_progress' AND ${ofTypes})
+     ) AS next`,
     [[...types]],
   );
   return result.rows[0]?.next ?? null;

@@ -51,14 +51,17 @@ export function prepareCancel(
 
 /**
  * Prepares `JobStore.retryFailed`: a dead-lettered (`failed`) job back to `pending` with `attempts = 0` and
- * `runAt = now`, and `job_available`. The last error is kept (it is why the job is being retried); the finish
- * time and any old cancel request are cleared. The contract names no event for this step, so none is written;
- * the next claim's `job.started` continues the job's seq. Any other status: the job unchanged.
+ * `runAt = now`, and `job_available` (`retried: true`). The last error is kept (it is why the job is being
+ * retried); the finish time and any old cancel request are cleared. The contract names no event for this step,
+ * so none is written; the next claim's `job.started` continues the job's seq. Any other status: the job
+ * unchanged (`retried: false`).
  *
- * The status condition sits in the UPDATE itself, so it is one fenced statement; the read after it serves the
- * "unchanged" and "missing" answers.
+ * The status condition sits in the UPDATE itself, so it is one fenced statement; the read after it (in the same
+ * write transaction) serves the "unchanged" and "missing" answers.
  */
-export function prepareRetryFailed(ctx: SqliteContext): (id: string) => JobRecord | undefined {
+export function prepareRetryFailed(
+  ctx: SqliteContext,
+): (id: string) => { job: JobRecord; retried: boolean } | undefined {
   const { db } = ctx;
   const retry = db.prepare<[number, number, string], JobRow>(
     `UPDATE jobs SET status = 'pending', attempts = 0, run_at = ?, finished_at = NULL,
@@ -72,10 +75,10 @@ export function prepareRetryFailed(ctx: SqliteContext): (id: string) => JobRecor
     const row = retry.get(now, now, id);
     if (row === undefined) {
       const current = select.get(id);
-      return current === undefined ? undefined : toJobRecord(current);
+      return current === undefined ? undefined : { job: toJobRecord(current), retried: false };
     }
     const job = toJobRecord(row);
     notifyAvailable(ctx, job.type, now);
-    return job;
+    return { job, retried: true };
   }).immediate;
 }

@@ -122,7 +122,7 @@ class SqliteJobStore implements JobStore {
   private readonly finishCanceledTx: (lease: LeaseRef) => JobEvent | undefined;
   private readonly releaseTx: (lease: LeaseRef) => boolean;
   private readonly cancelTx: (id: string) => JobRecord | undefined;
-  private readonly retryFailedTx: (id: string) => JobRecord | undefined;
+  private readonly retryFailedTx: (id: string) => { job: JobRecord; retried: boolean } | undefined;
   private readonly readEvents: (jobId: string, afterSeq?: number, limit?: number) => JobEvent[];
   private readonly statsTx: () => JobStats;
   private readonly nextRunAtStmt: (types: readonly string[]) => number | null;
@@ -197,7 +197,7 @@ class SqliteJobStore implements JobStore {
     return this.write(this.cancelTx, id);
   }
 
-  retryFailed(id: string): Promise<JobRecord | undefined> {
+  retryFailed(id: string): Promise<{ job: JobRecord; retried: boolean } | undefined> {
     return this.write(this.retryFailedTx, id);
   }
 
