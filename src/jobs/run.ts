@@ -252,15 +252,21 @@ export class JobRun {
       kind: c.kind,
     };
     const { attempts, maxAttempts } = this.claim.job;
-    if (error.kind !== 'transient' || attempts >= maxAttempts) {
+    // `retryable`, not just `transient`: our own rate/spend limits and an unknown outcome of a write
+    // (a POST cut off mid-flight) are never repeated blindly (DESIGN: "Classification").
+    if (!c.retryable || attempts >= maxAttempts) {
       await store.fail(this.lease, error);
       return;
     }
     const planned = this.jobType.backoff.next(attempts, 0);
-    const delayMs = Math.max(Number.isFinite(planned) && planned > 0 ? planned : 0, c.retryAfterMs ?? 0);
+    const hintMs = Math.min(c.retryAfterMs ?? 0, MAX_RETRY_HINT_MS);
+    const delayMs = Math.max(Number.isFinite(planned) && planned > 0 ? planned : 0, hintMs);
     await store.fail(this.lease, error, clock.now() + Math.ceil(delayMs));
   }
 }
+
+/** A retry hint (`Retry-After`) is honoured up to one hour: a larger one would park the job for good. */
+const MAX_RETRY_HINT_MS = 3_600_000;
 
 function messageOf(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);

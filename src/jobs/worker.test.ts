@@ -167,6 +167,31 @@ describe('jobs worker', () => {
     });
   });
 
+  it('an unknown outcome of a write and our own rate limit are not retried, whatever attempts are left', async () => {
+    h = await harness();
+    const failures = [
+      new BreakwaterError('outcome_unknown', { message: 'the charge may have gone through' }),
+      new BreakwaterError('rate_limited', { retryAfterMs: 1000 }),
+    ];
+    h.jobs.defineJob('charge', (ctx: JobContext) => {
+      throw failures[(ctx.payload as { n: number }).n]!;
+    });
+    h.jobs.start();
+    const unknown = await h.jobs.enqueue('charge', { n: 0 }, { maxAttempts: 5 });
+    const limited = await h.jobs.enqueue('charge', { n: 1 }, { maxAttempts: 5 });
+    await flush(h.clock);
+    expect(await h.jobs.get(unknown)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      error: { code: 'outcome_unknown', kind: 'transient' },
+    });
+    expect(await h.jobs.get(limited)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      error: { code: 'rate_limited', kind: 'transient' },
+    });
+  });
+
   it('exhausted attempts → failed with the last error and job.failed', async () => {
     h = await harness();
     h.jobs.defineJob(

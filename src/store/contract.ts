@@ -693,6 +693,42 @@ export function jobStoreContract(
       });
     });
 
+    describe('a cancel request during a run', () => {
+      it('fail with retryAt ends the job canceled, not pending: the cancel is kept', async () => {
+        const job = await enqueue({ runAt: start, maxAttempts: 3 });
+        const claim = await claimOne();
+        await store.cancel(job.id);
+        clock.tick(100);
+        const error = { code: 'upstream_unavailable', message: 'down', kind: 'transient' } as const;
+        const written = await store.fail(leaseOf(claim), error, start + 5000);
+        expect(written).toMatchObject({ type: 'job.canceled', seq: 2, payload: { attempts: 1 } });
+        expect(await mustGet(job.id)).toMatchObject({
+          status: 'canceled',
+          attempts: 1,
+          finishedAt: start + 100,
+          leaseOwner: null,
+        });
+        expect(await eventTypes(job.id)).toEqual(['job.started', 'job.canceled']);
+      });
+
+      it('release ends the job canceled (the run not counted), with job.canceled', async () => {
+        const job = await enqueue({ runAt: start });
+        const claim = await claimOne();
+        await store.cancel(job.id);
+        clock.tick(100);
+        expect(await store.release(leaseOf(claim))).toBe(true);
+        expect(await mustGet(job.id)).toMatchObject({
+          status: 'canceled',
+          attempts: 0,
+          finishedAt: start + 100,
+          leaseOwner: null,
+        });
+        expect(await eventTypes(job.id)).toEqual(['job.started', 'job.canceled']);
+        expect((await store.events(job.id)).at(-1)?.payload).toEqual({ attempts: 0 });
+        expect(await store.claim({ owner: 'w2', types: [], limit: 10, leaseMs: LEASE_MS })).toEqual([]);
+      });
+    });
+
     describe('cancel', () => {
       it('a pending job is canceled at once with job.canceled', async () => {
         const job = await enqueue();

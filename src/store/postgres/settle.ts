@@ -48,9 +48,13 @@ export async function fail(
   const inserted = await db.pool.query<EventRow>(
     `WITH settled AS (
        UPDATE ${db.jobs}
-       SET status = CASE WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN 'pending' ELSE 'failed' END,
-           run_at = CASE WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN $5::bigint ELSE run_at END,
-           finished_at = CASE WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN NULL ELSE $3::bigint END,
+       SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'canceled'
+                         WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN 'pending'
+                         ELSE 'failed' END,
+           run_at = CASE WHEN cancel_requested_at IS NULL AND $5::bigint IS NOT NULL AND attempts < max_attempts
+                         THEN $5::bigint ELSE run_at END,
+           finished_at = CASE WHEN cancel_requested_at IS NULL AND $5::bigint IS NOT NULL AND attempts < max_attempts
+                              THEN NULL ELSE $3::bigint END,
            error = $4::jsonb, lease_owner = NULL, lease_expires_at = NULL,
            next_seq = next_seq + 1, updated_at = $3
        WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'
@@ -58,11 +62,12 @@ export async function fail(
      )
      INSERT INTO ${db.events} (job_id, seq, type, occurred_at, payload)
      SELECT id, seq,
-            CASE WHEN status = 'pending' THEN 'job.retrying' ELSE 'job.failed' END,
+            CASE status WHEN 'pending' THEN 'job.retrying' WHEN 'canceled' THEN 'job.canceled' ELSE 'job.failed' END,
             $3,
-            CASE WHEN status = 'pending'
-                 THEN jsonb_build_object('error', $4::jsonb, 'nextAttempt', attempts + 1, 'runAt', run_at)
-                 ELSE jsonb_build_object('error', $4::jsonb, 'attempts', attempts)
+            CASE status
+              WHEN 'pending' THEN jsonb_build_object('error', $4::jsonb, 'nextAttempt', attempts + 1, 'runAt', run_at)
+              WHEN 'canceled' THEN jsonb_build_object('attempts', attempts)
+              ELSE jsonb_build_object('error', $4::jsonb, 'attempts', attempts)
             END
      FROM settled
      RETURNING *`,
@@ -99,12 +104,26 @@ export async function finishCanceled(db: Db, lease: LeaseRef): Promise<JobEvent 
  */
 export async function release(db: Db, lease: LeaseRef): Promise<boolean> {
   const now = ms(db.clock.now());
-  const result = await db.pool.query(
-    `UPDATE ${db.jobs}
-     SET status = 'pending', run_at = $3, attempts = GREATEST(attempts - 1, 0),
-         lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
-     WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'`,
+  // The run is not counted (attempts - 1). A job whose cancel was requested is not handed back to run
+  // again: it ends `canceled` with its `job.canceled` event, in the same statement, so the cancel is kept.
+  const result = await db.pool.query<{ released: string }>(
+    `WITH released AS (
+       UPDATE ${db.jobs}
+       SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'canceled' END,
+           run_at = CASE WHEN cancel_requested_at IS NULL THEN $3::bigint ELSE run_at END,
+           finished_at = CASE WHEN cancel_requested_at IS NULL THEN finished_at ELSE $3::bigint END,
+           next_seq = CASE WHEN cancel_requested_at IS NULL THEN next_seq ELSE next_seq + 1 END,
+           attempts = GREATEST(attempts - 1, 0),
+           lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
+       WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'
+       RETURNING id, status, attempts, next_seq - 1 AS seq
+     ), canceled AS (
+       INSERT INTO ${db.events} (job_id, seq, type, occurred_at, payload)
+       SELECT id, seq, 'job.canceled', $3, jsonb_build_object('attempts', attempts)
+       FROM released WHERE status = 'canceled'
+     )
+     SELECT count(*) AS released FROM released`,
     [lease.id, lease.token, now],
   );
-  return result.rowCount === 1;
+  return Number(result.rows[0]?.released ?? 0) === 1;
 }
