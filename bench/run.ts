@@ -1,9 +1,10 @@
 /**
  * `npm run bench -- <suite>`: benchmarks against peers, never part of `npm test`.
- * Suites: policies.
+ * Suites: policies, jobs.
  */
 const suites: Record<string, () => Promise<unknown>> = {
   policies: () => import('./policies.js'),
+  jobs: () => import('./jobs.js'),
 };
 
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));

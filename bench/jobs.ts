@@ -1,0 +1,307 @@
+/**
+ * `npm run bench -- jobs [--jobs=N] [--pgboss-jobs=N]`: enqueues and processes N no-op jobs (default 20 000)
+ * with 16 handlers at once, on Breakwater over SQLite (a WAL file in a temp folder, `synchronous = FULL`),
+ * Breakwater over PostgreSQL (a fresh schema), BullMQ on the local Redis and pg-boss on the same PostgreSQL,
+ * one after another in this process. Reports jobs/s from the first enqueue to the moment the system's own
+ * books show all N completed, and enqueue-to-start latency p50/p99, taken inside the handler against the
+ * enqueue time carried in the payload (one process, one `performance.now()` clock).
+ *
+ * Fairness: every system has its workers started before the first enqueue, and enqueues one job per call,
+ * at most {@link IN_FLIGHT} calls in flight. Each runs with its defaults otherwise (pool sizes, leases,
+ * polling), because that is what a user gets. Latency includes queueing: enqueues outpace the handlers, so
+ * a job waits behind the backlog and p50/p99 grow with N.
+ *
+ * pg-boss 10 polls: a worker fetches once per `pollingIntervalSeconds` (at least 0.5 s) even when it just
+ * got a job, so 16 workers top out at about 32 jobs/s. It therefore runs `--pgboss-jobs` jobs (default the
+ * smaller of N and 1 000), which measures the same steady rate without a ten-minute run; the table says so.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Queue, Worker } from 'bullmq';
+import pg from 'pg';
+import PgBoss from 'pg-boss';
+import { createJobs, openPostgresStore, openSqliteStore, type JobStore } from '../src/index.js';
+
+const PG_HOST = '127.0.0.1';
+const PG_PORT = 5432;
+const PG_URL = `postgres://postgres@${PG_HOST}:${PG_PORT}/test`;
+const REDIS = { host: '127.0.0.1', port: 6379 };
+const CONCURRENCY = 16;
+/** Enqueue calls in flight at once, for every system alike. */
+const IN_FLIGHT = 64;
+/** How often the end of a run is checked once every handler has started (ms). */
+const SETTLE_POLL_MS = 2;
+/** A run that makes no progress for this long is abandoned (ms). */
+const STALL_MS = 60_000;
+
+/** What every handler gets: the enqueue time, in `performance.now()` ms. */
+interface Payload {
+  t: number;
+}
+
+/** One system, set up with its workers running and its handler wired to `onStart`. */
+interface System {
+  enqueue(payload: Payload): Promise<unknown>;
+  /** How many of this run's jobs the system has recorded as completed. */
+  completed(): Promise<number>;
+  close(): Promise<void>;
+}
+
+interface Contender {
+  name: string;
+  /** Sets the system up, or returns why it is skipped. */
+  open(onStart: (payload: Payload) => void): Promise<System | string>;
+  /** Jobs to run, when not N. */
+  jobs?: (n: number) => number;
+}
+
+interface Result {
+  name: string;
+  jobs: number;
+  jobsPerSec: number;
+  p50: number;
+  p99: number;
+}
+
+function intArg(name: string, fallback: number): number {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  if (arg === undefined) return fallback;
+  const value = Number(arg.slice(name.length + 3));
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`--${name} must be an integer >= 1`);
+  return value;
+}
+
+/** Resolves with undefined when a TCP connection opens within a second, or with the reason it did not. */
+function reachable(host: string, port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (reason?: string) => {
+      socket.destroy();
+      resolve(reason);
+    };
+    socket.setTimeout(1000, () => done(`${host}:${port} did not answer within 1 s`));
+    socket.once('connect', () => done());
+    socket.once('error', (error) => done(`${host}:${port} unreachable (${error.message})`));
+  });
+}
+
+async function withPg<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+function breakwater(store: () => Promise<{ store: JobStore; cleanup: () => Promise<void> }>) {
+  return async (onStart: (payload: Payload) => void): Promise<System> => {
+    const { store: jobStore, cleanup } = await store();
+    const jobs = createJobs({ store: jobStore });
+    jobs.defineJob<Payload>('noop', ({ payload }) => onStart(payload), { concurrency: CONCURRENCY });
+    jobs.start();
+    return {
+      enqueue: (payload) => jobs.enqueue('noop', payload),
+      completed: async () => (await jobStore.stats()).counts.completed,
+      async close() {
+        await jobs.stop();
+        await jobStore.close();
+        await cleanup();
+      },
+    };
+  };
+}
+
+const contenders: Contender[] = [
+  {
+    name: 'breakwater sqlite',
+    open: breakwater(async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'breakwater-bench-'));
+      const store = await openSqliteStore({ path: join(dir, 'jobs.db') });
+      return { store, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+    }),
+  },
+  {
+    name: 'breakwater postgres',
+    async open(onStart) {
+      const down = await reachable(PG_HOST, PG_PORT);
+      if (down !== undefined) return `PostgreSQL ${down}`;
+      const schema = `bench_bw_${randomUUID().slice(0, 8)}`;
+      return breakwater(async () => ({
+        store: await openPostgresStore({ url: PG_URL, schema }),
+        cleanup: () =>
+          withPg((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).then(() => undefined),
+      }))(onStart);
+    },
+  },
+  {
+    name: 'bullmq redis',
+    async open(onStart) {
+      const down = await reachable(REDIS.host, REDIS.port);
+      if (down !== undefined) return `Redis ${down}`;
+      const name = `bench-${randomUUID()}`;
+      const queue = new Queue<Payload>(name, { connection: REDIS });
+      let completed = 0;
+      const worker = new Worker<Payload>(
+        name,
+        async (job) => {
+          onStart(job.data);
+        },
+        { connection: { ...REDIS, maxRetriesPerRequest: null }, concurrency: CONCURRENCY },
+      );
+      worker.on('completed', () => completed++);
+      worker.on('error', (error) => console.error(`  bullmq worker: ${error.message}`));
+      await worker.waitUntilReady();
+      await queue.waitUntilReady();
+      return {
+        enqueue: (payload) => queue.add('noop', payload),
+        completed: async () => completed,
+        async close() {
+          await worker.close();
+          await queue.obliterate({ force: true });
+          await queue.close();
+        },
+      };
+    },
+  },
+  {
+    name: 'pg-boss postgres',
+    jobs: (n) => intArg('pgboss-jobs', Math.min(n, 1000)),
+    async open(onStart) {
+      const down = await reachable(PG_HOST, PG_PORT);
+      if (down !== undefined) return `PostgreSQL ${down}`;
+      const schema = `bench_pgboss_${randomUUID().slice(0, 8)}`;
+      const boss = new PgBoss({ connectionString: PG_URL, schema });
+      boss.on('error', (error) => console.error(`  pg-boss: ${error.message}`));
+      await boss.start();
+      const name = 'noop';
+      await boss.createQueue(name);
+      // pg-boss 10 has no team size: one work() per concurrent handler, each fetching one job per poll at
+      // the shortest interval it allows.
+      for (let i = 0; i < CONCURRENCY; i++) {
+        await boss.work<Payload>(name, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([job]) => {
+          onStart(job!.data);
+        });
+      }
+      const counter = new pg.Pool({ connectionString: PG_URL, max: 1 });
+      return {
+        enqueue: (payload) => boss.send(name, payload),
+        async completed() {
+          const { rows } = await counter.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM "${schema}".job WHERE name = $1 AND state = 'completed'`,
+            [name],
+          );
+          return rows[0]!.n;
+        },
+        async close() {
+          await boss.stop({ graceful: true, wait: true });
+          await counter.end();
+          await withPg((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+        },
+      };
+    },
+  },
+];
+
+/** Runs `n` jobs through one system; resolves with its numbers. */
+async function measure(contender: Contender, n: number): Promise<Result | string> {
+  const latencies: number[] = [];
+  let allStarted!: () => void;
+  const started = new Promise<void>((resolve) => (allStarted = resolve));
+  let lastProgress = performance.now();
+  const onStart = (payload: Payload): void => {
+    const now = performance.now();
+    latencies.push(now - payload.t);
+    lastProgress = now;
+    if (latencies.length === n) allStarted();
+  };
+  const system = await contender.open(onStart).catch((error: unknown) => `setup failed: ${String(error)}`);
+  if (typeof system === 'string') return system;
+
+  try {
+    const begin = performance.now();
+    let next = 0;
+    const enqueuer = async (): Promise<void> => {
+      while (next < n) {
+        next++;
+        await system.enqueue({ t: performance.now() });
+      }
+    };
+    const enqueued = Promise.all(Array.from({ length: Math.min(IN_FLIGHT, n) }, enqueuer));
+    const stall = setInterval(() => {
+      if (performance.now() - lastProgress > STALL_MS) allStarted();
+    }, 1000);
+    await Promise.all([enqueued, started]);
+    clearInterval(stall);
+    if (latencies.length < n) return `stalled: ${latencies.length} of ${n} jobs started`;
+    let done = await system.completed();
+    while (done < n) {
+      if (performance.now() - lastProgress > STALL_MS) return `stalled: ${done} of ${n} jobs completed`;
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+      const now = await system.completed();
+      if (now > done) lastProgress = performance.now();
+      done = now;
+    }
+    const elapsedMs = performance.now() - begin;
+    latencies.sort((a, b) => a - b);
+    return {
+      name: contender.name,
+      jobs: n,
+      jobsPerSec: (n * 1000) / elapsedMs,
+      p50: percentile(latencies, 0.5),
+      p99: percentile(latencies, 0.99),
+    };
+  } finally {
+    await system.close();
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
+}
+
+function ratioLine(label: string, a: Result | undefined, b: Result | undefined, target: string): string {
+  const value = a !== undefined && b !== undefined ? `${(a.jobsPerSec / b.jobsPerSec).toFixed(2)}x` : 'n/a';
+  return `  ${label.padEnd(42)} ${value.padStart(8)}  target ${target}`;
+}
+
+export async function main(): Promise<void> {
+  const n = intArg('jobs', 20_000);
+  console.log(
+    `\nJobs: ${n.toLocaleString('en-US')} no-op jobs, concurrency ${CONCURRENCY}, ${IN_FLIGHT} enqueues in flight`,
+  );
+  const results = new Map<string, Result>();
+  for (const contender of contenders) {
+    const jobs = contender.jobs?.(n) ?? n;
+    const result = await measure(contender, jobs);
+    if (typeof result === 'string') {
+      console.log(`  ${contender.name}: skipped: ${result}`);
+      continue;
+    }
+    results.set(result.name, result);
+    console.log(
+      `  ${result.name.padEnd(20)} ${result.jobs.toLocaleString('en-US').padStart(7)} jobs` +
+        `  ${Math.round(result.jobsPerSec).toLocaleString('en-US').padStart(8)} jobs/s` +
+        `  p50 ${result.p50.toFixed(2).padStart(9)} ms  p99 ${result.p99.toFixed(2).padStart(9)} ms`,
+    );
+  }
+  const sqlite = results.get('breakwater sqlite');
+  console.log('\nRatios (throughput, higher is faster for breakwater):');
+  console.log(ratioLine('breakwater sqlite / bullmq', sqlite, results.get('bullmq redis'), '>= 1.5x'));
+  console.log(
+    `  ${'breakwater sqlite p50 latency'.padEnd(42)} ${sqlite === undefined ? 'n/a'.padStart(8) : `${sqlite.p50.toFixed(2)} ms`.padStart(8)}  target <= 2 ms`,
+  );
+  console.log(
+    ratioLine(
+      'breakwater postgres / pg-boss',
+      results.get('breakwater postgres'),
+      results.get('pg-boss postgres'),
+      '>= 2x',
+    ),
+  );
+}
