@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.js';
 import { jobStoreContract } from './contract.js';
 import type { Claim, JobStore, NewJob } from './jobs.js';
+import { groupCommitStats } from './sqlite/batch.js';
 import { openSqliteStore } from './sqlite/index.js';
 
 jobStoreContract('sqlite', (clock) => openSqliteStore({ path: ':memory:', clock }));
@@ -112,6 +113,99 @@ describe('SQLite job store on a file', () => {
       expect(claim.token).toBe(1);
       expect(await b.events(claim.job.id)).toHaveLength(1);
     }
+  });
+
+  describe('group commit of enqueue, complete and fail', () => {
+    it('100 concurrent enqueues commit in fewer transactions than calls, all durable', async () => {
+      const store = await openFile();
+      const before = groupCommitStats.transactions;
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => store.enqueue(newJob({ payload: { i } }))),
+      );
+      const transactions = groupCommitStats.transactions - before;
+      expect(transactions).toBeGreaterThanOrEqual(1);
+      expect(transactions).toBeLessThan(10);
+      expect(results.every((r) => r.created)).toBe(true);
+      await store.close();
+      const again = await openFile();
+      expect(await again.list()).toHaveLength(100);
+    });
+
+    it('a batch larger than the cap is split into several transactions', async () => {
+      const store = await openFile();
+      const before = groupCommitStats.transactions;
+      await Promise.all(Array.from({ length: 600 }, (_, i) => store.enqueue(newJob({ payload: { i } }))));
+      expect(groupCommitStats.transactions - before).toBe(3);
+      expect(await store.list({ limit: 1000 })).toHaveLength(600);
+    });
+
+    it('one failing operation in a batch rejects alone; the others commit and notify', async () => {
+      const store = await openFile();
+      const heard: string[] = [];
+      store.subscribe((n) => {
+        if (n.kind === 'job_available') heard.push(n.type);
+      });
+      const before = groupCommitStats.transactions;
+      const settled = await Promise.allSettled([
+        store.enqueue(newJob({ type: 'a' })),
+        // max_attempts >= 1 is a CHECK constraint: this INSERT fails inside its savepoint.
+        store.enqueue(newJob({ type: 'bad', maxAttempts: 0 })),
+        store.enqueue(newJob({ type: 'c' })),
+      ]);
+      expect(groupCommitStats.transactions - before).toBe(1);
+      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(heard).toEqual(['a', 'c']);
+      expect((await store.list()).map((j) => j.type).sort()).toEqual(['a', 'c']);
+    });
+
+    it('the same idempotency key twice in one batch gives one job', async () => {
+      const store = await openFile();
+      const before = groupCommitStats.transactions;
+      const [first, second] = await Promise.all([
+        store.enqueue(newJob({ idempotencyKey: 'k' })),
+        store.enqueue(newJob({ idempotencyKey: 'k', payload: { other: true } })),
+      ]);
+      expect(groupCommitStats.transactions - before).toBe(1);
+      expect(first!.created).toBe(true);
+      expect(second).toEqual({ job: first!.job, created: false });
+      expect(await store.list()).toHaveLength(1);
+    });
+
+    it('complete and fail are batched too, each fenced by its own lease', async () => {
+      const store = await openFile();
+      for (let i = 0; i < 4; i++) await store.enqueue(newJob({ payload: { i } }));
+      const claims = await store.claim({ owner: 'w', types: [], limit: 4, leaseMs: 30_000 });
+      const before = groupCommitStats.transactions;
+      const error = { code: 'x', message: 'x', kind: 'permanent' } as const;
+      const lease = (c: Claim) => ({ id: c.job.id, token: c.token });
+      const results = await Promise.all([
+        store.complete(lease(claims[0]!), 1),
+        store.fail(lease(claims[1]!), error),
+        store.complete(lease(claims[2]!), 3),
+        store.complete({ id: claims[3]!.job.id, token: 99 }, 4), // stale token
+      ]);
+      expect(groupCommitStats.transactions - before).toBe(1);
+      expect(results.map((e) => e?.type)).toEqual([
+        'job.completed',
+        'job.failed',
+        'job.completed',
+        undefined,
+      ]);
+    });
+
+    it('other operations see queued writes first; close() commits what is pending', async () => {
+      const store = await openFile();
+      const pending = store.enqueue(newJob());
+      // Not awaited: the claim still finds the job, as when each enqueue committed at once.
+      const claims = await store.claim({ owner: 'w', types: [], limit: 1, leaseMs: 30_000 });
+      expect(claims).toHaveLength(1);
+      expect((await pending).job.id).toBe(claims[0]!.job.id);
+      const late = store.enqueue(newJob({ type: 'late' }));
+      await store.close();
+      const { job } = await late;
+      const again = await openFile();
+      expect(await again.get(job.id)).toEqual(job);
+    });
   });
 });
 

@@ -23,6 +23,7 @@ import type {
   NewJob,
   StoreNotification,
 } from '../jobs.js';
+import { GroupCommit } from './batch.js';
 import { prepareCancel, prepareRetryFailed } from './cancel.js';
 import { prepareClaim, type ClaimOptions } from './claim.js';
 import type { SqliteContext } from './context.js';
@@ -63,7 +64,10 @@ export const SQLITE_STORE_DEFAULTS = { path: './data/breakwater.db', busyTimeout
  * the same file (in one process or several) do not hear each other. A worker therefore also polls
  * `nextRunAt` as a safety net.
  *
- * Operations are synchronous underneath (better-sqlite3) and return settled promises; after `close()` they
+ * Operations are synchronous underneath (better-sqlite3). `enqueue`, `complete` and `fail` are group-committed
+ * (`batch.ts`): queued, then run together in one transaction on the next turn of the event loop, each
+ * resolving only after that commit; every other operation first commits what is queued, so call order is
+ * kept. The others return settled promises. `close()` commits queued work first; after it, operations
  * reject with an Error.
  * @throws RangeError naming the option when an option is invalid; the driver's error when the file cannot be
  *   opened or migrated.
@@ -103,6 +107,8 @@ class SqliteJobStore implements JobStore {
   private readonly db: Database.Database;
   private readonly ctx: SqliteContext;
   private closed = false;
+  /** Group commit of `enqueue`, `complete` and `fail` (see `batch.ts`). */
+  private readonly batch: GroupCommit;
 
   private readonly enqueueTx: (job: NewJob) => { job: JobRecord; created: boolean };
   private readonly getOne: (id: string) => JobRecord | undefined;
@@ -131,6 +137,7 @@ class SqliteJobStore implements JobStore {
     this.db = db;
     const ctx: SqliteContext = { db, clock, notifications: new EventSource<StoreNotification>(), outbox: [] };
     this.ctx = ctx;
+    this.batch = new GroupCommit(ctx);
     const appendEvent = prepareAppendEvent(ctx);
     this.enqueueTx = prepareEnqueue(ctx);
     this.getOne = prepareGet(ctx);
@@ -150,7 +157,7 @@ class SqliteJobStore implements JobStore {
   }
 
   enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
-    return this.write(this.enqueueTx, job);
+    return this.batched(this.enqueueTx, job);
   }
 
   get(id: string): Promise<JobRecord | undefined> {
@@ -178,11 +185,11 @@ class SqliteJobStore implements JobStore {
   }
 
   complete(lease: LeaseRef, result: unknown): Promise<JobEvent | undefined> {
-    return this.write(this.completeTx, lease, result);
+    return this.batched(this.completeTx, lease, result);
   }
 
   fail(lease: LeaseRef, error: JobError, retryAt?: number): Promise<JobEvent | undefined> {
-    return this.write(this.failTx, lease, error, retryAt);
+    return this.batched(this.failTx, lease, error, retryAt);
   }
 
   finishCanceled(lease: LeaseRef): Promise<JobEvent | undefined> {
@@ -221,6 +228,8 @@ class SqliteJobStore implements JobStore {
     if (this.closed) return Promise.resolve();
     this.closed = true;
     try {
+      // Pending group-commit work is committed (or rejected with its error) before the connection goes.
+      this.batch.flush();
       this.db.close();
       return Promise.resolve();
     } catch (error) {
@@ -228,10 +237,20 @@ class SqliteJobStore implements JobStore {
     }
   }
 
+  /**
+   * Queues a hot per-job write for the next group commit (`batch.ts`): it resolves once the transaction that
+   * holds it has committed, its notifications already emitted.
+   */
+  private batched<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
+    if (this.closed) return Promise.reject(closedError());
+    return this.batch.submit(step, ...args);
+  }
+
   /** Runs a step that changes nothing; its error (or the closed store) becomes a rejection. */
   private read<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
     if (this.closed) return Promise.reject(closedError());
     try {
+      this.batch.flush();
       return Promise.resolve(step(...args));
     } catch (error) {
       return Promise.reject(error);
@@ -248,6 +267,8 @@ class SqliteJobStore implements JobStore {
     const ctx = this.ctx;
     let result: R;
     try {
+      // Commit the queued group-commit work first, so this step sees every call issued before it.
+      this.batch.flush();
       result = step(...args);
     } catch (error) {
       ctx.outbox.length = 0;
