@@ -1,11 +1,37 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** Folders above core and policy in DESIGN's layout; neither may import them. */
-const LATER_FOLDERS = ['store', 'jobs', 'operations', 'webhooks', 'upstream', 'ai', 'mcp', 'server', 'cli'];
-
 /** The capability folders of DESIGN's layout. */
 const CAPABILITY_FOLDERS = ['jobs', 'operations', 'webhooks', 'upstream', 'ai'];
+
+/** The assembling folders, which nothing below them may import. */
+const ASSEMBLY_FOLDERS = ['mcp', 'server', 'cli'];
+
+/**
+ * A layer rule (DESIGN: layout, imports point down and never up): files under `files` may reach the
+ * folders in `faces` only through their `index.js`, and may not import the folders in `forbidden` at all.
+ */
+function layer(files, { faces, forbidden, message }) {
+  return {
+    files,
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                ...faces.flatMap((folder) => [`**/${folder}/*`, `!**/${folder}/index.js`]),
+                ...forbidden.flatMap((folder) => [`**/${folder}`, `**/${folder}/**`]),
+              ],
+              message,
+            },
+          ],
+        },
+      ],
+    },
+  };
+}
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/'] },
@@ -19,7 +45,7 @@ export default tseslint.config(
     },
   },
   {
-    // core imports nothing of ours outside core (DESIGN: layout).
+    // core imports nothing of ours outside core.
     files: ['src/core/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -28,75 +54,22 @@ export default tseslint.config(
       ],
     },
   },
-  {
-    // store imports only core's public face (DESIGN: layout): not policy, not the capabilities above it.
-    files: ['src/store/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: [
-                '**/core/*',
-                '!**/core/index.js',
-                '**/policy',
-                '**/policy/**',
-                ...LATER_FOLDERS.filter((folder) => folder !== 'store').map((folder) => `**/${folder}`),
-                ...LATER_FOLDERS.filter((folder) => folder !== 'store').map((folder) => `**/${folder}/**`),
-              ],
-              message: 'store/ imports only core/index.js (DESIGN: layout).',
-            },
-          ],
-        },
-      ],
+  layer(['src/policy/**/*.ts'], {
+    faces: ['core'],
+    forbidden: ['store', ...CAPABILITY_FOLDERS, ...ASSEMBLY_FOLDERS],
+    message: 'policy/ imports only core/index.js (DESIGN: layout).',
+  }),
+  layer(['src/store/**/*.ts'], {
+    faces: ['core'],
+    forbidden: ['policy', ...CAPABILITY_FOLDERS, ...ASSEMBLY_FOLDERS],
+    message: 'store/ imports only core/index.js (DESIGN: layout).',
+  }),
+  layer(
+    CAPABILITY_FOLDERS.map((folder) => `src/${folder}/**/*.ts`),
+    {
+      faces: ['core', 'policy', 'store'],
+      forbidden: ASSEMBLY_FOLDERS,
+      message: 'capability folders import only core/, policy/ and store/ index.js (DESIGN: layout).',
     },
-  },
-  {
-    // Capability folders import core, policy and store through their public faces, and not each other.
-    files: CAPABILITY_FOLDERS.map((folder) => `src/${folder}/**/*.ts`),
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: [
-                '**/core/*',
-                '!**/core/index.js',
-                '**/policy/*',
-                '!**/policy/index.js',
-                '**/store/*',
-                '!**/store/index.js',
-                ...['mcp', 'server', 'cli'].flatMap((folder) => [`**/${folder}`, `**/${folder}/**`]),
-              ],
-              message: 'capability folders import only core/, policy/ and store/ index.js (DESIGN: layout).',
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    // policy imports only core's public face, and none of the folders above it.
-    files: ['src/policy/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: [
-                '**/core/*',
-                '!**/core/index.js',
-                ...LATER_FOLDERS.map((folder) => `**/${folder}`),
-                ...LATER_FOLDERS.map((folder) => `**/${folder}/**`),
-              ],
-              message: 'policy/ imports only core/index.js (DESIGN: layout).',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  ),
 );
