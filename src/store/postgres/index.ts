@@ -21,6 +21,7 @@ import type {
   NewJob,
   StoreNotification,
 } from '../jobs.js';
+import type { StreamEventStore, StreamEventsPage } from '../stream-events.js';
 import { cancel, retryFailed } from './cancel.js';
 import { claim } from './claim.js';
 import { quoteIdent, storeTypes, type Db } from './db.js';
@@ -32,6 +33,7 @@ import { NotificationListener } from './listener.js';
 import { migrate } from './migrate.js';
 import { complete, fail, finishCanceled, release } from './settle.js';
 import { nextRunAt, stats } from './stats.js';
+import { appendStreamEvent, pruneStreamEvents, streamEventsAfter, type StreamDb } from './stream-events.js';
 
 /** Options of {@link openPostgresStore}; validated at open. */
 export interface PostgresStoreOptions {
@@ -67,7 +69,7 @@ const MAX_SCHEMA_BYTES = 63 - '_jobs'.length;
  * @throws RangeError for a bad option (names it); the connection's error when the database is unreachable
  * or the migration fails (nothing is left open then).
  */
-export async function openPostgresStore(options: PostgresStoreOptions): Promise<JobStore> {
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<JobStore & StreamEventStore> {
   const owner = 'openPostgresStore';
   const url = nonEmptyString(owner, 'url', options.url);
   const clock = clockOption(owner, options.clock);
@@ -105,17 +107,22 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const s = quoteIdent(schema);
   return new PostgresJobStore(
     { pool, jobs: `${s}.jobs`, events: `${s}.job_events`, clock },
+    { pool, streams: `${s}.streams`, streamEvents: `${s}.stream_events`, clock },
     listener,
     notifications,
   );
 }
 
-/** The {@link JobStore} over one pool and one LISTEN connection; each method is in its own file. */
-class PostgresJobStore implements JobStore {
+/**
+ * The {@link JobStore} and {@link StreamEventStore} over one pool and one LISTEN connection; each method is
+ * in its own file.
+ */
+class PostgresJobStore implements JobStore, StreamEventStore {
   private closing: Promise<void> | undefined;
 
   constructor(
     private readonly db: Db,
+    private readonly streamDb: StreamDb,
     private readonly listener: NotificationListener,
     private readonly notifications: EventSource<StoreNotification>,
   ) {}
@@ -187,6 +194,18 @@ class PostgresJobStore implements JobStore {
 
   nextRunAt(types: readonly string[]): Promise<number | null> {
     return this.open().then(() => nextRunAt(this.db, types));
+  }
+
+  appendStreamEvent(streamId: string, message: unknown): Promise<string> {
+    return this.open().then(() => appendStreamEvent(this.streamDb, streamId, message));
+  }
+
+  streamEventsAfter(eventId: string, limit?: number): Promise<StreamEventsPage | undefined> {
+    return this.open().then(() => streamEventsAfter(this.streamDb, eventId, limit));
+  }
+
+  pruneStreamEvents(olderThanMs?: number): Promise<number> {
+    return this.open().then(() => pruneStreamEvents(this.streamDb, olderThanMs));
   }
 
   /** Listeners hear notifications until disposed or until the store closes. */

@@ -118,6 +118,38 @@ const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX jobs_pending_run_at ON ${s}.jobs (run_at) WHERE status = 'pending';
     `,
   },
+  {
+    version: 3,
+    name: 'stream events',
+    sql: (s) => `
+      -- One row per resumable stream. stream_key is the stream's number in event ids ('<key>-<seq>'): an
+      -- identity never hands a key out twice, so an old Last-Event-ID of a pruned stream can never resolve to
+      -- a new one. last_seq is bumped by the append that uses it, under that row's lock until commit, so
+      -- seqs of one stream are gapless and commit in order (a sequence would not: a later value can commit
+      -- first, and a reader would skip the earlier one for good).
+      CREATE TABLE ${s}.streams (
+        stream_key bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        stream_id text NOT NULL UNIQUE,
+        last_seq bigint NOT NULL,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL
+      );
+      -- Prune: streams whose last append is older than the cutoff.
+      CREATE INDEX streams_updated_at ON ${s}.streams (updated_at);
+
+      -- json, not jsonb: the message is replayed as it was sent (key order kept), and json accepts an
+      -- escaped NUL character in a string, which jsonb refuses.
+      CREATE TABLE ${s}.stream_events (
+        stream_key bigint NOT NULL REFERENCES ${s}.streams (stream_key) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        created_at bigint NOT NULL,
+        message json NOT NULL,
+        PRIMARY KEY (stream_key, seq)
+      );
+      -- Prune: events older than the cutoff.
+      CREATE INDEX stream_events_created_at ON ${s}.stream_events (created_at);
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

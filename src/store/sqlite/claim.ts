@@ -1,6 +1,6 @@
 import type { Claim, JobError } from '../jobs.js';
 import type { SqliteContext } from './context.js';
-import type { AppendEvent } from './events.js';
+import type { AppendEvent, InsertEvent } from './events.js';
 import { JOB_COLUMNS, toJobRecord, toJson, type JobRow } from './rows.js';
 
 /** Options of `JobStore.claim`. */
@@ -16,6 +16,8 @@ interface Candidate {
   id: string;
   priority: number;
   runAt: number;
+  /** The seq its `job.started` event gets (the lease UPDATE bumps it; see InsertEvent). */
+  nextSeq: number;
 }
 
 /** An in-progress job whose lease has lapsed, with what decides its fate. */
@@ -52,11 +54,12 @@ const CLAIM_ORDER = 'ORDER BY priority DESC, run_at, id';
 export function prepareClaim(
   ctx: SqliteContext,
   appendEvent: AppendEvent,
+  insertEvent: InsertEvent,
 ): (options: ClaimOptions) => Claim[] {
   const { db } = ctx;
   const typeFilter = 'AND type IN (SELECT value FROM json_each(?))';
   const expiredSql = (filter: string) =>
-    `SELECT id, priority, run_at AS runAt, attempts, max_attempts AS maxAttempts,
+    `SELECT id, priority, run_at AS runAt, next_seq AS nextSeq, attempts, max_attempts AS maxAttempts,
             cancel_requested_at AS cancelRequestedAt
        FROM jobs
       WHERE status = 'in_progress' AND lease_expires_at <= ? ${filter}
@@ -64,7 +67,7 @@ export function prepareClaim(
   // INDEXED BY: walking jobs_claim in claim order stops after LIMIT rows; without it (no ANALYZE data)
   // SQLite picks jobs_run_at and sorts every due job on each claim, so a backlog slows every claim.
   const pendingSql = (filter: string) =>
-    `SELECT id, priority, run_at AS runAt
+    `SELECT id, priority, run_at AS runAt, next_seq AS nextSeq
        FROM jobs INDEXED BY jobs_claim
       WHERE status = 'pending' AND run_at <= ? ${filter}
       ${CLAIM_ORDER}
@@ -85,9 +88,11 @@ export function prepareClaim(
                      finished_at = ?, updated_at = ?
       WHERE id = ?`,
   );
+  // The `job.started` seq (the candidate's `nextSeq`, read under the same write lock) is taken in this
+  // UPDATE (see InsertEvent): one row write per leased job.
   const lease = db.prepare<[string, number, number, string], JobRow>(
     `UPDATE jobs SET status = 'in_progress', attempts = attempts + 1, lease_token = lease_token + 1,
-                     lease_owner = ?, lease_expires_at = ?, updated_at = ?
+                     lease_owner = ?, lease_expires_at = ?, updated_at = ?, next_seq = next_seq + 1
       WHERE id = ?
       RETURNING ${JOB_COLUMNS}`,
   );
@@ -129,8 +134,9 @@ export function prepareClaim(
     const claims: Claim[] = new Array(chosen.length);
     const expiresAt = now + leaseMs;
     for (let i = 0; i < chosen.length; i++) {
-      const job = toJobRecord(lease.get(owner, expiresAt, now, chosen[i]!.id)!);
-      appendEvent(job.id, 'job.started', { attempt: job.attempts }, now);
+      const candidate = chosen[i]!;
+      const job = toJobRecord(lease.get(owner, expiresAt, now, candidate.id)!);
+      insertEvent(job.id, candidate.nextSeq, 'job.started', { attempt: job.attempts }, now);
       claims[i] = { job, token: job.leaseToken };
     }
     return claims;

@@ -6,6 +6,19 @@ import { fromJson, toJson } from './rows.js';
 export type AppendEvent = (jobId: string, type: JobEventType, payload: unknown, nowMs: number) => JobEvent;
 
 /**
+ * Writes one event whose seq the caller already took: the hot transitions (claim, complete) bump `next_seq`
+ * in the same UPDATE that changes the job (`next_seq = next_seq + 1 ... RETURNING next_seq - 1`), saving the
+ * second row update {@link AppendEvent} would make.
+ */
+export type InsertEvent = (
+  jobId: string,
+  seq: number,
+  type: JobEventType,
+  payload: unknown,
+  nowMs: number,
+) => JobEvent;
+
+/**
  * Prepares the event writer every state change uses.
  *
  * The seq is the job row's `next_seq`, read and bumped by one UPDATE inside the caller's transaction: the
@@ -79,9 +92,8 @@ export function prepareReadEvents(
   };
 }
 
-function prepareInsert(
-  ctx: SqliteContext,
-): (jobId: string, seq: number, type: JobEventType, payload: unknown, nowMs: number) => JobEvent {
+/** Prepares the {@link InsertEvent} writer. */
+export function prepareInsert(ctx: SqliteContext): InsertEvent {
   const insert = ctx.db.prepare<[string, number, string, number, string | null]>(
     'INSERT INTO job_events (job_id, seq, type, timestamp, payload) VALUES (?, ?, ?, ?, ?)',
   );

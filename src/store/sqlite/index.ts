@@ -23,17 +23,23 @@ import type {
   NewJob,
   StoreNotification,
 } from '../jobs.js';
+import type { StreamEventStore, StreamEventsPage } from '../stream-events.js';
 import { GroupCommit } from './batch.js';
 import { prepareCancel, prepareRetryFailed } from './cancel.js';
 import { prepareClaim, type ClaimOptions } from './claim.js';
 import type { SqliteContext } from './context.js';
 import { prepareEnqueue } from './enqueue.js';
-import { prepareAppendEvent, prepareAppendRunEvent, prepareReadEvents } from './events.js';
+import { prepareAppendEvent, prepareAppendRunEvent, prepareInsert, prepareReadEvents } from './events.js';
 import { prepareGet, prepareList } from './get.js';
 import { prepareHeartbeat } from './heartbeat.js';
 import { migrate } from './migrate.js';
 import { prepareComplete, prepareFail, prepareFinishCanceled, prepareRelease } from './settle.js';
 import { prepareNextRunAt, prepareStats } from './stats.js';
+import {
+  prepareAppendStreamEvent,
+  preparePruneStreamEvents,
+  prepareStreamEventsAfter,
+} from './stream-events.js';
 
 /** Options of {@link openSqliteStore}; validated when the store opens. */
 export interface SqliteStoreOptions {
@@ -72,7 +78,9 @@ export const SQLITE_STORE_DEFAULTS = { path: './data/breakwater.db', busyTimeout
  * @throws RangeError naming the option when an option is invalid; the driver's error when the file cannot be
  *   opened or migrated.
  */
-export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise<JobStore> {
+export async function openSqliteStore(
+  options: SqliteStoreOptions = {},
+): Promise<JobStore & StreamEventStore> {
   const owner = 'openSqliteStore';
   const path = nonEmptyString(owner, 'path', options.path ?? SQLITE_STORE_DEFAULTS.path);
   const clock = clockOption(owner, options.clock);
@@ -102,8 +110,11 @@ export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise
   }
 }
 
-/** The {@link JobStore} over one better-sqlite3 connection. Each operation lives in its own file. */
-class SqliteJobStore implements JobStore {
+/**
+ * The {@link JobStore} and {@link StreamEventStore} over one better-sqlite3 connection. Each operation lives
+ * in its own file.
+ */
+class SqliteJobStore implements JobStore, StreamEventStore {
   private readonly db: Database.Database;
   private readonly ctx: SqliteContext;
   private closed = false;
@@ -132,6 +143,9 @@ class SqliteJobStore implements JobStore {
   private readonly readEvents: (jobId: string, afterSeq?: number, limit?: number) => JobEvent[];
   private readonly statsTx: () => JobStats;
   private readonly nextRunAtStmt: (types: readonly string[]) => number | null;
+  private readonly appendStreamEventTx: (streamId: string, message: unknown) => string;
+  private readonly streamEventsAfterTx: (eventId: string, limit?: number) => StreamEventsPage | undefined;
+  private readonly pruneStreamEventsTx: (olderThanMs?: number) => number;
 
   constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -139,13 +153,14 @@ class SqliteJobStore implements JobStore {
     this.ctx = ctx;
     this.batch = new GroupCommit(ctx);
     const appendEvent = prepareAppendEvent(ctx);
+    const insertEvent = prepareInsert(ctx);
     this.enqueueTx = prepareEnqueue(ctx);
     this.getOne = prepareGet(ctx);
     this.listJobs = prepareList(ctx);
-    this.claimTx = prepareClaim(ctx, appendEvent);
+    this.claimTx = prepareClaim(ctx, appendEvent, insertEvent);
     this.heartbeatStmt = prepareHeartbeat(ctx);
     this.appendRunEventTx = prepareAppendRunEvent(ctx);
-    this.completeTx = prepareComplete(ctx, appendEvent);
+    this.completeTx = prepareComplete(ctx, insertEvent);
     this.failTx = prepareFail(ctx, appendEvent);
     this.finishCanceledTx = prepareFinishCanceled(ctx, appendEvent);
     this.releaseTx = prepareRelease(ctx, appendEvent);
@@ -154,6 +169,9 @@ class SqliteJobStore implements JobStore {
     this.readEvents = prepareReadEvents(ctx);
     this.statsTx = prepareStats(ctx);
     this.nextRunAtStmt = prepareNextRunAt(ctx);
+    this.appendStreamEventTx = prepareAppendStreamEvent(ctx);
+    this.streamEventsAfterTx = prepareStreamEventsAfter(ctx);
+    this.pruneStreamEventsTx = preparePruneStreamEvents(ctx);
   }
 
   enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
@@ -169,7 +187,7 @@ class SqliteJobStore implements JobStore {
   }
 
   claim(options: ClaimOptions): Promise<Claim[]> {
-    return this.write(this.claimTx, options);
+    return this.batched(this.claimTx, options);
   }
 
   heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ ok: boolean; cancelRequested: boolean }> {
@@ -222,6 +240,19 @@ class SqliteJobStore implements JobStore {
 
   subscribe(listener: (notification: StoreNotification) => void): Disposable {
     return this.ctx.notifications.on(listener);
+  }
+
+  // Stream events are not group-committed: like every unbatched operation they commit what is queued first.
+  appendStreamEvent(streamId: string, message: unknown): Promise<string> {
+    return this.write(this.appendStreamEventTx, streamId, message);
+  }
+
+  streamEventsAfter(eventId: string, limit?: number): Promise<StreamEventsPage | undefined> {
+    return this.read(this.streamEventsAfterTx, eventId, limit);
+  }
+
+  pruneStreamEvents(olderThanMs?: number): Promise<number> {
+    return this.write(this.pruneStreamEventsTx, olderThanMs);
   }
 
   close(): Promise<void> {

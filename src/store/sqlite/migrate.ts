@@ -71,6 +71,50 @@ CREATE TABLE job_events (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 2,
+    name: 'stream events',
+    sql: `
+-- One row per resumable stream. stream_key is the stream's number in event ids ('<key>-<seq>'); AUTOINCREMENT
+-- so a key is never handed out again after prune deleted its stream, or an old Last-Event-ID would resolve to
+-- a stranger's stream. last_seq is bumped by the append that uses it, under the write lock, so seqs are
+-- gapless per stream without a MAX(seq) lookup.
+CREATE TABLE streams (
+  stream_key INTEGER PRIMARY KEY AUTOINCREMENT,
+  stream_id  TEXT NOT NULL UNIQUE,
+  last_seq   INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+
+-- Prune: streams whose last append is older than the cutoff.
+CREATE INDEX streams_updated_at ON streams (updated_at);
+
+CREATE TABLE stream_events (
+  stream_key INTEGER NOT NULL REFERENCES streams (stream_key) ON DELETE CASCADE,
+  seq        INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  message    TEXT NOT NULL,
+  PRIMARY KEY (stream_key, seq)
+) WITHOUT ROWID;
+
+-- Prune: events older than the cutoff, oldest first, without a scan of every stream.
+CREATE INDEX stream_events_created_at ON stream_events (created_at);
+`,
+  },
+  {
+    version: 3,
+    name: 'partial claim indexes',
+    sql: `
+-- Only pending jobs are ever looked up through these two, so only pending jobs are indexed: a claim then
+-- deletes one entry from each instead of moving it, and finishing a run touches neither. (Version 1 indexed
+-- every status, so finished jobs piled up in both.)
+DROP INDEX jobs_claim;
+CREATE INDEX jobs_claim ON jobs (priority DESC, run_at, id) WHERE status = 'pending';
+DROP INDEX jobs_run_at;
+CREATE INDEX jobs_run_at ON jobs (run_at) WHERE status = 'pending';
+`,
+  },
 ];
 
 /**

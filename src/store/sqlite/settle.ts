@@ -1,6 +1,6 @@
 import type { JobError, JobEvent, LeaseRef } from '../jobs.js';
 import { notifyAvailable, type SqliteContext } from './context.js';
-import type { AppendEvent } from './events.js';
+import type { AppendEvent, InsertEvent } from './events.js';
 import { toJson } from './rows.js';
 
 /**
@@ -32,17 +32,26 @@ const LEASED_SQL = `SELECT type, attempts, max_attempts AS maxAttempts, cancel_r
  */
 export function prepareComplete(
   ctx: SqliteContext,
-  appendEvent: AppendEvent,
+  insertEvent: InsertEvent,
 ): (lease: LeaseRef, result: unknown) => JobEvent | undefined {
-  const complete = ctx.db.prepare<[string | null, number, number, string, number]>(
+  // The `job.completed` seq is taken in the same UPDATE (see InsertEvent).
+  const complete = ctx.db.prepare<[string | null, number, number, string, number], { seq: number }>(
     `UPDATE jobs SET status = 'completed', result = ?, lease_owner = NULL, lease_expires_at = NULL,
-                     finished_at = ?, updated_at = ?
-      WHERE id = ? AND lease_token = ? AND status = 'in_progress'`,
+                     finished_at = ?, updated_at = ?, next_seq = next_seq + 1
+      WHERE id = ? AND lease_token = ? AND status = 'in_progress'
+      RETURNING next_seq - 1 AS seq`,
   );
   return ctx.db.transaction((lease: LeaseRef, result: unknown) => {
     const now = ctx.clock.now();
-    if (complete.run(toJson(result), now, now, lease.id, lease.token).changes === 0) return undefined;
-    return appendEvent(lease.id, 'job.completed', { result: result === undefined ? null : result }, now);
+    const row = complete.get(toJson(result), now, now, lease.id, lease.token);
+    if (row === undefined) return undefined;
+    return insertEvent(
+      lease.id,
+      row.seq,
+      'job.completed',
+      { result: result === undefined ? null : result },
+      now,
+    );
   }).immediate;
 }
 
