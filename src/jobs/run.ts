@@ -56,6 +56,11 @@ export class JobRun {
   readonly finished: Promise<void>;
   /** Resolves when {@link finished} does, or earlier when the run is abandoned (lease lost or given up). */
   readonly released: Promise<void>;
+  /**
+   * Resolves as soon as the handler has settled, before the store is told: the worker's concurrency limit
+   * counts handlers, so the slot can be claimed again in the same group commit as this run's settle.
+   */
+  readonly handlerSettled: Promise<void>;
 
   private readonly controller = new AbortController();
   private readonly throttle = new ProgressThrottle();
@@ -70,6 +75,7 @@ export class JobRun {
   /** Event writes of this run, chained so their seq follows the handler's call order. */
   private writes: Promise<unknown> = Promise.resolve();
   private resolveReleased!: () => void;
+  private resolveHandlerSettled!: () => void;
 
   constructor(
     private readonly claim: Claim,
@@ -79,6 +85,7 @@ export class JobRun {
     this.jobId = claim.job.id;
     this.lease = { id: claim.job.id, token: claim.token };
     this.released = new Promise<void>((resolve) => (this.resolveReleased = resolve));
+    this.handlerSettled = new Promise<void>((resolve) => (this.resolveHandlerSettled = resolve));
     const timeoutMs = claim.job.timeoutMs ?? jobType.timeoutMs;
     if (timeoutMs !== undefined) {
       this.timeoutTimer = deps.clock.setTimeout(() => this.onTimeout(timeoutMs), timeoutMs);
@@ -206,6 +213,7 @@ export class JobRun {
     } catch (error) {
       outcome = { ok: false, error };
     }
+    this.resolveHandlerSettled();
     await this.writes;
     this.settled = true;
     const { clock } = this.deps;

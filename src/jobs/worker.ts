@@ -27,12 +27,15 @@ export interface WorkerDeps {
  * worker after this one last read `nextRunAt`. Claims are serialised: a wake-up during a claim round starts
  * another round after it, so no wake-up is lost and no two rounds race for the same slots.
  *
- * A slot is freed when its handler settles, not when its run gives up the lease: a handler that ignores its
+ * A slot is freed when its handler settles (before its settle is written), not when its run gives up the lease: a handler that ignores its
  * aborted signal keeps holding its slot in this process (the job itself may be reclaimed elsewhere once the
  * lease lapses, see `run.ts`), so this process never runs more than `concurrency` handlers of a type.
  */
 export class Worker {
+  /** Runs per type until they have finished (told the store), for cancel requests and `stop()`. */
   private readonly running = new Map<string, Set<JobRun>>();
+  /** Handlers per type that have not settled yet: what the concurrency limit counts. */
+  private readonly busy = new Map<string, number>();
   private subscription: Disposable | undefined;
   private pollTimer: TimerHandle | undefined;
   private wakeTimer: TimerHandle | undefined;
@@ -144,7 +147,7 @@ export class Worker {
     const hungry: string[] = [];
     for (const jobType of types.values()) {
       if (this.stopping) return;
-      const free = jobType.concurrency - (this.running.get(jobType.type)?.size ?? 0);
+      const free = jobType.concurrency - (this.busy.get(jobType.type) ?? 0);
       if (free <= 0) continue;
       try {
         const claims = await store.claim({ owner, types: [jobType.type], limit: free, leaseMs });
@@ -171,9 +174,13 @@ export class Worker {
     if (set === undefined) this.running.set(jobType.type, (set = new Set()));
     const run = new JobRun(claim, jobType, this.deps);
     set.add(run);
-    void run.finished.then(() => {
-      set.delete(run);
+    const { type } = jobType;
+    this.busy.set(type, (this.busy.get(type) ?? 0) + 1);
+    // The slot frees when the handler settles, so the next claim can share a commit with this run's settle.
+    void run.handlerSettled.then(() => {
+      this.busy.set(type, this.busy.get(type)! - 1);
       this.wake();
     });
+    void run.finished.then(() => set.delete(run));
   }
 }
