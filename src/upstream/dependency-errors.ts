@@ -1,0 +1,189 @@
+import {
+  BreakwaterError,
+  classify,
+  invalidOption,
+  isBreakwaterError,
+  optionalObject,
+  sentenceFor,
+  type Clock,
+  type ErrorCode,
+} from '../core/index.js';
+import type { DependencyErrorText, UpstreamErrorTexts } from './types.js';
+
+/** The classes of failure a dependency-specific code and sentence exist for (see UpstreamErrorTexts). */
+type Category = keyof Required<UpstreamErrorTexts>;
+
+interface ResolvedText {
+  readonly code: string;
+  readonly sentence: string;
+}
+
+/** What the mapping needs to know about the request that failed. */
+export interface FailedRequest {
+  readonly method: string;
+  /** The request carried an idempotency key (resending it is safe). */
+  readonly keyed: boolean;
+  readonly correlationId: string;
+  readonly callerSignal: AbortSignal | undefined;
+}
+
+/**
+ * A non-2xx answer, in the shape core's `classify` reads (`status`, `headers`). It lives only inside the
+ * pipeline (retry reads its `Retry-After`, the breaker counts it); callers get a BreakwaterError instead.
+ */
+export class UpstreamHttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly headers: Readonly<Record<string, string | string[] | undefined>>,
+    /** The answer's body for a permanent failure (parsed JSON, or text), else `undefined`. */
+    readonly body: unknown,
+  ) {
+    super(`the upstream answered HTTP ${status}`);
+  }
+}
+UpstreamHttpError.prototype.name = 'UpstreamHttpError';
+
+export const SNAKE_CASE = /^[a-z][a-z0-9_]*$/;
+
+/** Codes whose errors are built on fast-fail paths: no stack trace (it would only point here). */
+const FAST_FAIL: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['circuit_open', 'bulkhead_full']);
+
+/**
+ * Turns whatever a request failed with (a policy's rejection, an undici error, a non-2xx answer) into the
+ * BreakwaterError the caller gets: the generic code programs branch on, `source` = the upstream's name, the
+ * dependency's sentence as message and `details.dependency_code`.
+ */
+export class DependencyErrors {
+  private readonly texts: Readonly<Record<Category, ResolvedText>>;
+
+  /** @throws RangeError naming a bad `errors.*` option. */
+  constructor(
+    private readonly name: string,
+    texts: UpstreamErrorTexts | undefined,
+    private readonly clock: Clock,
+  ) {
+    const owner = 'createUpstream';
+    optionalObject(owner, 'errors', texts);
+    this.texts = {
+      unavailable: resolveText(owner, 'unavailable', texts?.unavailable, {
+        code: `${name}_service_unavailable`,
+        sentence: `The ${name} service is unavailable right now; try again shortly.`,
+      }),
+      error: resolveText(owner, 'error', texts?.error, {
+        code: `${name}_service_error`,
+        sentence: `The ${name} service rejected the request; retrying the same request will not help.`,
+      }),
+      unknown: resolveText(owner, 'unknown', texts?.unknown, {
+        code: `${name}_outcome_unknown`,
+        sentence: `The request to the ${name} service was sent but no answer came back, so it may or may not have taken effect; check its status before trying again.`,
+      }),
+    };
+  }
+
+  /**
+   * The caller's error for `error`:
+   * - the caller's signal aborted: its reason when that is a BreakwaterError (an outer layer's own error,
+   *   kept as it is), else `canceled`;
+   * - a bug (classify says `fatal`): `internal_error`;
+   * - outcome `unknown` (a write cut off after it may have been written): `outcome_unknown`;
+   * - permanent (4xx other than 408/425/429, an unreadable answer): `upstream_error`, with the answer's
+   *   body as `details.upstream_body`;
+   * - transient: its own code (`upstream_unavailable`, `timeout`, `deadline_exceeded`, `circuit_open`,
+   *   `bulkhead_full`), with `retryAfterMs` kept (an open breaker's, or `Retry-After`).
+   */
+  toError(error: unknown, request: FailedRequest): BreakwaterError {
+    const signal = request.callerSignal;
+    const correlation_id = request.correlationId;
+    if (signal !== undefined && signal.aborted) {
+      const reason: unknown = signal.reason;
+      if (isBreakwaterError(reason)) return reason;
+      return new BreakwaterError('canceled', {
+        source: this.name,
+        details: { correlation_id },
+        cause: reason ?? error,
+      });
+    }
+    const c = classify(error, {
+      method: request.method,
+      idempotencyKey: request.keyed,
+      nowMs: this.clock.now(),
+    });
+    if (c.kind === 'fatal' || c.code === 'canceled') {
+      const code = c.kind === 'fatal' ? 'internal_error' : 'canceled';
+      return new BreakwaterError(code, {
+        source: this.name,
+        details: { reason: c.reason, correlation_id },
+        cause: error,
+      });
+    }
+
+    let category: Category;
+    let code: ErrorCode;
+    if (c.outcome === 'unknown') {
+      category = 'unknown';
+      code = 'outcome_unknown';
+    } else if (c.kind === 'permanent') {
+      // A 401/403 from the upstream means our credentials there are wrong, not the caller's: still the
+      // upstream rejecting the request, not `unauthorized` towards our own caller.
+      category = 'error';
+      code = 'upstream_error';
+    } else {
+      category = 'unavailable';
+      code = c.code;
+    }
+
+    const details: Record<string, unknown> = { reason: c.reason };
+    if (isBreakwaterError(error) && error.details !== undefined) Object.assign(details, error.details);
+    if (error instanceof UpstreamHttpError) {
+      details['upstream_status'] = error.status;
+      if (error.body !== undefined) details['upstream_body'] = error.body;
+    }
+    const text = this.texts[category];
+    details['dependency_code'] = text.code;
+    details['correlation_id'] = correlation_id;
+
+    // After an unknown outcome the advice is to check the status, not to wait and resend.
+    const retryAfterMs = category === 'unknown' ? undefined : c.retryAfterMs;
+    const options = {
+      message: category === 'unavailable' ? withHint(text.sentence, retryAfterMs) : text.sentence,
+      kind: c.kind,
+      outcome: c.outcome,
+      retryAfterMs,
+      source: this.name,
+      details,
+      cause: error,
+    };
+    return FAST_FAIL.has(code)
+      ? BreakwaterError.withoutStack(code, options)
+      : new BreakwaterError(code, options);
+  }
+}
+
+function resolveText(
+  owner: string,
+  key: Category,
+  given: DependencyErrorText | undefined,
+  defaults: ResolvedText,
+): ResolvedText {
+  optionalObject(owner, `errors.${key}`, given, 'an object { code?, sentence? }');
+  const code = given?.code ?? defaults.code;
+  if (typeof code !== 'string' || !SNAKE_CASE.test(code)) {
+    throw invalidOption(owner, `errors.${key}.code`, 'a snake_case string', code);
+  }
+  const sentence = given?.sentence ?? defaults.sentence;
+  if (typeof sentence !== 'string' || sentence.trim() === '') {
+    throw invalidOption(owner, `errors.${key}.sentence`, 'a non-empty string', sentence);
+  }
+  return { code, sentence };
+}
+
+/**
+ * "try again shortly" becomes "try again in about 20 seconds" when the wait is known. The wording is taken
+ * from core's `sentenceFor`, so every sentence Breakwater says rounds and phrases durations the same way.
+ */
+export function withHint(sentence: string, retryAfterMs: number | undefined): string {
+  if (retryAfterMs === undefined || !(retryAfterMs > 0) || !Number.isFinite(retryAfterMs)) return sentence;
+  if (!sentence.includes('try again shortly')) return sentence;
+  const hint = /try again in about [^.;]+/.exec(sentenceFor('overloaded', retryAfterMs));
+  return hint === null ? sentence : sentence.replace('try again shortly', hint[0]);
+}

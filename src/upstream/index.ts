@@ -1,0 +1,23 @@
+/**
+ * upstream/: an HTTP client per dependency (undici) with its policies, correlation and idempotency headers,
+ * and dependency-specific errors (DESIGN: layout). Imports only core, policy and store.
+ */
+export { createUpstream } from './upstream.js';
+export { UPSTREAM_DEFAULTS } from './options.js';
+export type {
+  DependencyErrorText,
+  Upstream,
+  UpstreamBreaker,
+  UpstreamBreakerOptions,
+  UpstreamBreakerStatus,
+  UpstreamBulkheadOptions,
+  UpstreamErrorTexts,
+  UpstreamOptions,
+  UpstreamPolicies,
+  UpstreamQuery,
+  UpstreamRequest,
+  UpstreamRequestOptions,
+  UpstreamResponse,
+  UpstreamResultEvent,
+  UpstreamRetryOptions,
+} from './types.js';
