@@ -1,0 +1,218 @@
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BreakwaterError } from '../core/index.js';
+import { toHttpError } from './problems.js';
+import { harness, type Harness } from './test-support.js';
+
+const PROBLEM = 'application/problem+json; charset=utf-8';
+
+describe('errors are problem+json', () => {
+  let h: Harness;
+  afterEach(async () => h.close());
+
+  const withRoutes = (extra: Parameters<typeof harness>[0] = {}) =>
+    harness({
+      bodyLimitBytes: 100,
+      routes: [
+        (app) => {
+          app.post('/echo', async (request) => ({ got: request.body }));
+          app.get('/boom', async () => {
+            throw new Error('database password is hunter2');
+          });
+          app.get('/type-error', async () => {
+            throw new TypeError('x is undefined');
+          });
+          app.get('/busy', async () => {
+            throw new BreakwaterError('bulkhead_full', { retryAfterMs: 2_500, source: 'gift' });
+          });
+        },
+      ],
+      ...extra,
+    });
+
+  it('an unknown route is not_found', async () => {
+    h = await withRoutes();
+    const res = await h.app.inject({ method: 'DELETE', url: '/nope?token=abc' });
+    expect(res.statusCode).toBe(404);
+    expect(res.headers['content-type']).toBe(PROBLEM);
+    expect(res.json()).toMatchObject({
+      code: 'not_found',
+      detail: 'There is no route DELETE /nope.',
+      instance: '/nope',
+    });
+  });
+
+  it('a thrown non-Breakwater error is a 500 internal_error that leaks neither message nor stack', async () => {
+    h = await withRoutes();
+    for (const url of ['/boom', '/type-error']) {
+      const res = await h.app.inject({ url });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toEqual({
+        type: 'urn:breakwater:error:internal_error',
+        title: 'Internal error',
+        status: 500,
+        detail: 'Something went wrong inside the gateway; this is a bug, not a temporary failure.',
+        code: 'internal_error',
+        retryable: false,
+        retry_after_ms: null,
+        outcome: 'failed',
+        instance: url,
+      });
+      expect(res.body).not.toMatch(/hunter2|undefined|at /);
+    }
+  });
+
+  it('a BreakwaterError keeps its status and code and sets Retry-After in whole seconds', async () => {
+    h = await withRoutes();
+    const res = await h.app.inject({ url: '/busy' });
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['retry-after']).toBe('3');
+    expect(res.json()).toMatchObject({ code: 'bulkhead_full', retry_after_ms: 2_500, retryable: true });
+  });
+
+  it('a body over bodyLimitBytes is payload_too_large (413)', async () => {
+    h = await withRoutes();
+    const ok = await h.app.inject({ method: 'POST', url: '/echo', payload: { a: 1 } });
+    expect(ok.json()).toEqual({ got: { a: 1 } });
+    const res = await h.app.inject({ method: 'POST', url: '/echo', payload: { a: 'x'.repeat(200) } });
+    expect(res.statusCode).toBe(413);
+    expect(res.headers['content-type']).toBe(PROBLEM);
+    expect(res.json()).toMatchObject({ code: 'payload_too_large', status: 413 });
+  });
+
+  it('an unsupported media type is a 415 invalid_payload, malformed JSON a 400', async () => {
+    h = await withRoutes();
+    const xml = await h.app.inject({
+      method: 'POST',
+      url: '/echo',
+      headers: { 'content-type': 'application/xml' },
+      payload: '<a/>',
+    });
+    expect(xml.statusCode).toBe(415);
+    expect(xml.json()).toMatchObject({ code: 'invalid_payload', status: 415 });
+
+    const broken = await h.app.inject({
+      method: 'POST',
+      url: '/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"a":',
+    });
+    expect(broken.statusCode).toBe(400);
+    expect(broken.json()).toMatchObject({ code: 'invalid_payload', status: 400 });
+  });
+
+  it('a malformed URL is a 400 problem', async () => {
+    h = await withRoutes();
+    const res = await h.app.inject({ url: '/jobs/%E0%A4%A' });
+    expect(res.statusCode).toBe(400);
+    expect(res.headers['content-type']).toBe(PROBLEM);
+    expect(res.json()).toMatchObject({ code: 'invalid_payload', detail: 'The request URL is not valid.' });
+  });
+});
+
+describe('inbound request timeout', () => {
+  let h: Harness;
+  afterEach(async () => h.close());
+
+  it('a route that never answers gets 504 timeout (safe method) or outcome_unknown (write), and its signal aborts', async () => {
+    const signals: AbortSignal[] = [];
+    h = await harness({
+      requestTimeoutMs: 50,
+      routes: [
+        (app) => {
+          app.route({
+            method: ['GET', 'POST'],
+            url: '/hang',
+            handler: (request) => {
+              signals.push(request.signal);
+              return new Promise(() => undefined);
+            },
+          });
+        },
+      ],
+    });
+    const get = await h.app.inject({ url: '/hang' });
+    expect(get.statusCode).toBe(504);
+    expect(get.headers['content-type']).toBe(PROBLEM);
+    expect(get.json()).toMatchObject({
+      code: 'timeout',
+      status: 504,
+      retryable: true,
+      outcome: 'failed',
+      detail: 'The server did not finish answering in time; try again shortly.',
+    });
+
+    const post = await h.app.inject({ method: 'POST', url: '/hang' });
+    expect(post.statusCode).toBe(504);
+    expect(post.json()).toMatchObject({ code: 'outcome_unknown', retryable: false, outcome: 'unknown' });
+    expect(signals.map((s) => s.aborted)).toEqual([true, true]);
+  });
+});
+
+describe('logging', () => {
+  let h: Harness;
+  afterEach(async () => h.close());
+
+  it('redacts authorization, cookie and idempotency-key headers', async () => {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    h = await harness({
+      logger: { level: 'info', stream },
+      routes: [
+        (app) => {
+          app.get('/log', async (request) => {
+            request.log.info({ headers: request.headers }, 'headers seen');
+            return { ok: true };
+          });
+        },
+      ],
+    });
+    await h.app.inject({
+      url: '/log',
+      headers: {
+        authorization: 'Bearer sk-live-123',
+        cookie: 'session=abc',
+        'idempotency-key': 'key-789',
+        'user-agent': 'probe',
+      },
+    });
+    const logged = lines.find((l) => l.includes('headers seen'));
+    expect(logged).toBeDefined();
+    const headers = JSON.parse(logged!).headers;
+    expect(headers).toMatchObject({
+      authorization: '[redacted]',
+      cookie: '[redacted]',
+      'idempotency-key': '[redacted]',
+      'user-agent': 'probe',
+    });
+    expect(lines.join('')).not.toMatch(/sk-live-123|session=abc|key-789/);
+  });
+});
+
+describe('toHttpError', () => {
+  it('keeps a client status from elsewhere but not its message, and maps aborts and timeouts', () => {
+    const foreign = Object.assign(new Error('user 42 has no access to /secret'), { statusCode: 403 });
+    expect(toHttpError(foreign)).toMatchObject({
+      code: 'unauthorized',
+      status: 403,
+      message: 'The request is not authorized.',
+    });
+    expect(toHttpError(Object.assign(new Error('x'), { statusCode: 429 }))).toMatchObject({
+      code: 'rate_limited',
+      status: 429,
+    });
+    expect(toHttpError(new DOMException('gone', 'AbortError'))).toMatchObject({ code: 'canceled' });
+    expect(toHttpError(new DOMException('late', 'TimeoutError'))).toMatchObject({ code: 'timeout' });
+    expect(toHttpError(Object.assign(new Error('db down'), { statusCode: 503 }))).toMatchObject({
+      code: 'internal_error',
+      status: 500,
+    });
+    const own = new BreakwaterError('circuit_open', { retryAfterMs: 1_000 });
+    expect(toHttpError(own)).toBe(own);
+  });
+});

@@ -1,0 +1,20 @@
+/**
+ * server/: the Fastify HTTP app (DESIGN: "server/"): health, job polling, cancel and SSE routes, problem+json
+ * for every error, the inbound request timeout and graceful shutdown. Other fronts (the MCP endpoint, …) are
+ * mounted through `routes`. Imports core, policy, store and jobs through their index.js; never mcp/ or cli/.
+ */
+export { createServer } from './server.js';
+export {
+  REDACTED_HEADERS,
+  SERVER_DEFAULTS,
+  type BreakerSummary,
+  type ServerLoggerOptions,
+  type ServerOptions,
+  type ServerRoutes,
+  type ServerStore,
+} from './options.js';
+export { closeGracefully, type CloseOptions } from './lifecycle.js';
+export { sendProblem, toHttpError } from './problems.js';
+export { jobUrls, toEventView, toJobView, type JobEventView, type JobUrls, type JobView } from './views.js';
+export { LIST_LIMITS } from './jobs-routes.js';
+export type { OpenBreakerView } from './health.js';

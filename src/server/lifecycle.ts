@@ -1,0 +1,115 @@
+import type { FastifyInstance } from 'fastify';
+import { BreakwaterError, NON_NEGATIVE, finite, systemClock, type Clock } from '../core/index.js';
+import { sendProblem } from './problems.js';
+
+/** Something long-lived the server must end before it can close (an SSE stream). */
+export interface Closable {
+  /** Tells the client the server is going away and ends the response; resolves once it has ended. */
+  shutdown(): Promise<void>;
+}
+
+/** Per-server state shared by the routes and the shutdown. */
+export interface ServerState {
+  /** Set once a close began: new requests get 503, answers carry `Connection: close`. */
+  closing: boolean;
+  readonly streams: Set<Closable>;
+  readonly clock: Clock;
+  readonly shutdownGraceMs: number;
+}
+
+const states = new WeakMap<FastifyInstance, ServerState>();
+
+/**
+ * Creates the state of `app` and installs the hooks of a graceful close (they run on `app.close()` too):
+ * - `onRequest`: a request arriving while closing gets 503 `overloaded` problem+json (not Fastify's plain
+ *   JSON 503), so a load balancer or client sends it to another instance;
+ * - `onSend`: answers sent while closing carry `Connection: close`, so their keep-alive connections do not
+ *   hold the close up;
+ * - `preClose`: every SSE stream is told and ended before the server stops accepting connections.
+ */
+export function installLifecycle(
+  app: FastifyInstance,
+  options: { clock: Clock; shutdownGraceMs: number },
+): ServerState {
+  const state: ServerState = {
+    closing: false,
+    streams: new Set(),
+    clock: options.clock,
+    shutdownGraceMs: options.shutdownGraceMs,
+  };
+  states.set(app, state);
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!state.closing) return;
+    void reply.header('connection', 'close');
+    return sendProblem(
+      reply,
+      new BreakwaterError('overloaded', { message: 'The server is shutting down; try again shortly.' }),
+    );
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (state.closing) void reply.header('connection', 'close');
+    return payload;
+  });
+  app.addHook('preClose', async () => {
+    state.closing = true;
+    await Promise.all([...state.streams].map((stream) => stream.shutdown()));
+  });
+  return state;
+}
+
+/** The state {@link installLifecycle} made for `app`, if any. */
+export function serverState(app: FastifyInstance): ServerState | undefined {
+  return states.get(app);
+}
+
+/** Options of {@link closeGracefully}. */
+export interface CloseOptions {
+  /**
+   * How long in-flight requests may take to finish, in ms (finite >= 0; default the server's
+   * `shutdownGraceMs`, 10 000). Keep it below the orchestrator's kill timeout.
+   */
+  graceMs?: number;
+}
+
+/**
+ * Closes a server made by `createServer` without cutting off work that can still finish:
+ * 1. from now on every new request gets 503 `overloaded` problem+json with `Connection: close`;
+ * 2. every SSE stream gets a final `: shutting down` comment and ends (an `EventSource` reconnects on its
+ *    own, with `Last-Event-ID`, to whichever instance the balancer picks);
+ * 3. the server stops accepting connections, idle keep-alive connections close, and requests in flight
+ *    finish, each answer closing its connection;
+ * 4. after `graceMs` the connections still open are destroyed (their `request.signal` aborts) and the close
+ *    completes. Fastify's `onClose` hooks (a plugin closing its store) run last.
+ * Resolves `{ forced: true }` when step 4 had to cut connections. Works on any Fastify instance (steps 1-2
+ * need `createServer`'s hooks). It does not stop the jobs runtime or close the store: do that after.
+ * @throws RangeError when `graceMs` is negative or not finite.
+ */
+export async function closeGracefully(
+  app: FastifyInstance,
+  options: CloseOptions = {},
+): Promise<{ forced: boolean }> {
+  const state = states.get(app);
+  const graceMs = finite(
+    'closeGracefully',
+    'graceMs',
+    options.graceMs ?? state?.shutdownGraceMs ?? 10_000,
+    NON_NEGATIVE,
+  );
+  const clock = state?.clock ?? systemClock;
+  if (state !== undefined) state.closing = true;
+  const closed = app.close();
+  let timer: unknown;
+  const graceOver = new Promise<'grace'>((resolve) => {
+    timer = clock.setTimeout(() => resolve('grace'), graceMs);
+  });
+  try {
+    const first = await Promise.race([closed.then(() => 'closed' as const), graceOver]);
+    if (first === 'closed') return { forced: false };
+    // closeAllConnections also ends the sockets of hijacked replies, so a stuck stream cannot hold this up.
+    app.server.closeAllConnections();
+    await closed;
+    return { forced: true };
+  } finally {
+    clock.clearTimeout(timer);
+  }
+}

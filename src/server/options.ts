@@ -1,0 +1,211 @@
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import {
+  POSITIVE_INTEGER,
+  clockOption,
+  finite,
+  invalidOption,
+  optionalFn,
+  type Clock,
+} from '../core/index.js';
+import type { Jobs } from '../jobs/index.js';
+import type { JobStore } from '../store/index.js';
+
+/**
+ * What the server reads from the job store: `get` for the readiness probe, `events` for a job's last
+ * progress. Any {@link JobStore} (SQLite or PostgreSQL) fits; pass the one the jobs runtime uses.
+ */
+export type ServerStore = Pick<JobStore, 'get' | 'events'>;
+
+/**
+ * A breaker as `/readyz` lists it. `CircuitBreakerPolicy.state()` (policy/) has this shape, so
+ * `() => breakers.map((b) => b.state())` is enough. Times are ms since the epoch.
+ */
+export interface BreakerSummary {
+  readonly name: string;
+  /** `closed`, `open`, `half-open` or `isolated`; every state but `closed` is listed. */
+  readonly state: string;
+  readonly openedAt?: number | null;
+  readonly retryAfterMs?: number | null;
+}
+
+/**
+ * Mounts routes on the server (the MCP endpoint, webhooks, the dashboard, …). Each one is registered as its
+ * own encapsulated Fastify plugin, so its hooks, decorators and content-type parsers stay inside it, while the
+ * server's problem+json error handling, timeout and shutdown apply to its routes too.
+ */
+export type ServerRoutes = (app: FastifyInstance) => void | Promise<void>;
+
+/** Fastify's pino options (`level`, `stream`, `redact`, `serializers`, …). */
+export type ServerLoggerOptions = Exclude<NonNullable<FastifyServerOptions['logger']>, boolean>;
+
+/** Options of {@link createServer}; validated at construction (a RangeError names the bad option). */
+export interface ServerOptions {
+  /** The jobs runtime behind `/jobs`. Required. */
+  jobs: Jobs;
+  /** The job store, for `/readyz` and a job's last progress. Required. */
+  store: ServerStore;
+  /**
+   * The readiness probe of `/readyz`: resolves when the store is reachable, rejects when it is not. Default:
+   * one indexed read (`store.get` of an id that does not exist). A probe that takes longer than
+   * `readyTimeoutMs` counts as unreachable.
+   */
+  ready?: () => Promise<unknown>;
+  /** Most ms `/readyz` waits for the probe (integer >= 1, default 2 000). */
+  readyTimeoutMs?: number;
+  /**
+   * The origin (and optional base path) clients reach the server at, e.g. `https://gw.example.com`: job
+   * views carry absolute `status_url`/`events_url` under it. Default: none, and the URLs are absolute paths
+   * (`/jobs/<id>`). Must be an `http:` or `https:` URL without query or fragment.
+   */
+  publicUrl?: string;
+  /**
+   * Logging through Fastify's pino: `false` (default: silent, for library use), `true` (level `info`), or
+   * pino options. The `authorization`, `cookie`, `set-cookie`, `x-api-key`, `proxy-authorization` and
+   * `idempotency-key` headers are always redacted as `[redacted]` (your `redact` paths are added to them).
+   */
+  logger?: boolean | ServerLoggerOptions;
+  /**
+   * Inbound request timeout in ms (integer >= 1, default 35 000: the 30 s hard maximum of a tool call
+   * deadline plus 5 s for the answer to be written). A route that has not answered by then gets a 504
+   * problem+json and its `request.signal` aborts; SSE streams (hijacked replies) are exempt. It also bounds
+   * how long a client may take to send its request (Node's `requestTimeout`, answered 408).
+   */
+  requestTimeoutMs?: number;
+  /** Largest request body in bytes (integer >= 1, default 1 048 576); a larger one gets 413. */
+  bodyLimitBytes?: number;
+  /** The breakers `/readyz` lists (those not `closed`). Default: none. */
+  breakers?: () => readonly BreakerSummary[];
+  /** Extra routes, registered in order after the built-in ones (see {@link ServerRoutes}). */
+  routes?: readonly ServerRoutes[];
+  /** Ms of silence after which an SSE stream gets a `: keep-alive` comment line (integer >= 1, default 15 000). */
+  keepAliveMs?: number;
+  /**
+   * Most bytes an SSE stream may have queued for a slow client (integer >= 1, default 1 048 576); past it the
+   * stream is dropped and the client resumes with `Last-Event-ID`, instead of the server buffering without end.
+   */
+  maxStreamBufferBytes?: number;
+  /** How long {@link closeGracefully} waits for in-flight requests by default (ms, integer >= 0, default 10 000). */
+  shutdownGraceMs?: number;
+  /** Source of time for keep-alives, the readiness timeout and the shutdown grace (default the system clock). */
+  clock?: Clock;
+}
+
+/** Defaults of {@link ServerOptions}. */
+export const SERVER_DEFAULTS = {
+  readyTimeoutMs: 2_000,
+  requestTimeoutMs: 35_000,
+  bodyLimitBytes: 1_048_576,
+  keepAliveMs: 15_000,
+  maxStreamBufferBytes: 1_048_576,
+  shutdownGraceMs: 10_000,
+} as const;
+
+/** Headers whose values never reach a log line (pino `redact` paths are added for each). */
+export const REDACTED_HEADERS = [
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-api-key',
+  'idempotency-key',
+] as const;
+
+/** {@link ServerOptions} with defaults applied. */
+export interface ResolvedServerOptions {
+  jobs: Jobs;
+  store: ServerStore;
+  ready: () => Promise<unknown>;
+  readyTimeoutMs: number;
+  publicUrl: string | undefined;
+  logger: false | ServerLoggerOptions;
+  requestTimeoutMs: number;
+  bodyLimitBytes: number;
+  breakers: () => readonly BreakerSummary[];
+  routes: readonly ServerRoutes[];
+  keepAliveMs: number;
+  maxStreamBufferBytes: number;
+  shutdownGraceMs: number;
+  clock: Clock;
+}
+
+/** An id no job can have (job ids are `job_` + UUIDv7), so the default probe is a miss on the primary key. */
+const PROBE_ID = 'job_readiness-probe';
+
+/** Validates {@link ServerOptions} and fills in defaults. @throws RangeError naming the option. */
+export function resolveServerOptions(options: ServerOptions): ResolvedServerOptions {
+  const owner = 'createServer';
+  const { jobs, store } = options;
+  if (typeof jobs !== 'object' || jobs === null || typeof jobs.get !== 'function') {
+    throw invalidOption(owner, 'jobs', 'a Jobs runtime (createJobs)', jobs);
+  }
+  if (
+    typeof store !== 'object' ||
+    store === null ||
+    typeof store.get !== 'function' ||
+    typeof store.events !== 'function'
+  ) {
+    throw invalidOption(owner, 'store', 'a job store with get() and events()', store);
+  }
+  const int = (name: keyof typeof SERVER_DEFAULTS, min = 1): number =>
+    finite(owner, name, options[name] ?? SERVER_DEFAULTS[name], { ...POSITIVE_INTEGER, min });
+  const breakers = optionalFn(owner, 'breakers', options.breakers) ?? (() => []);
+  const routes = options.routes ?? [];
+  if (!Array.isArray(routes) || routes.some((r) => typeof r !== 'function')) {
+    throw invalidOption(owner, 'routes', 'an array of functions (app) => void', routes);
+  }
+  return {
+    jobs,
+    store,
+    ready: optionalFn(owner, 'ready', options.ready) ?? (() => store.get(PROBE_ID)),
+    readyTimeoutMs: int('readyTimeoutMs'),
+    publicUrl: resolvePublicUrl(owner, options.publicUrl),
+    logger: resolveLogger(owner, options.logger),
+    requestTimeoutMs: int('requestTimeoutMs'),
+    bodyLimitBytes: int('bodyLimitBytes'),
+    breakers,
+    routes,
+    keepAliveMs: int('keepAliveMs'),
+    maxStreamBufferBytes: int('maxStreamBufferBytes'),
+    shutdownGraceMs: int('shutdownGraceMs', 0),
+    clock: clockOption(owner, options.clock),
+  };
+}
+
+function resolvePublicUrl(owner: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  const rule = 'an http(s) URL without query or fragment';
+  if (typeof value !== 'string') throw invalidOption(owner, 'publicUrl', rule, value);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw invalidOption(owner, 'publicUrl', rule, value);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '') {
+    throw invalidOption(owner, 'publicUrl', rule, value);
+  }
+  // One form for joining: no trailing slash, so `${publicUrl}/jobs/…` never doubles it.
+  return url.href.replace(/\/+$/, '');
+}
+
+function resolveLogger(owner: string, value: unknown): false | ServerLoggerOptions {
+  if (value === undefined || value === false) return false;
+  if (value !== true && (typeof value !== 'object' || value === null || Array.isArray(value))) {
+    throw invalidOption(owner, 'logger', 'a boolean or pino options', value);
+  }
+  const given: ServerLoggerOptions = value === true ? {} : (value as ServerLoggerOptions);
+  const ours = REDACTED_HEADERS.flatMap((h) => [
+    `req.headers["${h}"]`,
+    `res.headers["${h}"]`,
+    `headers["${h}"]`,
+    `*.headers["${h}"]`,
+  ]);
+  const theirs = given.redact;
+  const paths = Array.isArray(theirs) ? theirs : theirs === undefined ? [] : theirs.paths;
+  const redactOptions = Array.isArray(theirs) || theirs === undefined ? {} : theirs;
+  return {
+    level: 'info',
+    ...given,
+    redact: { censor: '[redacted]', ...redactOptions, paths: [...ours, ...paths] },
+  };
+}

@@ -1,0 +1,170 @@
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  BreakwaterError,
+  PROBLEM_CONTENT_TYPE,
+  isBreakwaterError,
+  retryAfterHeader,
+  toProblem,
+  type ErrorCode,
+} from '../core/index.js';
+
+/** Methods whose repetition has no further effect (RFC 9110, section 9.2.1: safe methods). */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
+
+/**
+ * Any failure of a request as the {@link BreakwaterError} its client sees:
+ * - a BreakwaterError as it is;
+ * - Fastify's handler timeout → `timeout` (504) for a safe method, `outcome_unknown` (504) for any other:
+ *   the handler may still have done its work, so a write is reported as "may have happened" (never 503,
+ *   which clients read as "not processed, resend freely");
+ * - a schema validation failure → `invalid_payload` (400) with `details.validation: [{ in, path, message }]`;
+ * - a body over the limit → `payload_too_large` (413); an unsupported `Content-Type` → `invalid_payload`
+ *   with status 415; an unknown route → `not_found` (404);
+ * - another client error Fastify or a body parser raised (status 4xx) → that status, as `unauthorized` (401,
+ *   403), `not_found` (404, 405), `payload_too_large` (413), `rate_limited` (429) or `invalid_payload`;
+ * - anything else → `internal_error` (500; `AbortError` → `canceled`, `TimeoutError` → `timeout`), with
+ *   the core sentence as detail: the original message and stack stay in the log.
+ */
+export function toHttpError(error: unknown, method = 'GET'): BreakwaterError {
+  if (isBreakwaterError(error)) return error;
+  const fst = error as Partial<FastifyError> | null;
+  const code = typeof fst?.code === 'string' ? fst.code : undefined;
+  if (code === 'FST_ERR_HANDLER_TIMEOUT') {
+    const safe = SAFE_METHODS.has(method.toUpperCase());
+    return new BreakwaterError(safe ? 'timeout' : 'outcome_unknown', {
+      message: safe
+        ? 'The server did not finish answering in time; try again shortly.'
+        : 'The server did not finish answering in time; the request may or may not have taken effect, so check its status before trying again.',
+      source: 'server',
+    });
+  }
+  if (Array.isArray(fst?.validation)) return validationError(fst as FastifyError);
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new BreakwaterError('payload_too_large');
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new BreakwaterError('invalid_payload', {
+      status: 415,
+      message: 'The request body has a Content-Type this endpoint does not accept.',
+    });
+  }
+  if (code === 'FST_ERR_NOT_FOUND') return new BreakwaterError('not_found');
+  const status = typeof fst?.statusCode === 'number' ? fst.statusCode : undefined;
+  if (status !== undefined && status >= 400 && status < 500) {
+    // Fastify's own messages (FST_*) and the JSON parser's say what was wrong with the request and hold no
+    // server state; anybody else's may, so they get the code's sentence instead.
+    const own = code?.startsWith('FST_') === true || error instanceof SyntaxError;
+    return new BreakwaterError(codeForStatus(status), {
+      status,
+      ...(own && typeof fst?.message === 'string' ? { message: fst.message } : {}),
+    });
+  }
+  return new BreakwaterError(toProblem(error).code as ErrorCode);
+}
+
+function codeForStatus(status: number): ErrorCode {
+  if (status === 401 || status === 403) return 'unauthorized';
+  if (status === 404 || status === 405) return 'not_found';
+  if (status === 413) return 'payload_too_large';
+  if (status === 429) return 'rate_limited';
+  return 'invalid_payload';
+}
+
+function validationError(error: FastifyError): BreakwaterError {
+  const where = error.validationContext ?? 'request';
+  const validation = (error.validation ?? []).map((v) => ({
+    in: where,
+    path: v.instancePath === '' ? '/' : v.instancePath,
+    message: v.message ?? 'is not valid',
+  }));
+  const first = validation[0];
+  return new BreakwaterError('invalid_payload', {
+    message:
+      first === undefined
+        ? 'The request is not valid.'
+        : `The request ${where} is not valid: ${first.path} ${first.message}.`,
+    details: { validation },
+  });
+}
+
+/**
+ * Answers with `error` as `application/problem+json` (RFC 9457, via core `toProblem`; `instance` is the
+ * request path) and `Retry-After` in whole seconds when the error carries `retryAfterMs`. For routes mounted
+ * through `routes` that answer an error themselves instead of throwing it.
+ */
+export function sendProblem(reply: FastifyReply, error: BreakwaterError): FastifyReply {
+  const retryAfter = retryAfterHeader(error);
+  if (retryAfter !== undefined) void reply.header('retry-after', retryAfter);
+  return reply
+    .code(error.status)
+    .header('content-type', `${PROBLEM_CONTENT_TYPE}; charset=utf-8`)
+    .send(toProblem(error, pathOf(reply.request)));
+}
+
+/** The request path without its query string (a query may carry tokens that do not belong in a body). */
+export function pathOf(request: FastifyRequest): string {
+  const url = request.raw.url ?? '/';
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+/**
+ * The server's error handler: maps with {@link toHttpError}, logs 5xx at `error` (with the original error and
+ * its stack) and 4xx at `info`, and answers problem+json. An error after a hijacked reply has started (an SSE
+ * stream) can only be logged.
+ */
+export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  const mapped = toHttpError(error, request.method);
+  if (mapped.status >= 500) request.log.error({ err: error, code: mapped.code }, 'request failed');
+  else request.log.info({ code: mapped.code, status: mapped.status }, mapped.message);
+  if (reply.sent || reply.raw.headersSent) return;
+  sendProblem(reply, mapped);
+}
+
+/** The not-found handler: every unknown route (and method) is a `not_found` problem. */
+export function handleNotFound(request: FastifyRequest, reply: FastifyReply): void {
+  sendProblem(
+    reply,
+    new BreakwaterError('not_found', { message: `There is no route ${request.method} ${pathOf(request)}.` }),
+  );
+}
+
+/**
+ * Fastify's `frameworkErrors`: a malformed URL (`FST_ERR_BAD_URL`) or a failing route constraint, raised
+ * before routing, answered as problem+json like everything else.
+ */
+export function handleFrameworkError(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
+  sendProblem(
+    reply,
+    status < 500
+      ? new BreakwaterError('invalid_payload', { status, message: 'The request URL is not valid.' })
+      : new BreakwaterError('internal_error'),
+  );
+}
+
+/**
+ * Node's `clientError` (a request the HTTP parser rejected, or one that took longer than `requestTimeoutMs`
+ * to arrive): answered 400 `invalid_payload` or 408 `timeout` as problem+json on the raw socket, then closed.
+ */
+export function handleClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  const problem = toProblem(
+    timedOut
+      ? new BreakwaterError('timeout', { status: 408, message: 'The request took too long to arrive.' })
+      : new BreakwaterError('invalid_payload', { message: 'The request is not valid HTTP.' }),
+  );
+  const body = JSON.stringify(problem);
+  socket.end(
+    `HTTP/1.1 ${problem.status} ${timedOut ? 'Request Timeout' : 'Bad Request'}\r\n` +
+      `Content-Type: ${PROBLEM_CONTENT_TYPE}; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,62 @@
+import { fastify, type FastifyInstance } from 'fastify';
+import { eventsRoute } from './events-route.js';
+import { healthRoutes } from './health.js';
+import { jobRoutes } from './jobs-routes.js';
+import { installLifecycle } from './lifecycle.js';
+import { resolveServerOptions, type ServerOptions } from './options.js';
+import { handleClientError, handleError, handleFrameworkError, handleNotFound } from './problems.js';
+
+/**
+ * Builds Breakwater's HTTP app (DESIGN: "server/"), not listening yet: call `app.listen({ port, host })`
+ * (or `app.inject()` in tests), and {@link closeGracefully} to stop.
+ *
+ * Routes: `GET /healthz`, `GET /readyz`, `GET /jobs`, `GET /jobs/:id`, `POST /jobs/:id/cancel`,
+ * `GET /jobs/:id/events` (SSE), then every `options.routes` entry (the MCP endpoint, …). Every error any
+ * route throws, and Fastify's own (unknown route, schema validation, body too large, unsupported media type,
+ * malformed URL or HTTP), is answered as `application/problem+json` (RFC 9457) with `Retry-After` when the
+ * error has a retry hint; see `toHttpError`. A route that has not answered within `requestTimeoutMs` gets a
+ * 504 (`timeout`, or `outcome_unknown` for a non-safe method) and its `request.signal` aborts; routes that
+ * stream hijack their reply and are exempt.
+ *
+ * @throws RangeError naming the option when an option is invalid.
+ */
+export function createServer(options: ServerOptions): FastifyInstance {
+  const o = resolveServerOptions(options);
+  const app = fastify({
+    logger: o.logger,
+    bodyLimit: o.bodyLimitBytes,
+    // Application-level: the whole route lifecycle, keep-alive safe (unlike socket timeouts).
+    handlerTimeout: o.requestTimeoutMs,
+    // Node's limit on receiving the request itself (slow-loris); Fastify turns Node's default off.
+    requestTimeout: o.requestTimeoutMs,
+    // Our onRequest hook answers requests that arrive while closing, as problem+json.
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    frameworkErrors: handleFrameworkError,
+    clientErrorHandler: handleClientError,
+  }) as unknown as FastifyInstance;
+
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+  const state = installLifecycle(app, { clock: o.clock, shutdownGraceMs: o.shutdownGraceMs });
+
+  healthRoutes(app, {
+    ready: o.ready,
+    readyTimeoutMs: o.readyTimeoutMs,
+    breakers: o.breakers,
+    clock: o.clock,
+  });
+  jobRoutes(app, { jobs: o.jobs, store: o.store, publicUrl: o.publicUrl });
+  eventsRoute(app, {
+    jobs: o.jobs,
+    state,
+    keepAliveMs: o.keepAliveMs,
+    maxStreamBufferBytes: o.maxStreamBufferBytes,
+  });
+  for (const routes of o.routes) {
+    void app.register(async (child) => {
+      await routes(child);
+    });
+  }
+  return app;
+}
