@@ -1,0 +1,231 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sendProblem } from './problem.js';
+
+/**
+ * The fault switches of a GiftGenius service (all off by default):
+ * - `latencyMs`: added before every request is handled (ms, 0..600000).
+ * - `errorRate`: share of requests (0..1) answered 503 `service_unavailable` instead of being handled.
+ * - `hang`: requests wait without an answer until `hang` is switched off (then they are handled) or the
+ *   service closes (then their sockets are destroyed).
+ * - `commitThenDrop`: POST requests are handled in full (an order is stored), then the socket is destroyed
+ *   instead of answering, so the caller cannot know whether the write happened. Reads still answer, so a
+ *   status lookup can reconcile.
+ */
+export interface Faults {
+  latencyMs: number;
+  errorRate: number;
+  hang: boolean;
+  commitThenDrop: boolean;
+}
+
+/** Fault settings as given to `set` or `PUT /_faults`: fields left out are off. */
+export type FaultSettings = Partial<Faults>;
+
+/** The run-time switch of one service's faults, usable in process and mirrored over HTTP at `/_faults`. */
+export interface FaultSwitch {
+  /**
+   * Replaces the faults with `settings` (fields left out are off, like `PUT`) and returns the result.
+   * Switching `hang` off releases the hanging requests.
+   *
+   * @throws RangeError naming the field when a setting is out of range, of the wrong type or unknown.
+   */
+  set(settings: FaultSettings): Faults;
+  /** Switches every fault off and releases hanging requests. */
+  clear(): Faults;
+  /** The current faults (a copy). */
+  get(): Faults;
+  /** How many requests are hanging right now. */
+  hanging(): number;
+}
+
+/** No faults. */
+export const NO_FAULTS: Readonly<Faults> = Object.freeze({
+  latencyMs: 0,
+  errorRate: 0,
+  hang: false,
+  commitThenDrop: false,
+});
+
+const MAX_LATENCY_MS = 600_000;
+
+/**
+ * Validates fault settings from an untrusted source (an HTTP body) into full {@link Faults}.
+ *
+ * @throws RangeError naming the field when a setting is out of range, of the wrong type or unknown.
+ */
+export function parseFaults(input: unknown): Faults {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new RangeError('Fault settings must be a JSON object.');
+  }
+  const settings = input as Record<string, unknown>;
+  for (const key of Object.keys(settings)) {
+    if (!(key in NO_FAULTS)) {
+      throw new RangeError(`Unknown fault "${key}"; known: latencyMs, errorRate, hang, commitThenDrop.`);
+    }
+  }
+  const { latencyMs = 0, errorRate = 0, hang = false, commitThenDrop = false } = settings;
+  if (
+    typeof latencyMs !== 'number' ||
+    !Number.isFinite(latencyMs) ||
+    latencyMs < 0 ||
+    latencyMs > MAX_LATENCY_MS
+  ) {
+    throw new RangeError(`latencyMs must be a number of milliseconds from 0 to ${MAX_LATENCY_MS}.`);
+  }
+  if (typeof errorRate !== 'number' || !(errorRate >= 0 && errorRate <= 1)) {
+    throw new RangeError('errorRate must be a number from 0 to 1.');
+  }
+  if (typeof hang !== 'boolean') throw new RangeError('hang must be true or false.');
+  if (typeof commitThenDrop !== 'boolean') throw new RangeError('commitThenDrop must be true or false.');
+  return { latencyMs, errorRate, hang, commitThenDrop };
+}
+
+/**
+ * The fault state of one service and the waits it imposes. `random` (values in [0, 1)) decides which
+ * requests an `errorRate` fails; inject a sequence in tests to make that deterministic.
+ */
+export class FaultController implements FaultSwitch {
+  private faults: Faults = { ...NO_FAULTS };
+  private readonly waiters = new Set<() => void>();
+
+  constructor(private readonly random: () => number = Math.random) {}
+
+  set(settings: FaultSettings): Faults {
+    this.faults = parseFaults(settings);
+    if (!this.faults.hang) this.releaseHanging();
+    return this.get();
+  }
+
+  clear(): Faults {
+    return this.set({});
+  }
+
+  get(): Faults {
+    return { ...this.faults };
+  }
+
+  hanging(): number {
+    return this.waiters.size;
+  }
+
+  /** Whether this request draws an injected error; consults `random` only while 0 < `errorRate` < 1. */
+  drawError(): boolean {
+    const rate = this.faults.errorRate;
+    return rate >= 1 || (rate > 0 && this.random() < rate);
+  }
+
+  /**
+   * Waits while `hang` is on. Resolves true once released (hang switched off), false when `signal` aborts
+   * first (the client left or the service is closing).
+   */
+  async waitWhileHanging(signal: AbortSignal): Promise<boolean> {
+    while (this.faults.hang) {
+      if (signal.aborted) return false;
+      const released = await new Promise<boolean>((resolve) => {
+        const finish = (value: boolean): void => {
+          this.waiters.delete(onRelease);
+          signal.removeEventListener('abort', onAbort);
+          resolve(value);
+        };
+        const onRelease = (): void => finish(true);
+        const onAbort = (): void => finish(false);
+        this.waiters.add(onRelease);
+        signal.addEventListener('abort', onAbort, { once: true });
+      });
+      if (!released) return false;
+    }
+    return !signal.aborted;
+  }
+
+  private releaseHanging(): void {
+    for (const release of [...this.waiters]) release();
+  }
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function isFaultRoute(request: FastifyRequest): boolean {
+  const path = request.url.split('?', 1)[0];
+  return path === '/_faults';
+}
+
+/** Aborts when the client goes away before the answer was written, or when `closing` aborts. */
+function requestSignal(reply: FastifyReply, closing: AbortSignal): AbortSignal {
+  const left = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) left.abort();
+  });
+  return AbortSignal.any([left.signal, closing]);
+}
+
+/** Ends a request without an answer: no handler runs, the socket is destroyed. */
+function abandon(request: FastifyRequest, reply: FastifyReply): void {
+  reply.hijack();
+  request.raw.socket?.destroy();
+}
+
+/**
+ * Applies `controller`'s faults to every route of `app` but `/_faults`, and registers `GET`, `PUT` and
+ * `DELETE /_faults`, each answering `{ faults, hanging_requests }`. A `PUT` body is {@link FaultSettings}
+ * (400 `invalid_request` when it is not valid). `closing` aborts delayed and hanging requests (their
+ * sockets are destroyed) so the service can close without waiting for them.
+ *
+ * Faults act in `preHandler`, after the body is parsed and after route `preValidation` hooks, so the
+ * commerce service has already claimed a request's `Idempotency-Key` when the request is delayed or hangs.
+ */
+export function registerFaults(
+  app: FastifyInstance,
+  controller: FaultController,
+  closing: AbortSignal,
+): void {
+  app.addHook('preHandler', async (request, reply) => {
+    if (isFaultRoute(request)) return;
+    const signal = requestSignal(reply, closing);
+    const { latencyMs } = controller.get();
+    if (latencyMs > 0 && !(await pause(latencyMs, signal))) return abandon(request, reply);
+    if (!(await controller.waitWhileHanging(signal))) return abandon(request, reply);
+    if (controller.drawError()) {
+      return sendProblem(reply, 503, 'service_unavailable', 'The service is unavailable (injected fault).', {
+        injected: true,
+      });
+    }
+  });
+
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (request.method === 'POST' && !isFaultRoute(request) && controller.get().commitThenDrop) {
+      // The work is done and stored; losing the answer is the point (an unknown outcome for the caller).
+      request.raw.socket?.destroy();
+    }
+    return payload;
+  });
+
+  const state = () => ({ faults: controller.get(), hanging_requests: controller.hanging() });
+  app.get('/_faults', async () => state());
+  app.put('/_faults', async (request, reply) => {
+    try {
+      controller.set(parseFaults(request.body));
+    } catch (error) {
+      if (error instanceof RangeError) return sendProblem(reply, 400, 'invalid_request', error.message);
+      throw error;
+    }
+    return state();
+  });
+  app.delete('/_faults', async () => {
+    controller.clear();
+    return state();
+  });
+}
