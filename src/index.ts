@@ -40,6 +40,16 @@ export * from './policy/index.js';
 export {
   openPostgresStore,
   openSqliteStore,
+  openStore,
+  storeTarget,
+  type OpenStoreOptions,
+  type Store,
+  type StoreTarget,
+  STREAM_EVENT_RETENTION_MS,
+  STREAM_EVENTS_PAGE_MAX,
+  type StreamEvent,
+  type StreamEventStore,
+  type StreamEventsPage,
   type Claim,
   type JobError,
   type JobEvent,
@@ -54,3 +64,26 @@ export {
   type StoreNotification,
 } from './store/index.js';
 export * from './jobs/index.js';
+export * from './upstream/index.js';
+export {
+  createServer,
+  closeGracefully,
+  sendProblem,
+  toHttpError,
+  jobUrls,
+  toJobView,
+  toEventView,
+  SERVER_DEFAULTS,
+  REDACTED_HEADERS,
+  LIST_LIMITS,
+  type ServerOptions,
+  type ServerStore,
+  type ServerRoutes,
+  type ServerLoggerOptions,
+  type BreakerSummary,
+  type CloseOptions,
+  type JobView,
+  type JobEventView,
+  type JobUrls,
+  type OpenBreakerView,
+} from './server/index.js';

@@ -16,10 +16,22 @@ import {
   timeout,
   toProblem,
 } from '../index.js';
+import { CliError, EXIT } from './context.js';
 
 const OPEN_MS = 1500;
 
-export async function runDemo(_argv: string[]): Promise<number> {
+const DEMO_USAGE = `Usage: breakwater demo
+
+Runs a resilience pipeline (bulkhead, retry, circuit breaker, timeout) against a flaky in-process gift
+service through four phases and a burst, printing what each policy decided. Takes about four seconds.`;
+
+export async function runDemo(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(DEMO_USAGE);
+    return 0;
+  }
+  if (argv.length > 0)
+    throw new CliError(`demo takes no arguments, got '${argv[0]}'\n\n${DEMO_USAGE}`, EXIT.usage);
   const service = faultInjection({ name: 'gift-service', latency: { rate: 1, ms: 20 } });
   const guard = bulkhead({ name: 'gift-service', maxConcurrent: 3, maxQueue: 2, queueTimeoutMs: 500 });
   const retries = retry({ name: 'gift-service', maxAttempts: 3, backoff: constantBackoff(50) });

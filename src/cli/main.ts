@@ -1,19 +1,22 @@
 #!/usr/bin/env node
 /**
- * The `breakwater` command. It grows with later issues (serve, worker, jobs, ops, audit); today it reports
- * its version and runs the policy demo.
+ * The `breakwater` command: `serve` (the gateway), `worker` (a worker-only process), `jobs` (the queue from a
+ * terminal), `demo` (the policies in four seconds) and `version`. Exit codes: 0 done, 1 failed (a message
+ * says why), 2 bad command line.
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { CliError, EXIT } from './context.js';
 
 const USAGE = `Usage: breakwater <command> [options]
 
 Commands:
+  serve       run the gateway: MCP at /mcp, job polling and SSE, health checks (and a worker, unless --no-worker)
+  worker      run a worker only: claim and run jobs, no HTTP
+  jobs        list, show, cancel or retry jobs (breakwater jobs --help)
   demo        run a resilience pipeline against a flaky in-process service and print what happens
   version     print the version
 
-Options:
-  -h, --help  show this help`;
+Run 'breakwater <command> --help' for a command's options.`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -22,39 +25,41 @@ function version(): string {
   return pkg.version;
 }
 
+/** Runs the command line `argv` (without node and the script); resolves with the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  let parsed: { positionals: string[]; values: { help?: boolean; version?: boolean } };
+  const [command, ...rest] = argv;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
-    });
+    switch (command) {
+      case undefined:
+      case 'help':
+      case '-h':
+      case '--help':
+        console.log(USAGE);
+        return EXIT.ok;
+      case 'version':
+      case '-v':
+      case '--version':
+        console.log(version());
+        return EXIT.ok;
+      case 'demo': {
+        const { runDemo } = await import('./demo.js');
+        return await runDemo(rest);
+      }
+      case 'jobs': {
+        const { runJobsCommand } = await import('./jobs-command.js');
+        return await runJobsCommand(rest);
+      }
+      default:
+        console.error(`breakwater: unknown command '${command}'\n\n${USAGE}`);
+        return EXIT.usage;
+    }
   } catch (error) {
-    console.error(`breakwater: ${(error as Error).message}\n\n${USAGE}`);
-    return 2;
+    if (error instanceof CliError) {
+      console.error(`breakwater: ${error.message}`);
+      return error.exitCode;
+    }
+    throw error;
   }
-  const { positionals, values } = parsed;
-  const command = positionals[0];
-  if (values.help === true || command === 'help') {
-    console.log(USAGE);
-    return 0;
-  }
-  if (values.version === true || command === 'version') {
-    console.log(version());
-    return 0;
-  }
-  if (command === undefined) {
-    console.log(USAGE);
-    return 0;
-  }
-  if (command === 'demo') {
-    const { runDemo } = await import('./demo.js');
-    return runDemo(positionals.slice(1));
-  }
-  console.error(`breakwater: unknown command '${command}'\n\n${USAGE}`);
-  return 2;
 }
 
 process.exitCode = await main(process.argv.slice(2));

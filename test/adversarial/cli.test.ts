@@ -70,7 +70,112 @@ describe('the breakwater CLI', () => {
   it('demo --help prints help instead of running the demo', () => {
     const run = cli('demo', '--help');
     expect(run.status).toBe(0);
-    expect(run.stdout).toContain('Usage: breakwater');
+    expect(run.stdout).toContain('Usage: breakwater demo');
     expect(run.stdout).not.toContain('Phase 1');
+  }, 60_000);
+});
+
+describe('breakwater jobs', () => {
+  it('lists, shows, cancels and retries jobs in a SQLite file, and says what it did', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { openStore, createJobs } = await import('../../src/index.js');
+    const dir = mkdtempSync(join(tmpdir(), 'bw-cli-'));
+    const db = join(dir, 'bw.db');
+    try {
+      const store = await openStore({ url: db });
+      const jobs = createJobs({ store });
+      jobs.defineJob('report', () => null);
+      const failedJob = await store.enqueue({
+        type: 'report',
+        payload: {},
+        runAt: 0,
+        priority: 0,
+        maxAttempts: 1,
+      });
+      const [claim] = await store.claim({ owner: 't', types: ['report'], limit: 5, leaseMs: 1000 });
+      await store.fail(
+        { id: claim!.job.id, token: claim!.token },
+        { code: 'upstream_error', kind: 'permanent', message: 'boom' },
+      );
+      const pending = await jobs.enqueue('report', { n: 1 });
+      await store.close();
+
+      const list = cli('jobs', 'list', '--db', db, '--json');
+      expect(list.stderr).toBe('');
+      expect(list.status).toBe(0);
+      const listed = JSON.parse(list.stdout) as Array<{ id: string; status: string }>;
+      expect(listed.map((j) => [j.id, j.status]).sort()).toEqual(
+        [
+          [pending, 'pending'],
+          [failedJob.job.id, 'failed'],
+        ].sort(),
+      );
+
+      const onlyFailed = cli('jobs', 'list', '--db', db, '--status', 'failed');
+      expect(onlyFailed.status).toBe(0);
+      expect(onlyFailed.stdout.split('\n')[0]).toMatch(/^ID\s+TYPE\s+STATUS\s+ATTEMPTS\s+CREATED\s+UPDATED$/);
+      expect(onlyFailed.stdout).toContain(failedJob.job.id);
+      expect(onlyFailed.stdout).not.toContain(pending);
+
+      const show = cli('jobs', 'show', failedJob.job.id, '--db', db);
+      expect(show.status).toBe(0);
+      expect(show.stdout).toContain('status:    failed');
+      expect(show.stdout).toMatch(/#1 \S+ job\.started/);
+      expect(show.stdout).toMatch(/#2 \S+ job\.failed/);
+
+      const retried = cli('jobs', 'retry', failedJob.job.id, '--db', db);
+      expect(retried.stdout).toBe(`job ${failedJob.job.id} is pending again (attempts reset)\n`);
+      expect(retried.status).toBe(0);
+
+      const canceled = cli('jobs', 'cancel', pending, '--db', db);
+      expect(canceled.stdout).toBe(`job ${pending} is canceled\n`);
+
+      const retryAgain = cli('jobs', 'retry', pending, '--db', db);
+      expect(retryAgain.status).toBe(1);
+      expect(retryAgain.stderr).toBe(
+        `breakwater: Only a failed job can be retried; job ${pending} is canceled.\n`,
+      );
+
+      const missing = cli('jobs', 'show', 'nope', '--db', db);
+      expect(missing.status).toBe(1);
+      expect(missing.stderr).toBe('breakwater: there is no job nope\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('rejects bad options with exit 2 and names the problem', () => {
+    const badStatus = cli('jobs', 'list', '--status', 'done', '--db', ':memory:');
+    expect(badStatus.status).toBe(2);
+    expect(badStatus.stderr).toContain(
+      "--status must be one of pending, in_progress, completed, failed, canceled, got 'done'",
+    );
+    const noId = cli('jobs', 'cancel');
+    expect(noId.status).toBe(2);
+    expect(noId.stderr).toContain('jobs cancel needs a job id');
+    const badDb = cli('jobs', 'list', '--db', 'mysql://x@y/z');
+    expect(badDb.status).toBe(2);
+    expect(badDb.stderr).toContain('openStore: url must be postgres://');
+  }, 60_000);
+
+  it('says which database it cannot open, and exits 1', async () => {
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'bw-cli-'));
+    try {
+      // A regular file where the database's folder should be.
+      writeFileSync(join(dir, 'file'), '');
+      const db = join(dir, 'file', 'sub', 'bw.db');
+      const run = cli('jobs', 'list', '--db', db);
+      expect(run.status).toBe(1);
+      expect(run.stderr).toBe(
+        `breakwater: cannot open the SQLite database at ${db}: ENOTDIR: not a directory, mkdir '${join(dir, 'file', 'sub')}'\n`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 });

@@ -1,0 +1,70 @@
+/**
+ * What every command shares: where the store is (`--db`, `DATABASE_URL`, `BREAKWATER_DB`), how it is opened
+ * with a message a person can act on, and the exit codes.
+ */
+import { openStore, storeTarget, type Store } from '../index.js';
+
+/** Exit codes of the `breakwater` command. */
+export const EXIT = {
+  ok: 0,
+  /** The command ran and failed: database unreachable, job not found, port in use. */
+  failed: 1,
+  /** The command line was wrong: unknown command or option, missing argument. */
+  usage: 2,
+} as const;
+
+/** An error whose message is for the person at the terminal, printed without a stack. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT.failed,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/**
+ * The store URL a command uses: `--db`, else `DATABASE_URL`, else `BREAKWATER_DB`, else SQLite at
+ * `./data/breakwater.db` (DESIGN: "Storage and deployment").
+ */
+export function storeUrl(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  for (const value of [flag, env.DATABASE_URL, env.BREAKWATER_DB]) {
+    if (value !== undefined && value.trim() !== '') return value;
+  }
+  return undefined;
+}
+
+/**
+ * Opens the store at `url`, turning a failure into a {@link CliError} that says which database could not be
+ * opened and why (the password of a PostgreSQL URL masked).
+ */
+export async function openStoreForCli(url: string | undefined): Promise<Store> {
+  let target;
+  try {
+    target = storeTarget(url);
+  } catch (error) {
+    throw new CliError((error as Error).message, EXIT.usage);
+  }
+  try {
+    return await openStore({ url });
+  } catch (error) {
+    const reason = describe(error);
+    throw new CliError(
+      target.backend === 'postgres'
+        ? `cannot use the PostgreSQL database at ${target.display}: ${reason}`
+        : `cannot open the SQLite database at ${target.display}: ${reason}`,
+    );
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) return describe(error.errors[0]);
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' && !error.message.includes(code)
+      ? `${error.message} (${code})`
+      : error.message;
+  }
+  return String(error);
+}

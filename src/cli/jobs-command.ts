@@ -1,0 +1,181 @@
+/**
+ * `breakwater jobs list|show|cancel|retry`: the job queue from a terminal, straight against the store (no
+ * server needs to run). Every subcommand takes `--db` and `--json`.
+ */
+import { parseArgs } from 'node:util';
+import { createJobs, type JobRecord, type JobStatus } from '../index.js';
+import { CliError, EXIT, openStoreForCli, storeUrl } from './context.js';
+
+export const JOBS_USAGE = `Usage: breakwater jobs <list|show|cancel|retry> [options]
+
+Subcommands:
+  list                 the newest jobs first
+  show <job-id>        one job with its events
+  cancel <job-id>      cancel a pending job, or ask a running one to stop
+  retry <job-id>       put a failed (dead-lettered) job back in the queue
+
+Options:
+  --db <url>           the store: postgres://… or a SQLite path (default: $DATABASE_URL, $BREAKWATER_DB,
+                       then ./data/breakwater.db)
+  --status <status>    list: only pending, in_progress, completed, failed or canceled (repeatable)
+  --type <type>        list: only this job type
+  --limit <n>          list: at most n jobs (default 20, at most 1000)
+  --json               print JSON instead of text
+  -h, --help           show this help`;
+
+const STATUSES: readonly JobStatus[] = ['pending', 'in_progress', 'completed', 'failed', 'canceled'];
+
+/** Runs `breakwater jobs ...`; resolves with the exit code. Output goes to `out`. */
+export async function runJobsCommand(
+  argv: string[],
+  out: (line: string) => void = console.log,
+): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        db: { type: 'string' },
+        status: { type: 'string', multiple: true },
+        type: { type: 'string' },
+        limit: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}\n\n${JOBS_USAGE}`, EXIT.usage);
+  }
+  const { positionals, values } = parsed;
+  const [sub, id, ...extra] = positionals;
+  if (values.help === true || sub === undefined) {
+    out(JOBS_USAGE);
+    return sub === undefined && values.help !== true ? EXIT.usage : EXIT.ok;
+  }
+  if (!['list', 'show', 'cancel', 'retry'].includes(sub)) {
+    throw new CliError(`unknown jobs subcommand '${sub}'\n\n${JOBS_USAGE}`, EXIT.usage);
+  }
+  if (sub !== 'list' && id === undefined) {
+    throw new CliError(`jobs ${sub} needs a job id\n\n${JOBS_USAGE}`, EXIT.usage);
+  }
+  if (extra.length > 0 || (sub === 'list' && id !== undefined)) {
+    throw new CliError(
+      `unexpected argument '${sub === 'list' ? id : extra[0]}'\n\n${JOBS_USAGE}`,
+      EXIT.usage,
+    );
+  }
+  const statuses = (values.status ?? []).map((status) => {
+    if (!STATUSES.includes(status as JobStatus)) {
+      throw new CliError(`--status must be one of ${STATUSES.join(', ')}, got '${status}'`, EXIT.usage);
+    }
+    return status as JobStatus;
+  });
+  const limit = values.limit === undefined ? 20 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+    throw new CliError(`--limit must be an integer from 1 to 1000, got '${values.limit}'`, EXIT.usage);
+  }
+
+  const store = await openStoreForCli(storeUrl(values.db));
+  const jobs = createJobs({ store });
+  const json = values.json === true;
+  try {
+    if (sub === 'list') {
+      const list = await jobs.list({
+        status: statuses.length > 0 ? statuses : undefined,
+        type: values.type,
+        limit,
+      });
+      if (json) out(JSON.stringify(list, null, 2));
+      else out(formatTable(list));
+      return EXIT.ok;
+    }
+    const jobId = id!;
+    if (sub === 'show') {
+      const job = await jobs.get(jobId);
+      if (job === undefined) throw new CliError(`there is no job ${jobId}`);
+      const events = await store.events(jobId);
+      if (json) out(JSON.stringify({ ...job, events }, null, 2));
+      else
+        out(
+          formatJob(
+            job,
+            events.map((e) => `  #${e.seq} ${iso(e.timestamp)} ${e.type} ${short(e.payload)}`),
+          ),
+        );
+      return EXIT.ok;
+    }
+    const job = await (sub === 'cancel' ? jobs.cancel(jobId) : jobs.retry(jobId)).catch((error: unknown) => {
+      throw new CliError((error as Error).message);
+    });
+    if (json) out(JSON.stringify(job, null, 2));
+    else if (sub === 'cancel') out(cancelMessage(job));
+    else out(`job ${job.id} is pending again (attempts reset)`);
+    return EXIT.ok;
+  } finally {
+    await store.close();
+  }
+}
+
+function cancelMessage(job: JobRecord): string {
+  if (job.status === 'canceled') return `job ${job.id} is canceled`;
+  if (job.status === 'in_progress') {
+    return `job ${job.id} is running: cancel requested, its handler stops within one heartbeat`;
+  }
+  return `job ${job.id} had already finished (${job.status}); nothing to cancel`;
+}
+
+function formatTable(jobs: JobRecord[]): string {
+  if (jobs.length === 0) return 'no jobs';
+  const rows = [
+    ['ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'CREATED', 'UPDATED'],
+    ...jobs.map((j) => [
+      j.id,
+      j.type,
+      j.status,
+      `${j.attempts}/${j.maxAttempts}`,
+      iso(j.createdAt),
+      iso(j.updatedAt),
+    ]),
+  ];
+  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
+  return rows
+    .map((row) =>
+      row
+        .map((cell, col) => cell.padEnd(widths[col]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+function formatJob(job: JobRecord, events: string[]): string {
+  const lines = [
+    `id:        ${job.id}`,
+    `type:      ${job.type}`,
+    `status:    ${job.status}`,
+    `attempts:  ${job.attempts}/${job.maxAttempts}`,
+    `run at:    ${iso(job.runAt)}`,
+    `created:   ${iso(job.createdAt)}`,
+    `updated:   ${iso(job.updatedAt)}`,
+    `payload:   ${short(job.payload)}`,
+  ];
+  if (job.result !== null) lines.push(`result:    ${short(job.result)}`);
+  if (job.error !== null) lines.push(`error:     ${short(job.error)}`);
+  if (job.idempotencyKey !== null && job.idempotencyKey !== undefined) {
+    lines.push(`key:       ${job.idempotencyKey}`);
+  }
+  lines.push(`events:`, ...(events.length > 0 ? events : ['  (none)']));
+  return lines.join('\n');
+}
+
+function iso(ms: number | null | undefined): string {
+  return ms === null || ms === undefined ? '-' : new Date(ms).toISOString();
+}
+
+/** A JSON value on one line, cut at 200 characters. */
+function short(value: unknown): string {
+  const text = JSON.stringify(value) ?? 'null';
+  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
+}
