@@ -22,7 +22,10 @@ function layer(files, { faces, forbidden, message }) {
             {
               group: [
                 ...faces.flatMap((folder) => [`**/${folder}/*`, `!**/${folder}/index.js`]),
-                ...forbidden.flatMap((folder) => [`**/${folder}`, `**/${folder}/**`]),
+                // Relative forms only, so a package path such as `@modelcontextprotocol/sdk/server/…` is not hit.
+                ...forbidden.flatMap((folder) =>
+                  ['../', '../../'].flatMap((up) => [`${up}${folder}`, `${up}${folder}/**`]),
+                ),
               ],
               message,
             },
@@ -72,4 +75,15 @@ export default tseslint.config(
       message: 'capability folders import only core/, policy/ and store/ index.js (DESIGN: layout).',
     },
   ),
+  // mcp/ and server/ assemble capabilities, each without the other; only cli/ (and index.ts) sees both.
+  layer(['src/mcp/**/*.ts'], {
+    faces: ['core', 'policy', 'store', ...CAPABILITY_FOLDERS],
+    forbidden: ['server', 'cli'],
+    message: 'mcp/ imports core/, policy/, store/ and capability index.js files, never server/ or cli/.',
+  }),
+  layer(['src/server/**/*.ts'], {
+    faces: ['core', 'policy', 'store', ...CAPABILITY_FOLDERS],
+    forbidden: ['mcp', 'cli'],
+    message: 'server/ imports core/, policy/, store/ and capability index.js files, never mcp/ or cli/.',
+  }),
 );

@@ -1,6 +1,6 @@
 /**
- * Breakwater's public face: `import { ... } from 'breakwater'`. Later issues add stores, jobs, operations,
- * webhooks, the upstream client, the AI gateway and the MCP server here. Plumbing that core shares with the
+ * Breakwater's public face: `import { ... } from 'breakwater'`. Later issues add operations, webhooks and the
+ * AI gateway here. Plumbing that core shares with the
  * other folders (timer queues, promise helpers, option checks) stays out of it.
  */
 export {
@@ -87,3 +87,40 @@ export {
   type JobUrls,
   type OpenBreakerView,
 } from './server/index.js';
+export {
+  resilientTool,
+  jobTool,
+  createMcpServer,
+  mcpRoutes,
+  errorResult,
+  successResult,
+  toolErrorInfo,
+  JobTaskStore,
+  taskStatus,
+  TASK_STORE_DEFAULTS,
+  TOOL_DEADLINE_DEFAULT_MS,
+  TOOL_DEADLINE_MAX_MS,
+  createDurableEventStore,
+  DURABLE_EVENT_STORE_DEFAULTS,
+  type BreakwaterMcpServer,
+  type McpServerOptions,
+  type McpRoutes,
+  type McpRoutesOptions,
+  type McpTool,
+  type SyncTool,
+  type JobTool,
+  type ResilientToolDefinition,
+  type JobToolDefinition,
+  type ToolContext,
+  type ToolInput,
+  type ToolArgs,
+  type ToolResult,
+  type ToolErrorInfo,
+  type ToolAnnotations,
+  type ToolListing,
+  type TaskInfo,
+  type TaskStatus,
+  type McpEventStore,
+  type ErrorResultOptions,
+  type DurableEventStoreOptions,
+} from './mcp/index.js';

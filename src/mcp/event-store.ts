@@ -1,8 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { EventId, EventStore, StreamId } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { McpEventStore } from './sdk.js';
 import { BreakwaterError, POSITIVE_INTEGER, finite, nonEmptyString } from '../core/index.js';
 import { STREAM_EVENTS_PAGE_MAX, type StreamEventStore } from '../store/index.js';
+
+// The SDK's names, through sdk.ts (the one file that imports the SDK).
+type EventStore = McpEventStore;
+type EventId = string;
+type StreamId = string;
+type JSONRPCMessage = Parameters<McpEventStore['storeEvent']>[1];
 
 /** Options of {@link createDurableEventStore}; validated when it is created. */
 export interface DurableEventStoreOptions {

@@ -1,0 +1,36 @@
+/**
+ * mcp/: the gateway's MCP server (DESIGN: "mcp/"): resilient tools that answer failures as tool results,
+ * job tools with `get_job_status` and `cancel_job`, MCP tasks on the durable job store, the progress bridge,
+ * and Streamable HTTP sessions mounted on Fastify. The official SDK is reached only through `sdk.ts`.
+ */
+export {
+  resilientTool,
+  TOOL_DEADLINE_DEFAULT_MS,
+  TOOL_DEADLINE_MAX_MS,
+  type JobTool,
+  type McpTool,
+  type ResilientToolDefinition,
+  type SyncTool,
+  type ToolArgs,
+  type ToolContext,
+  type ToolInput,
+} from './tool.js';
+export { jobTool, type JobToolDefinition } from './job-tools.js';
+export { errorResult, successResult, toolErrorInfo, type ErrorResultOptions } from './results.js';
+export { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
+export { mcpRoutes, type McpRoutes, type McpRoutesOptions } from './routes.js';
+export { JobTaskStore, TASK_STORE_DEFAULTS, taskStatus } from './task-store.js';
+export type { McpEventStore } from './sdk.js';
+export {
+  createDurableEventStore,
+  DURABLE_EVENT_STORE_DEFAULTS,
+  type DurableEventStoreOptions,
+} from './event-store.js';
+export type {
+  TaskInfo,
+  TaskStatus,
+  ToolAnnotations,
+  ToolErrorInfo,
+  ToolListing,
+  ToolResult,
+} from './types.js';

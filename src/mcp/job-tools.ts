@@ -1,0 +1,263 @@
+import { z } from 'zod';
+import { BreakwaterError, invalidOption, nonEmptyString, optionalFn, optionalObject } from '../core/index.js';
+import type { EnqueueOptions, Jobs } from '../jobs/index.js';
+import type { JobEvent, JobRecord, JobStore } from '../store/index.js';
+import { jobErrorInfo, successResult } from './results.js';
+import {
+  resilientTool,
+  toolBase,
+  type JobTool,
+  type SyncTool,
+  type ToolArgs,
+  type ToolBaseDefinition,
+  type ToolInput,
+} from './tool.js';
+import type { ToolErrorInfo, ToolResult } from './types.js';
+
+/** The definition of {@link jobTool}. */
+export interface JobToolDefinition<I extends ToolInput> extends ToolBaseDefinition {
+  inputSchema: I;
+  /** The job type to enqueue; it must be defined (`jobs.defineJob`) in the serving process. */
+  jobType: string;
+  /** The job's payload from the parsed arguments (default: the arguments). */
+  toPayload?(args: ToolArgs<I>): unknown;
+  /** Enqueue options (an idempotency key, a priority, …), fixed or from the arguments. */
+  enqueueOptions?: EnqueueOptions | ((args: ToolArgs<I>) => EnqueueOptions);
+  /** The tool result's value from the job's result, for `tasks/result` and `get_job_status` (default: as is). */
+  toResult?(result: unknown): unknown;
+  /** The text the model reads for the finished job's result (default: the value as JSON). */
+  toText?(result: unknown): string;
+}
+
+/**
+ * Defines a tool whose work runs as a job (see docs/jobs.md). A call enqueues the job and answers at once
+ * with `{ job_id, status, status_url, events_url, message }` (URLs under the server's `publicUrl`:
+ * `/jobs/:id` and `/jobs/:id/events`); the model follows it with `get_job_status` and `cancel_job`. When
+ * the caller sent a `progressToken`, the job's progress is forwarded as `notifications/progress`.
+ * The tool is listed with `execution.taskSupport: 'optional'`: a client may also call it as an MCP task,
+ * whose id is the job id and whose result (`tasks/result`) is the job's result as a tool result.
+ * The enqueue itself runs under the tool's deadline (default 10 s) like any resilient tool.
+ *
+ * @throws RangeError at definition for a bad name, description, deadline, schema, `jobType` or callback.
+ */
+export function jobTool<I extends ToolInput>(definition: JobToolDefinition<I>): JobTool {
+  const owner = 'jobTool';
+  const jobType = nonEmptyString(owner, 'jobType', definition.jobType);
+  optionalFn(owner, 'toPayload', definition.toPayload);
+  optionalFn(owner, 'toResult', definition.toResult);
+  optionalFn(owner, 'toText', definition.toText);
+  const enqueueOptions = definition.enqueueOptions;
+  if (typeof enqueueOptions !== 'function') optionalObject(owner, 'enqueueOptions', enqueueOptions);
+  return {
+    kind: 'job',
+    ...toolBase(owner, definition, { taskSupport: 'optional' }),
+    jobType,
+    toPayload: (definition.toPayload ?? ((args: unknown) => args)) as JobTool['toPayload'],
+    enqueueOptions: enqueueOptions as JobTool['enqueueOptions'],
+    toResult: definition.toResult as JobTool['toResult'],
+    toText: definition.toText as JobTool['toText'],
+  };
+}
+
+/** Where the job endpoints are: `${publicUrl}/jobs/:id` and `${publicUrl}/jobs/:id/events`. */
+export interface JobUrls {
+  status(id: string): string;
+  events(id: string): string;
+}
+
+/**
+ * The job URLs under `publicUrl` (an absolute http(s) URL; a path prefix is kept, a trailing slash dropped).
+ * @throws RangeError naming `publicUrl` when it is not an absolute http(s) URL.
+ */
+export function jobUrls(owner: string, publicUrl: unknown): JobUrls {
+  let base: string;
+  try {
+    const url = new URL(nonEmptyString(owner, 'publicUrl', publicUrl));
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
+    base = url.href.replace(/\/+$/, '');
+  } catch {
+    throw invalidOption(owner, 'publicUrl', 'an absolute http(s) URL', publicUrl);
+  }
+  return {
+    status: (id) => `${base}/jobs/${encodeURIComponent(id)}`,
+    events: (id) => `${base}/jobs/${encodeURIComponent(id)}/events`,
+  };
+}
+
+/** What the job tools need at call time. */
+export interface JobToolDeps {
+  jobs: Jobs;
+  store: JobStore;
+  urls: JobUrls;
+  /** Job tools by job type: only these jobs are visible through MCP. */
+  byType: ReadonlyMap<string, JobTool>;
+}
+
+/**
+ * Enqueues the job of a job tool for already parsed arguments and returns the job as stored.
+ * @throws BreakwaterError from `jobs.enqueue` (`invalid_payload` for a type this process does not define).
+ */
+export async function enqueueFor(deps: JobToolDeps, tool: JobTool, args: unknown): Promise<JobRecord> {
+  const options =
+    typeof tool.enqueueOptions === 'function' ? tool.enqueueOptions(args as never) : tool.enqueueOptions;
+  const id = await deps.jobs.enqueue(tool.jobType, tool.toPayload(args as never), options);
+  const job = await deps.jobs.get(id);
+  if (job === undefined)
+    throw new BreakwaterError('internal_error', { message: `Job ${id} vanished after enqueue.` });
+  return job;
+}
+
+/** The answer of a job tool call: the job's handle. */
+export function jobHandle(deps: JobToolDeps, job: JobRecord): Record<string, unknown> {
+  const finished = job.status === 'completed' || job.status === 'failed' || job.status === 'canceled';
+  return {
+    job_id: job.id,
+    status: job.status,
+    status_url: deps.urls.status(job.id),
+    events_url: deps.urls.events(job.id),
+    message: jobMessage(job.id, finished),
+  };
+}
+
+/**
+ * The sentence a model reads about a job it just asked for. `finished`: the enqueue returned an existing
+ * job (same idempotency key) that already ended.
+ */
+export function jobMessage(id: string, finished: boolean): string {
+  return finished
+    ? `This work was already done as job ${id}; call get_job_status with its job_id for the outcome.`
+    : `Started job ${id}; it runs in the background. Call get_job_status with its job_id to see progress and the result, or cancel_job to stop it.`;
+}
+
+/** A job that MCP may show: it exists and belongs to a job tool. */
+export async function visibleJob(deps: JobToolDeps, id: string): Promise<JobRecord | undefined> {
+  const job = await deps.jobs.get(id);
+  return job !== undefined && deps.byType.has(job.type) ? job : undefined;
+}
+
+/** A completed job's result as its tool shows it (through the job tool's `toResult`). */
+export function jobResultValue(deps: JobToolDeps, job: JobRecord): unknown {
+  const tool = deps.byType.get(job.type);
+  return tool?.toResult !== undefined ? tool.toResult(job.result as never) : job.result;
+}
+
+/** The tool result of a completed job (through the job tool's `toResult` and `toText`). */
+export function completedResult(deps: JobToolDeps, job: JobRecord): ToolResult {
+  const value = jobResultValue(deps, job);
+  return successResult(value, deps.byType.get(job.type)?.toText?.(value as never));
+}
+
+/** Most partial results `get_job_status` returns (the latest ones). */
+export const MAX_PARTIALS = 20;
+/** Most events `get_job_status` reads for one job. */
+const MAX_EVENTS_READ = 10_000;
+
+const JOB_ID = { job_id: z.string().min(1).max(200).describe('The job_id a job tool returned.') };
+
+/**
+ * The `get_job_status` tool: a job's status, latest progress (`{ step, total, message? }` or null), its
+ * partial results so far (the latest {@link MAX_PARTIALS}, oldest first, with `partial_count`), and the
+ * result (completed) or `error` (failed, canceled). Only jobs of job tools are visible (others: `not_found`).
+ */
+export function getJobStatusTool(deps: JobToolDeps, name = 'get_job_status'): SyncTool {
+  return resilientTool({
+    name,
+    description:
+      'Returns the status, progress, partial results and final result or error of a background job started by another tool.',
+    inputSchema: JOB_ID,
+    annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+    async handler({ job_id }) {
+      const job = await visibleJob(deps, job_id);
+      if (job === undefined) throw notFound(job_id);
+      return jobStatus(deps, job, await readEvents(deps.store, job.id));
+    },
+  });
+}
+
+/**
+ * The `cancel_job` tool: cancels a pending job at once, asks a running one to stop (it stops within one
+ * heartbeat), and leaves a finished one as it is; says which happened.
+ */
+export function cancelJobTool(deps: JobToolDeps, name = 'cancel_job'): SyncTool {
+  return resilientTool({
+    name,
+    description: 'Cancels a background job started by another tool. A finished job is left as it is.',
+    inputSchema: JOB_ID,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    async handler({ job_id }) {
+      const before = await visibleJob(deps, job_id);
+      if (before === undefined) throw notFound(job_id);
+      const job = await deps.jobs.cancel(job_id);
+      const message =
+        before.status === 'pending' && job.status === 'canceled'
+          ? 'The job was canceled before it started.'
+          : job.status === 'in_progress'
+            ? 'Cancellation was requested; the job stops within a few seconds.'
+            : `The job had already finished (${job.status}); nothing was canceled.`;
+      return {
+        job_id: job.id,
+        status: job.status,
+        cancel_requested: job.cancelRequestedAt !== null,
+        status_url: deps.urls.status(job.id),
+        message,
+      };
+    },
+  });
+}
+
+interface EventSummary {
+  progress: { step: number; total: number; message?: string } | null;
+  partials: unknown[];
+  partialCount: number;
+}
+
+async function readEvents(store: JobStore, jobId: string): Promise<EventSummary> {
+  const summary: EventSummary = { progress: null, partials: [], partialCount: 0 };
+  let after = 0;
+  for (let read = 0; read < MAX_EVENTS_READ;) {
+    const events: JobEvent[] = await store.events(jobId, after, 1000);
+    for (const event of events) {
+      if (event.type === 'job.progress') summary.progress = event.payload as EventSummary['progress'];
+      else if (event.type === 'job.partial') {
+        summary.partialCount++;
+        summary.partials.push((event.payload as { data?: unknown } | null)?.data ?? null);
+        if (summary.partials.length > MAX_PARTIALS) summary.partials.shift();
+      }
+      after = event.seq;
+    }
+    read += events.length;
+    if (events.length < 1000) break;
+  }
+  return summary;
+}
+
+function jobStatus(deps: JobToolDeps, job: JobRecord, events: EventSummary): Record<string, unknown> {
+  const view: Record<string, unknown> = {
+    job_id: job.id,
+    status: job.status,
+    cancel_requested: job.cancelRequestedAt !== null,
+    attempts: job.attempts,
+    max_attempts: job.maxAttempts,
+    progress: events.progress,
+    partial_results: events.partials,
+    partial_count: events.partialCount,
+    created_at: new Date(job.createdAt).toISOString(),
+    updated_at: new Date(job.updatedAt).toISOString(),
+    finished_at: job.finishedAt === null ? null : new Date(job.finishedAt).toISOString(),
+    status_url: deps.urls.status(job.id),
+    events_url: deps.urls.events(job.id),
+  };
+  if (job.status === 'completed') view['result'] = jobResultValue(deps, job);
+  if (job.status === 'failed' || job.status === 'canceled') {
+    const error: ToolErrorInfo = jobErrorInfo(job.error, job.status);
+    view['error'] = error;
+  } else if (job.error !== null) {
+    // A retry is scheduled: say why the last attempt failed, without the raw message (see results.ts).
+    view['last_error'] = jobErrorInfo(job.error, 'failed');
+  }
+  return view;
+}
+
+function notFound(id: string): BreakwaterError {
+  return new BreakwaterError('not_found', { message: `There is no job ${id}.` });
+}

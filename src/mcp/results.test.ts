@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { BreakwaterError } from '../core/index.js';
+import { errorResult, jobErrorInfo, successResult, toolErrorInfo } from './results.js';
+
+describe('successResult', () => {
+  it('gives the value as JSON text and as structuredContent, wrapping non-objects', () => {
+    expect(successResult({ a: 1 })).toEqual({
+      content: [{ type: 'text', text: '{"a":1}' }],
+      structuredContent: { a: 1 },
+    });
+    expect(successResult([1, 2], 'two numbers')).toEqual({
+      content: [{ type: 'text', text: 'two numbers' }],
+      structuredContent: { result: [1, 2] },
+    });
+    expect(successResult(undefined)).toEqual({
+      content: [{ type: 'text', text: 'null' }],
+      structuredContent: { result: null },
+    });
+  });
+
+  it('throws for a value with no JSON form (the caller turns it into internal_error)', () => {
+    expect(() => successResult({ n: 1n })).toThrow(TypeError);
+  });
+});
+
+describe('errorResult', () => {
+  it('keeps a BreakwaterError: its message, retry hint, outcome and operation id', () => {
+    const error = new BreakwaterError('outcome_unknown', { operationId: 'op_1', retryAfterMs: 1500.2 });
+    expect(errorResult(error)).toEqual({
+      content: [{ type: 'text', text: error.message }],
+      structuredContent: {
+        error: {
+          code: 'outcome_unknown',
+          category: 'outcome_unknown',
+          message: error.message,
+          retryable: false,
+          retry_after_ms: 1501,
+          outcome: 'unknown',
+          operation_id: 'op_1',
+        },
+      },
+      isError: true,
+    });
+  });
+
+  it('classifies a foreign error without repeating its message', () => {
+    const info = toolErrorInfo(new Error('connect to 10.0.0.3:5432 failed for user admin'));
+    expect(info).toEqual({
+      code: 'upstream_unavailable',
+      category: 'upstream_unavailable',
+      message: 'A service this request depends on is unavailable right now; try again shortly.',
+      retryable: true,
+      retry_after_ms: null,
+      outcome: 'failed',
+    });
+    expect(toolErrorInfo(new DOMException('aborted', 'AbortError')).code).toBe('canceled');
+    expect(toolErrorInfo(new RangeError('index 7 out of range')).message).toBe(
+      'Something went wrong inside the gateway; this is a bug, not a temporary failure.',
+    );
+  });
+
+  it('never shows a custom message of internal_error', () => {
+    const info = toolErrorInfo(new BreakwaterError('internal_error', { message: 'table users is locked' }));
+    expect(info.message).toBe(
+      'Something went wrong inside the gateway; this is a bug, not a temporary failure.',
+    );
+  });
+
+  it('makes a transient unknown outcome retryable for an idempotent tool only', () => {
+    const cut = new BreakwaterError('deadline_exceeded', { outcome: 'unknown' });
+    expect(toolErrorInfo(cut).retryable).toBe(false);
+    expect(toolErrorInfo(cut, { idempotent: true }).retryable).toBe(true);
+    expect(toolErrorInfo(new BreakwaterError('upstream_error'), { idempotent: true }).retryable).toBe(false);
+  });
+
+  it('ignores an empty or non-string dependency code', () => {
+    expect(toolErrorInfo(new BreakwaterError('timeout', { details: { dependency_code: '' } })).code).toBe(
+      'timeout',
+    );
+    expect(toolErrorInfo(new BreakwaterError('timeout', { details: { dependency_code: 5 } })).code).toBe(
+      'timeout',
+    );
+  });
+});
+
+describe('jobErrorInfo', () => {
+  it('uses the code sentence, never the stored message', () => {
+    expect(jobErrorInfo({ code: 'rate_limited', kind: 'transient' }, 'failed')).toEqual({
+      code: 'rate_limited',
+      category: 'rate_limited',
+      message: 'Too many requests were made in a short time; wait a moment before trying again.',
+      retryable: true,
+      retry_after_ms: null,
+      outcome: 'failed',
+    });
+    expect(jobErrorInfo({ code: 'invalid_payload', kind: 'permanent' }, 'failed').retryable).toBe(false);
+    expect(jobErrorInfo(null, 'failed').code).toBe('internal_error');
+  });
+});

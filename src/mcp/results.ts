@@ -1,0 +1,130 @@
+import {
+  ERROR_CODES,
+  isErrorCode,
+  sentenceFor,
+  toBreakwaterError,
+  type BreakwaterError,
+} from '../core/index.js';
+import type { ToolErrorInfo, ToolResult } from './types.js';
+
+/**
+ * Tool results as the model reads them. A success carries the value twice, as text for the model and as
+ * `structuredContent` for programs; a failure is a result with `isError: true`, one sentence the model can
+ * say, and `structuredContent.error` ({@link ToolErrorInfo}), never a JSON-RPC error, so the model can
+ * explain the failure instead of inventing an answer (MCP 2025-11-25, "Tools": error handling).
+ */
+
+/**
+ * A success result: `text` (default: the value as JSON) and the value as `structuredContent` (a non-object
+ * value, an array included, is wrapped as `{ result: value }` because the spec requires an object).
+ */
+export function successResult(value: unknown, text?: string): ToolResult {
+  const structured = asObject(value);
+  return {
+    content: [{ type: 'text', text: text ?? JSON.stringify(value ?? null) }],
+    structuredContent: structured,
+  };
+}
+
+/**
+ * A failure result for anything thrown. Non-Breakwater failures go through core's `toBreakwaterError`
+ * (classification); `internal_error` (a programming error: TypeError, RangeError, …) always gets the generic
+ * sentence, so no message, stack or internal detail reaches the model.
+ */
+export function errorResult(error: unknown, options: ErrorResultOptions = {}): ToolResult {
+  const info = toolErrorInfo(error, options);
+  return {
+    content: [{ type: 'text', text: info.message }],
+    structuredContent: { error: info },
+    isError: true,
+  };
+}
+
+/** Options of {@link errorResult}. */
+export interface ErrorResultOptions {
+  /**
+   * The call may be repeated safely (the tool's `idempotentHint`): a transient failure whose outcome is
+   * `unknown` is then retryable too (core's classification does the same for idempotent requests).
+   */
+  idempotent?: boolean;
+}
+
+/** The {@link ToolErrorInfo} of anything thrown (see {@link errorResult}). */
+export function toolErrorInfo(error: unknown, options: ErrorResultOptions = {}): ToolErrorInfo {
+  const err: BreakwaterError = toBreakwaterError(error);
+  const dependencyCode = err.details?.['dependency_code'];
+  const internal = err.code === 'internal_error';
+  const info: ToolErrorInfo = {
+    code: typeof dependencyCode === 'string' && dependencyCode !== '' ? dependencyCode : err.code,
+    category: err.code,
+    message: internal ? ERROR_CODES.internal_error.sentence : err.message,
+    retryable: err.retryable || (options.idempotent === true && err.kind === 'transient'),
+    retry_after_ms: retryAfter(err.retryAfterMs),
+    outcome: err.outcome,
+  };
+  if (err.operationId !== undefined) info.operation_id = err.operationId;
+  return info;
+}
+
+/**
+ * The failure result of a job that ended `failed` or `canceled`, from what the job store kept (`code`,
+ * `kind`). The sentence is the code's own: the store keeps the raw message of whatever the handler threw
+ * (a driver's error may name hosts or tables), which must not reach the model.
+ */
+export function jobErrorResult(
+  error: { code: string; kind: string } | null,
+  status: 'failed' | 'canceled',
+): ToolResult {
+  const info = jobErrorInfo(error, status);
+  return {
+    content: [{ type: 'text', text: info.message }],
+    structuredContent: { error: info },
+    isError: true,
+  };
+}
+
+/** The {@link ToolErrorInfo} of a finished job's error (see {@link jobErrorResult}). */
+export function jobErrorInfo(
+  error: { code: string; kind: string } | null,
+  status: 'failed' | 'canceled',
+): ToolErrorInfo {
+  if (status === 'canceled') {
+    return {
+      code: 'canceled',
+      category: 'canceled',
+      message: 'The job was canceled before it finished.',
+      retryable: false,
+      retry_after_ms: null,
+      outcome: 'failed',
+    };
+  }
+  const code = error?.code ?? 'internal_error';
+  const known = isErrorCode(code);
+  return {
+    code,
+    category: known ? code : 'upstream_error',
+    message: known
+      ? sentenceFor(code)
+      : (JOB_ONLY_SENTENCES[code] ?? 'The job failed and will not be retried.'),
+    // A dead-lettered job is not retried by itself; the caller may start the work again when the cause was
+    // transient (a retry by hand from the dead letter is an operator's decision, not the model's).
+    retryable: error?.kind === 'transient',
+    retry_after_ms: null,
+    outcome: 'failed',
+  };
+}
+
+/** Sentences for codes only the job runtime produces. */
+const JOB_ONLY_SENTENCES: Record<string, string> = {
+  lease_expired: 'The worker running the job stopped responding and the job ran out of attempts.',
+};
+
+function retryAfter(ms: number | undefined): number | null {
+  return ms !== undefined && Number.isFinite(ms) && ms >= 0 ? Math.ceil(ms) : null;
+}
+
+function asObject(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : { result: value ?? null };
+}

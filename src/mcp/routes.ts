@@ -1,0 +1,89 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { finite, nonEmptyString, POSITIVE_INTEGER } from '../core/index.js';
+import { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
+
+/** Options of {@link mcpRoutes}. */
+export interface McpRoutesOptions {
+  /** The endpoint's path (default `/mcp`). */
+  path?: string;
+  /** Largest POST body in bytes (integer >= 1, default 4 194 304, the SDK's own limit). */
+  bodyLimitBytes?: number;
+}
+
+/** The route registrar {@link mcpRoutes} returns, with the server it serves. */
+export type McpRoutes = ((app: FastifyInstance) => void) & { readonly server: BreakwaterMcpServer };
+
+/** Default largest POST body: the SDK's own limit when it reads bodies itself (4 MiB). */
+const DEFAULT_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The MCP endpoint as Fastify routes: `POST`, `GET` and `DELETE` on `path` (Streamable HTTP, MCP
+ * 2025-11-25), handed to the server on the raw Node request and response (`reply.hijack()`; the POST body
+ * as Fastify parsed it). Bodies Fastify cannot read are answered as JSON-RPC errors: invalid JSON → 400
+ * `-32700`, a non-JSON content type → 415, too large → 413. A `preClose` hook closes every session, so open
+ * SSE streams end and `app.close()` does not wait on them.
+ *
+ * ```ts
+ * const mcp = mcpRoutes({ name: 'giftgenius', version: '1.0.0', tools, jobs, store, publicUrl });
+ * mcp(app); // before app.listen()
+ * ```
+ *
+ * @param server a server from `createMcpServer`, or its options (one is created).
+ * @throws RangeError naming the option for a bad option (of the routes or of `createMcpServer`).
+ */
+export function mcpRoutes(
+  server: BreakwaterMcpServer | McpServerOptions,
+  options: McpRoutesOptions = {},
+): McpRoutes {
+  const owner = 'mcpRoutes';
+  const path = nonEmptyString(owner, 'path', options.path ?? '/mcp');
+  const bodyLimit = finite(
+    owner,
+    'bodyLimitBytes',
+    options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    POSITIVE_INTEGER,
+  );
+  const mcp: BreakwaterMcpServer = isServer(server) ? server : createMcpServer(server);
+
+  const register = (app: FastifyInstance): void => {
+    app.route({
+      method: ['POST', 'GET', 'DELETE'],
+      url: path,
+      bodyLimit,
+      errorHandler: bodyError,
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        // The SDK writes the response itself (SSE streams included): Fastify must not touch it.
+        reply.hijack();
+        await mcp.handle(request.raw, reply.raw, request.body);
+      },
+    });
+    app.addHook('preClose', async () => {
+      await mcp.close();
+    });
+  };
+  return Object.assign(register, { server: mcp });
+}
+
+function isServer(value: BreakwaterMcpServer | McpServerOptions): value is BreakwaterMcpServer {
+  return typeof (value as BreakwaterMcpServer).handle === 'function';
+}
+
+/** Fastify's body failures (before the handler runs) as JSON-RPC errors, like the SDK's own. */
+function bodyError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+  let code = -32000;
+  let message = 'Bad Request';
+  if (status === 415) message = 'Unsupported Media Type: Content-Type must be application/json';
+  else if (status === 413) message = 'Payload Too Large: the request body exceeds the limit';
+  else if (status === 400 && error.code?.startsWith('FST_ERR_CTP_')) {
+    code = -32700;
+    message = 'Parse error: Invalid JSON';
+  } else if (status >= 500) {
+    code = -32603;
+    message = 'Internal error';
+  }
+  void reply
+    .code(status)
+    .header('content-type', 'application/json')
+    .send({ jsonrpc: '2.0', error: { code, message }, id: null });
+}

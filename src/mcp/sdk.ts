@@ -1,0 +1,193 @@
+/**
+ * The adapter to the official MCP TypeScript SDK (`@modelcontextprotocol/sdk` 1.x): the only file of mcp/
+ * that imports it. The rest of mcp/ speaks the small types of `types.ts`; moving to another SDK line means
+ * rewriting this file alone.
+ *
+ * It uses the SDK's low-level `Server` rather than `McpServer`: `McpServer` runs a tool with
+ * `taskSupport: 'optional'` called without a task by polling the task to its end inside the call, while a
+ * Breakwater job tool answers such a call at once with the job's handle. The SDK still serves `tasks/get`,
+ * `tasks/list` and `tasks/cancel` over our task store; `tasks/result` is answered here so it waits for the
+ * job's terminal event instead of polling the store.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  StreamableHTTPServerTransport,
+  type EventStore,
+} from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  CallToolRequestSchema,
+  GetTaskPayloadRequestSchema,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  McpError,
+  RELATED_TASK_META_KEY,
+  type CallToolResult,
+  type CreateTaskResult,
+  type ServerNotification,
+} from '@modelcontextprotocol/sdk/types.js';
+import {
+  McpProtocolError,
+  RELATED_TASK_META,
+  type CreateTaskAnswer,
+  type RequestId,
+  type TaskStoreLike,
+  type ToolListing,
+  type ToolResult,
+} from './types.js';
+
+/** The SDK's Streamable HTTP `EventStore` (resumable streams); any implementation is accepted. */
+export type McpEventStore = EventStore;
+
+// Our copy of the related-task key must be the SDK's (a compile error here means the spec key moved).
+const _sameKey: typeof RELATED_TASK_META_KEY = RELATED_TASK_META;
+
+/** One `tools/call` request as the session hands it to mcp/. */
+export interface SdkToolCall {
+  name: string;
+  arguments: unknown;
+  requestId: RequestId;
+  progressToken: string | number | undefined;
+  /** The task augmentation (`params.task`), when the client asked for a task. */
+  task: { ttl?: number } | undefined;
+  /** Aborts when the client cancels the request or the session closes. */
+  signal: AbortSignal;
+  /** The HTTP headers of the POST that carried the request. */
+  headers: Record<string, string | string[] | undefined>;
+  /** Sends a notification tied to this request (on its stream while the request is open). */
+  notify(method: string, params: Record<string, unknown>): Promise<void>;
+}
+
+/** What a session asks mcp/ for. */
+export interface SdkHandlers {
+  listTools(): readonly ToolListing[];
+  callTool(call: SdkToolCall): Promise<ToolResult | CreateTaskAnswer>;
+  /** Present when the server offers tasks. */
+  tasks?: {
+    store: TaskStoreLike;
+    /** `tasks/result`: the finished task's tool result, waiting for the end when needed. */
+    result(taskId: string, signal: AbortSignal): Promise<ToolResult>;
+  };
+}
+
+/** Options of {@link openSdkSession}. */
+export interface SdkSessionOptions {
+  /** The id the session will get at `initialize` (made by the caller, so per-session parts can use it). */
+  sessionId: string;
+  name: string;
+  version: string;
+  instructions?: string;
+  handlers: SdkHandlers;
+  eventStore?: McpEventStore;
+  /** Called when the client's `initialize` gave the session its id. */
+  onInitialized(session: SdkSession): void;
+  /** Called once when the session closed (DELETE, `close()`, or the transport failed). */
+  onClosed(session: SdkSession): void;
+  /** Transport and protocol errors the SDK reports (bad requests included). */
+  onError?(error: Error): void;
+}
+
+/** One MCP session: an SDK `Server` on its own Streamable HTTP transport. */
+export interface SdkSession {
+  /** Set once the session was initialized. */
+  readonly sessionId: string | undefined;
+  /** Answers one HTTP request of this session (POST, GET or DELETE) on the raw Node objects. */
+  handle(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void>;
+  /**
+   * Sends a server notification on the session's standalone stream (the client's GET). Dropped when no such
+   * stream is open, unless an event store keeps it for a resuming client.
+   */
+  notify(method: string, params: Record<string, unknown>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** True when a POST body is an `initialize` request (which opens a session). */
+export function isInitialize(body: unknown): boolean {
+  return isInitializeRequest(body);
+}
+
+/** Opens a session: a `Server` with our handlers, connected to a new stateful transport. */
+export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSession> {
+  const { handlers } = options;
+  const tasks = handlers.tasks;
+  // Compile-time check that our store still fits the SDK's TaskStore interface.
+  const taskStore: TaskStore | undefined = tasks?.store;
+  const server = new Server(
+    { name: options.name, version: options.version },
+    {
+      capabilities: {
+        tools: { listChanged: false },
+        ...(tasks === undefined
+          ? {}
+          : { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
+      },
+      instructions: options.instructions,
+      taskStore,
+    },
+  );
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...handlers.listTools()] }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const params = request.params;
+    const call: SdkToolCall = {
+      name: params.name,
+      arguments: params.arguments,
+      requestId: extra.requestId,
+      progressToken: params._meta?.progressToken,
+      task: params.task === undefined ? undefined : { ttl: params.task.ttl },
+      signal: extra.signal,
+      headers: extra.requestInfo?.headers ?? {},
+      notify: (method, notificationParams) =>
+        extra.sendNotification({ method, params: notificationParams } as ServerNotification),
+    };
+    const answer = await protocolErrors(() => handlers.callTool(call));
+    return answer as CallToolResult | CreateTaskResult;
+  });
+
+  if (tasks !== undefined) {
+    server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {
+      const result = await protocolErrors(() => tasks.result(request.params.taskId, extra.signal));
+      // tasks/result carries the related-task metadata (spec 2025-11-25, "Tasks").
+      return {
+        ...result,
+        _meta: { ...result._meta, [RELATED_TASK_META_KEY]: { taskId: request.params.taskId } },
+      } as CallToolResult;
+    });
+  }
+
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => options.sessionId,
+    eventStore: options.eventStore,
+    onsessioninitialized: () => options.onInitialized(session),
+  });
+
+  let closed = false;
+  const session: SdkSession = {
+    get sessionId() {
+      return transport.sessionId;
+    },
+    handle: (req, res, body) => transport.handleRequest(req, res, body),
+    notify: (method, params) => server.notification({ method, params } as ServerNotification),
+    close: () => server.close(),
+  };
+  server.onclose = () => {
+    if (closed) return;
+    closed = true;
+    options.onClosed(session);
+  };
+  server.onerror = (error) => options.onError?.(error);
+  await server.connect(transport);
+  return session;
+}
+
+/** Runs `fn`, turning our {@link McpProtocolError} into the SDK's JSON-RPC error. */
+async function protocolErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof McpProtocolError) throw new McpError(error.rpcCode, error.message, error.data);
+    throw error;
+  }
+}

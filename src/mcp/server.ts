@@ -1,0 +1,358 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  BreakwaterError,
+  clockOption,
+  finite,
+  invalidOption,
+  nonEmptyString,
+  optionalFn,
+  POSITIVE_INTEGER,
+  type Clock,
+  type Disposable,
+} from '../core/index.js';
+import type { Jobs } from '../jobs/index.js';
+import type { JobStore } from '../store/index.js';
+import {
+  cancelJobTool,
+  enqueueFor,
+  getJobStatusTool,
+  jobHandle,
+  jobMessage,
+  jobUrls,
+  type JobToolDeps,
+} from './job-tools.js';
+import { forwardJobProgress } from './progress.js';
+import { errorResult, successResult, toolErrorInfo } from './results.js';
+import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
+import {
+  openSdkSession,
+  type McpEventStore,
+  type SdkHandlers,
+  type SdkSession,
+  type SdkToolCall,
+} from './sdk.js';
+import { isTerminalTask, JobTaskStore, TASK_STORE_DEFAULTS } from './task-store.js';
+import { parseArgs, type JobTool, type McpTool, type SyncTool } from './tool.js';
+import {
+  McpProtocolError,
+  MODEL_IMMEDIATE_RESPONSE_META,
+  RPC,
+  type CreateTaskAnswer,
+  type ToolResult,
+} from './types.js';
+import { SessionTable, type Session } from './sessions.js';
+
+/** Options of {@link createMcpServer}; validated at construction (RangeError naming the option). */
+export interface McpServerOptions {
+  /** Server name and version sent in `initialize` (non-empty). */
+  name: string;
+  version: string;
+  /** Instructions for the model, sent in `initialize`. */
+  instructions?: string;
+  /** The tools (`resilientTool`, `jobTool`); names must be unique. */
+  tools: readonly McpTool[];
+  /** The jobs runtime; required when a job tool is given. Its job types must be defined in this process. */
+  jobs?: Jobs;
+  /** The job store behind `jobs`; required with `jobs` (`get_job_status` reads progress and partial results). */
+  store?: JobStore;
+  /** The gateway's public base URL (absolute http(s)); required with job tools (job URLs are built on it). */
+  publicUrl?: string;
+  /**
+   * Makes SSE streams resumable (`Last-Event-ID`, MCP 2025-11-25 "Resumability and Redelivery"): an SDK
+   * `EventStore`, or a function giving one per session from its id, e.g.
+   * `(sessionId) => createDurableEventStore(store, { scope: sessionId })`. Prefer the function: the SDK
+   * names every session's standalone stream alike, so one store shared by all sessions must keep them apart
+   * itself. Default: none (a dropped stream loses what was sent while it was down).
+   */
+  eventStore?: McpEventStore | ((sessionId: string) => McpEventStore);
+  /** Add the `get_job_status` and `cancel_job` tools when there are job tools (default true). */
+  jobStatusTools?: boolean;
+  /** `pollInterval` suggested on tasks, ms (integer >= 1, default 2 000). */
+  taskPollIntervalMs?: number;
+  /** Tasks per `tasks/list` page (integer in [1, 1000], default 50). */
+  taskPageSize?: number;
+  /** Most open sessions; an `initialize` beyond it gets 503 (integer >= 1, default 1 000). */
+  maxSessions?: number;
+  /** A session with no request for this long is closed, ms (integer >= 1, default 3 600 000). */
+  sessionIdleMs?: number;
+  /** Source of time for deadlines and idle sessions (default the system clock). */
+  clock?: Clock;
+  /**
+   * Called with failures the model only sees as a generic sentence (tool errors classified `internal_error`:
+   * bugs) and with the SDK's transport errors (mostly clients' bad requests, already answered). Default: a
+   * process warning named `BreakwaterMcpWarning` for the first kind, nothing for the second.
+   */
+  onError?(error: unknown, context: { tool?: string; correlationId?: string; sessionId?: string }): void;
+}
+
+/** The MCP server of the gateway: its tools, task store and sessions (see {@link createMcpServer}). */
+export interface BreakwaterMcpServer {
+  /** Every tool served, the built-in job tools included. */
+  readonly tools: readonly McpTool[];
+  /** The durable task store, when there are job tools. */
+  readonly taskStore: JobTaskStore | undefined;
+  /** Open sessions. */
+  readonly sessionCount: number;
+  /**
+   * Answers one HTTP request to the MCP endpoint (Streamable HTTP, MCP 2025-11-25 "Transports") on the raw
+   * Node objects, with the body already parsed (POST). Never rejects: a failure is answered as a JSON-RPC
+   * error (or, once streaming began, by closing the response).
+   */
+  handle(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void>;
+  /** Closes every session (their streams end) and stops the idle sweep; later requests get 503. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates the gateway's MCP server: tools that never fail with a protocol error (see `resilientTool`), job
+ * tools with `get_job_status` and `cancel_job`, MCP tasks on the durable job store (see `task-store.ts`), and
+ * Streamable HTTP sessions (one SDK server and transport per `mcp-session-id`). Mount it with `mcpRoutes`.
+ *
+ * @throws RangeError naming the option: a bad option, a duplicate tool name, a job tool without `jobs`,
+ *   `store` or `publicUrl`.
+ */
+export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer {
+  const owner = 'createMcpServer';
+  const name = nonEmptyString(owner, 'name', options.name);
+  const version = nonEmptyString(owner, 'version', options.version);
+  const clock = clockOption(owner, options.clock);
+  optionalFn(owner, 'onError', options.onError);
+  if (options.eventStore !== undefined && typeof options.eventStore !== 'function') {
+    const store = options.eventStore as Partial<McpEventStore> | null;
+    if (typeof store !== 'object' || store === null || typeof store.storeEvent !== 'function') {
+      throw invalidOption(
+        owner,
+        'eventStore',
+        'an EventStore or a function (sessionId) => EventStore',
+        store,
+      );
+    }
+  }
+  if (!Array.isArray(options.tools)) throw invalidOption(owner, 'tools', 'an array of tools', options.tools);
+  const maxSessions = finite(owner, 'maxSessions', options.maxSessions ?? 1_000, POSITIVE_INTEGER);
+  const sessionIdleMs = finite(owner, 'sessionIdleMs', options.sessionIdleMs ?? 3_600_000, POSITIVE_INTEGER);
+  const pollIntervalMs = finite(
+    owner,
+    'taskPollIntervalMs',
+    options.taskPollIntervalMs ?? TASK_STORE_DEFAULTS.pollIntervalMs,
+    POSITIVE_INTEGER,
+  );
+  const pageSize = finite(owner, 'taskPageSize', options.taskPageSize ?? TASK_STORE_DEFAULTS.pageSize, {
+    ...POSITIVE_INTEGER,
+    max: 1000,
+  });
+
+  const jobTools = options.tools.filter((tool): tool is JobTool => tool.kind === 'job');
+  let deps: JobToolDeps | undefined;
+  const tools: McpTool[] = [...options.tools];
+  if (jobTools.length > 0) {
+    if (options.jobs === undefined)
+      throw invalidOption(owner, 'jobs', 'a Jobs runtime (there are job tools)', undefined);
+    if (options.store === undefined) throw invalidOption(owner, 'store', 'the JobStore of jobs', undefined);
+    const byType = new Map<string, JobTool>();
+    for (const tool of jobTools) if (!byType.has(tool.jobType)) byType.set(tool.jobType, tool);
+    deps = { jobs: options.jobs, store: options.store, urls: jobUrls(owner, options.publicUrl), byType };
+    if (options.jobStatusTools ?? true) tools.push(getJobStatusTool(deps), cancelJobTool(deps));
+  }
+  const byName = new Map<string, McpTool>();
+  for (const tool of tools) {
+    if (typeof tool !== 'object' || tool === null || (tool.kind !== 'sync' && tool.kind !== 'job')) {
+      throw invalidOption(owner, 'tools', 'tools made by resilientTool or jobTool', tool);
+    }
+    if (byName.has(tool.name)) throw invalidOption(owner, 'tools', 'tools with unique names', tool.name);
+    byName.set(tool.name, tool);
+  }
+  const listings = tools.map((tool) => tool.listing);
+  const taskStore =
+    deps === undefined
+      ? undefined
+      : new JobTaskStore({
+          ...deps,
+          byName: new Map(jobTools.map((tool) => [tool.name, tool])),
+          pollIntervalMs,
+          pageSize,
+        });
+
+  const report = (
+    error: unknown,
+    context: { tool?: string; correlationId?: string; sessionId?: string },
+  ): void => {
+    if (options.onError !== undefined) {
+      try {
+        options.onError(error, context);
+      } catch {
+        // A failing logger must not break a tool call.
+      }
+      return;
+    }
+    const detail = error instanceof Error ? error.message : String(error);
+    const warning = new Error(`mcp: ${context.tool ?? 'transport'}: ${detail}`, { cause: error });
+    warning.name = 'BreakwaterMcpWarning';
+    process.emitWarning(warning);
+  };
+
+  async function callSync(tool: SyncTool, call: SdkToolCall, scope: CallScope): Promise<ToolResult> {
+    const parsed = await parseArgs(tool, call.arguments);
+    if (!parsed.ok) return invalidArguments(parsed.problems);
+    const settled = await runUnderDeadline(tool, scope, clock, (ctx) =>
+      tool.handler(parsed.value as never, ctx),
+    );
+    return finish(tool, scope, settled, (value) => successResult(value, tool.toText?.(value as never)));
+  }
+
+  async function callJob(
+    tool: JobTool,
+    call: SdkToolCall,
+    scope: CallScope,
+    session: Session,
+  ): Promise<ToolResult> {
+    const parsed = await parseArgs(tool, call.arguments);
+    if (!parsed.ok) return invalidArguments(parsed.problems);
+    const settled = await runUnderDeadline(tool, scope, clock, () => enqueueFor(deps!, tool, parsed.value));
+    if (settled.ok) follow(session, settled.value.id, call, undefined);
+    return finish(tool, scope, settled, (job) => successResult(jobHandle(deps!, job)));
+  }
+
+  async function startTask(
+    tool: JobTool,
+    call: SdkToolCall,
+    scope: CallScope,
+    session: Session,
+  ): Promise<CreateTaskAnswer> {
+    const settled = await runUnderDeadline(tool, scope, clock, () =>
+      taskStore!.createTask({ ttl: call.task?.ttl }, call.requestId, {
+        method: 'tools/call',
+        params: { name: call.name, arguments: call.arguments },
+      }),
+    );
+    if (!settled.ok) {
+      if (settled.error instanceof McpProtocolError) throw settled.error;
+      const info = toolErrorInfo(settled.error);
+      if (info.category === 'internal_error')
+        report(settled.error, { tool: tool.name, correlationId: scope.correlationId });
+      // A task request must be answered with a task; a failure to create one is a protocol error.
+      throw new McpProtocolError(RPC.internalError, info.message, { error: info });
+    }
+    const task = settled.value;
+    follow(session, task.taskId, call, task.taskId);
+    // Spec 2025-11-25: a host may show the model this sentence while the task runs.
+    return {
+      task,
+      _meta: { [MODEL_IMMEDIATE_RESPONSE_META]: jobMessage(task.taskId, task.status !== 'working') },
+    };
+  }
+
+  /** Forwards the job's progress (and, for a task, its final status) to the session until the job ends. */
+  function follow(session: Session, jobId: string, call: SdkToolCall, taskId: string | undefined): void {
+    if (call.progressToken === undefined && taskId === undefined) return;
+    const forwarder: Disposable = forwardJobProgress({
+      jobs: deps!.jobs,
+      jobId,
+      progressToken: call.progressToken,
+      taskId,
+      send: (method, params) => session.sdk.notify(method, params),
+      finalTask: taskId === undefined ? undefined : () => taskStore!.getTask(taskId),
+      onEnd: () => session.forwarders.delete(forwarder),
+    });
+    session.forwarders.add(forwarder);
+  }
+
+  function finish<T>(
+    tool: McpTool,
+    scope: CallScope,
+    settled: { ok: true; value: T } | { ok: false; error: unknown },
+    toResult: (value: T) => ToolResult,
+  ): ToolResult {
+    let error: unknown;
+    if (settled.ok) {
+      try {
+        return toResult(settled.value);
+      } catch (thrown) {
+        error = thrown; // a result with no JSON form, a throwing toText: a bug of the tool
+      }
+    } else {
+      error = settled.error;
+    }
+    const result = errorResult(error, { idempotent: tool.annotations?.idempotentHint === true });
+    const info = result.structuredContent?.['error'] as { category?: string } | undefined;
+    if (info?.category === 'internal_error')
+      report(error, { tool: tool.name, correlationId: scope.correlationId });
+    return result;
+  }
+
+  const handlersFor = (session: Session): SdkHandlers => ({
+    listTools: () => listings,
+    async callTool(call) {
+      const tool = byName.get(call.name);
+      if (tool === undefined) throw new McpProtocolError(RPC.invalidParams, `Unknown tool: ${call.name}`);
+      const progressToken = call.progressToken;
+      const scope: CallScope = {
+        signal: call.signal,
+        correlationId: correlationIdFrom(call.headers),
+        progressToken,
+        sendProgress: (params) => call.notify('notifications/progress', { ...params, progressToken }),
+      };
+      if (call.task !== undefined) {
+        // Spec 2025-11-25: a task-augmented call of a tool without task support is "method not found".
+        if (tool.kind !== 'job')
+          throw new McpProtocolError(RPC.methodNotFound, `Tool ${tool.name} does not run as a task.`);
+        return startTask(tool, call, scope, session);
+      }
+      return tool.kind === 'job' ? callJob(tool, call, scope, session) : callSync(tool, call, scope);
+    },
+    tasks:
+      taskStore === undefined
+        ? undefined
+        : {
+            store: taskStore,
+            async result(taskId, signal) {
+              const task = await taskStore.getTask(taskId);
+              if (task === null) throw new McpProtocolError(RPC.invalidParams, `Task not found: ${taskId}`);
+              if (!isTerminalTask(task.status)) await taskStore.waitUntilFinished(taskId, signal);
+              return taskStore.getTaskResult(taskId);
+            },
+          },
+  });
+
+  const table = new SessionTable({
+    clock,
+    maxSessions,
+    sessionIdleMs,
+    open: (session, onInitialized, onClosed) => {
+      const sessionId = randomUUID();
+      const eventStore =
+        typeof options.eventStore === 'function' ? options.eventStore(sessionId) : options.eventStore;
+      return openSdkSession({
+        sessionId,
+        name,
+        version,
+        instructions: options.instructions,
+        handlers: handlersFor(session),
+        eventStore,
+        onInitialized,
+        onClosed,
+        // Transport errors are mostly clients' bad requests (already answered): only a given hook hears them.
+        onError: (error) => options.onError?.(error, { sessionId }),
+      });
+    },
+  });
+
+  return {
+    tools,
+    taskStore,
+    get sessionCount() {
+      return table.size;
+    },
+    handle: (req, res, body) => table.handle(req, res, body),
+    close: () => table.close(),
+  };
+}
+
+function invalidArguments(problems: string): ToolResult {
+  return errorResult(
+    new BreakwaterError('invalid_payload', { message: `The arguments are not valid: ${problems}.` }),
+  );
+}
+
+export type { SdkSession };

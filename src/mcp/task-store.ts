@@ -1,0 +1,200 @@
+import type { JobRecord } from '../store/index.js';
+import { completedResult, enqueueFor, visibleJob, type JobToolDeps } from './job-tools.js';
+import { jobErrorInfo, jobErrorResult } from './results.js';
+import { parseArgs, type JobTool } from './tool.js';
+import {
+  McpProtocolError,
+  RPC,
+  type RequestId,
+  type TaskInfo,
+  type TaskStatus,
+  type TaskStoreLike,
+  type ToolResult,
+} from './types.js';
+
+/** Defaults of {@link JobTaskStoreOptions}. */
+export const TASK_STORE_DEFAULTS = { pollIntervalMs: 2_000, pageSize: 50 } as const;
+
+/** Options of {@link JobTaskStore}. */
+export interface JobTaskStoreOptions extends JobToolDeps {
+  /** Job tools by name (a task is created from a `tools/call` request naming one). */
+  byName: ReadonlyMap<string, JobTool>;
+  /** `pollInterval` suggested to clients, ms (default 2 000). */
+  pollIntervalMs?: number;
+  /** Tasks per `tasks/list` page (default 50). */
+  pageSize?: number;
+}
+
+/**
+ * The SDK's task store (MCP 2025-11-25 "Tasks") on Breakwater's durable job store: a task is a job of a job
+ * tool, and its id is the job id. Nothing about a task lives in memory, so `tasks/get`, `tasks/result`,
+ * `tasks/list` and `tasks/cancel` answer the same after a restart, and from any gateway process sharing the
+ * store.
+ *
+ * Status: `pending` and `in_progress` → `working`; `completed` → `completed`; `failed` → `failed`;
+ * `canceled` → `cancelled`. A job with a cancel request is `cancelled` at once, even while its handler is
+ * still stopping and even if it then completes (the spec: a cancelled task stays cancelled).
+ *
+ * Tasks are not bound to the MCP session that created them (the `sessionId` arguments are ignored): sessions
+ * are in-memory and end with the process, and a task must be readable from the new session a client opens
+ * after a restart. The task id (a UUIDv7 with 74 random bits) is the capability; bind tasks to an
+ * authenticated principal in front of the gateway when several tenants share it.
+ *
+ * The job worker writes results, so {@link JobTaskStore.storeTaskResult} is refused, and
+ * {@link JobTaskStore.updateTaskStatus} accepts only `cancelled` (see their docs).
+ */
+export class JobTaskStore implements TaskStoreLike {
+  private readonly pollIntervalMs: number;
+  private readonly pageSize: number;
+
+  constructor(private readonly deps: JobTaskStoreOptions) {
+    this.pollIntervalMs = deps.pollIntervalMs ?? TASK_STORE_DEFAULTS.pollIntervalMs;
+    this.pageSize = deps.pageSize ?? TASK_STORE_DEFAULTS.pageSize;
+  }
+
+  /**
+   * Creates the task of a `tools/call` request naming a job tool: parses its arguments and enqueues the job.
+   * The requested `ttl` is not applied: jobs are kept until an operator removes them, so `ttl` is null.
+   * @throws McpProtocolError -32602 for a tool that is not a job tool or arguments that do not parse;
+   *   BreakwaterError from the enqueue.
+   */
+  async createTask(
+    _taskParams: { ttl?: number | null; pollInterval?: number },
+    _requestId: RequestId,
+    request: { method: string; params?: Record<string, unknown> },
+  ): Promise<TaskInfo> {
+    const name = request.params?.['name'];
+    const tool = typeof name === 'string' ? this.deps.byName.get(name) : undefined;
+    if (request.method !== 'tools/call' || tool === undefined) {
+      throw new McpProtocolError(RPC.invalidParams, `Tool ${String(name)} cannot run as a task.`);
+    }
+    const parsed = await parseArgs(tool, request.params?.['arguments']);
+    if (!parsed.ok) {
+      throw new McpProtocolError(RPC.invalidParams, `The arguments are not valid: ${parsed.problems}.`);
+    }
+    return this.toTask(await enqueueFor(this.deps, tool, parsed.value));
+  }
+
+  async getTask(taskId: string): Promise<TaskInfo | null> {
+    const job = await visibleJob(this.deps, taskId);
+    return job === undefined ? null : this.toTask(job);
+  }
+
+  /** Refused: a job's result is written by the worker that ran it, under its lease. */
+  async storeTaskResult(taskId: string): Promise<void> {
+    throw new Error(
+      `Task ${taskId} is a job: its result is written by the job worker, not through the task store.`,
+    );
+  }
+
+  /**
+   * The tool result of a finished task: the job's result through its tool (`toResult`, `toText`), or an
+   * error result (`isError`) for a failed or cancelled one.
+   * @throws McpProtocolError -32602 for an unknown task or one still working.
+   */
+  async getTaskResult(taskId: string): Promise<ToolResult> {
+    const job = await visibleJob(this.deps, taskId);
+    if (job === undefined) throw taskNotFound(taskId);
+    switch (taskStatus(job)) {
+      case 'completed':
+        return completedResult(this.deps, job);
+      case 'failed':
+        return jobErrorResult(job.error, 'failed');
+      case 'cancelled':
+        return jobErrorResult(null, 'canceled');
+      default:
+        throw new McpProtocolError(RPC.invalidParams, `Task ${taskId} has not finished yet.`);
+    }
+  }
+
+  /**
+   * Only `cancelled` is accepted (what `tasks/cancel` asks): it cancels the job (at once when pending; a
+   * running one is asked to stop and shows `cancelled` from now on). Other transitions belong to the worker.
+   * @throws McpProtocolError -32602 for an unknown task; Error for any other status.
+   */
+  async updateTaskStatus(taskId: string, status: TaskStatus): Promise<void> {
+    if (status !== 'cancelled') {
+      throw new Error(`Task ${taskId} is a job: only the job worker changes its status (asked: ${status}).`);
+    }
+    const job = await visibleJob(this.deps, taskId);
+    if (job === undefined) throw taskNotFound(taskId);
+    await this.deps.jobs.cancel(taskId);
+  }
+
+  /**
+   * Tasks newest first, {@link JobTaskStoreOptions.pageSize} per page. The cursor is the id of the last task
+   * of the previous page (keyset pagination, so a page never repeats or skips a task when new ones arrive).
+   * @throws Error for a cursor that is not a job id.
+   */
+  async listTasks(cursor?: string): Promise<{ tasks: TaskInfo[]; nextCursor?: string }> {
+    if (cursor !== undefined && !/^job_[0-9a-f-]{36}$/.test(cursor)) throw new Error('Invalid cursor.');
+    const limit = this.pageSize + 1;
+    // One keyset query per job type, merged: each type's query is served by its (type, id) index.
+    const pages = await Promise.all(
+      [...this.deps.byType.keys()].map((type) => this.deps.jobs.list({ type, beforeId: cursor, limit })),
+    );
+    const jobs = pages.flat().sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    const page = jobs.slice(0, this.pageSize);
+    const tasks = page.map((job) => this.toTask(job));
+    return jobs.length > this.pageSize ? { tasks, nextCursor: page[page.length - 1]!.id } : { tasks };
+  }
+
+  /**
+   * Resolves when the job behind `taskId` has ended (its terminal event is stored), or at once when its task
+   * status is already terminal. Rejects with `signal`'s reason when it aborts first. The subscription is
+   * removed on every path.
+   */
+  waitUntilFinished(taskId: string, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const onAbort = (): void => {
+        subscription.dispose();
+        reject(signal.reason);
+      };
+      // Ends are delivered asynchronously, so the abort listener is in place before any end can arrive.
+      const subscription = this.deps.jobs.subscribe(taskId, 0, () => undefined, {
+        onEnd: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      });
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** The task view of a job. */
+  toTask(job: JobRecord): TaskInfo {
+    const status = taskStatus(job);
+    const task: TaskInfo = {
+      taskId: job.id,
+      status,
+      ttl: null,
+      createdAt: new Date(job.createdAt).toISOString(),
+      lastUpdatedAt: new Date(job.updatedAt).toISOString(),
+      pollInterval: this.pollIntervalMs,
+    };
+    if (status === 'cancelled') task.statusMessage = 'The task was cancelled.';
+    else if (status === 'failed') task.statusMessage = jobErrorInfo(job.error, 'failed').message;
+    else if (status === 'working' && job.error !== null && job.status === 'pending') {
+      task.statusMessage = `Retrying after a failure (attempt ${job.attempts} of ${job.maxAttempts} failed).`;
+    }
+    return task;
+  }
+}
+
+/** A job's task status (see {@link JobTaskStore}). */
+export function taskStatus(job: JobRecord): TaskStatus {
+  if (job.status === 'canceled' || job.cancelRequestedAt !== null) return 'cancelled';
+  if (job.status === 'completed') return 'completed';
+  if (job.status === 'failed') return 'failed';
+  return 'working';
+}
+
+/** True for the statuses a task never leaves. */
+export function isTerminalTask(status: TaskStatus): boolean {
+  return status === 'completed' || status === 'failed' || status === 'cancelled';
+}
+
+function taskNotFound(taskId: string): McpProtocolError {
+  return new McpProtocolError(RPC.invalidParams, `Task not found: ${taskId}`);
+}

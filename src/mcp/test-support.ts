@@ -1,0 +1,155 @@
+/**
+ * Shared test helpers for mcp/ (not a test file itself): a real Fastify app on 127.0.0.1:0 with the MCP
+ * routes, a real SQLite job store and jobs runtime, and the SDK's real client over Streamable HTTP.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { createJobs, type Jobs } from '../jobs/index.js';
+import { openSqliteStore, type JobStore } from '../store/index.js';
+import { mcpRoutes, type McpRoutes } from './routes.js';
+import type { McpServerOptions } from './server.js';
+import type { McpTool } from './tool.js';
+
+/** The `publicUrl` the test gateways announce (job URLs are built on it; nothing is fetched there). */
+export const PUBLIC_URL = 'https://gateway.example/';
+
+export interface Gateway {
+  app: FastifyInstance;
+  /** `http://127.0.0.1:<port>` */
+  baseUrl: string;
+  mcpUrl: URL;
+  store: JobStore;
+  jobs: Jobs;
+  routes: McpRoutes;
+  /** Store subscriptions open right now (the worker's, job followers', progress bridges'). */
+  activeSubscriptions(): number;
+  /** Stops the app (closing MCP sessions), the worker and the store. */
+  close(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** SQLite file (default `:memory:`). */
+  dbPath?: string;
+  tools: (jobs: Jobs) => McpTool[];
+  /** Defines the job types (before the worker starts). */
+  defineJobs?: (jobs: Jobs) => void;
+  /** Start the worker (default true). */
+  startWorker?: boolean;
+  server?: Partial<McpServerOptions>;
+}
+
+/** Starts a gateway: store, jobs (worker started), Fastify with the MCP routes, listening on port 0. */
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const counted = countingStore(await openSqliteStore({ path: options.dbPath ?? ':memory:' }));
+  const store = counted.store;
+  // A short poll so a job enqueued by another store handle (the restart test) is seen soon.
+  const jobs = createJobs({ store, pollMs: 200, leaseMs: 5_000 });
+  options.defineJobs?.(jobs);
+  if (options.startWorker ?? true) jobs.start();
+  const app = Fastify();
+  const routes = mcpRoutes({
+    name: 'breakwater-test',
+    version: '0.0.1',
+    tools: options.tools(jobs),
+    jobs,
+    store,
+    publicUrl: PUBLIC_URL,
+    ...options.server,
+  });
+  routes(app);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  return {
+    app,
+    baseUrl,
+    mcpUrl: new URL(`${baseUrl}/mcp`),
+    store,
+    jobs,
+    routes,
+    activeSubscriptions: counted.active,
+    async close() {
+      await app.close();
+      await jobs.stop({ graceMs: 0 });
+      await store.close();
+    },
+  };
+}
+
+export interface TestClient {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+  /** Resolves once the client's standalone SSE stream (its GET) is open, so server notifications reach it. */
+  standaloneStream: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Connects the SDK's real client over Streamable HTTP. */
+export async function connectClient(url: URL, headers: Record<string, string> = {}): Promise<TestClient> {
+  let opened!: () => void;
+  const standaloneStream = new Promise<void>((resolve) => (opened = resolve));
+  // The client's own fetch, observed: the GET that opens the standalone stream is the signal we wait for.
+  const observed: typeof fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    if ((init?.method ?? 'GET') === 'GET' && response.status === 200) opened();
+    return response;
+  };
+  const transport = new StreamableHTTPClientTransport(url, { fetch: observed, requestInit: { headers } });
+  const client = new Client({ name: 'mcp-test', version: '0.0.1' }, { capabilities: {} });
+  await client.connect(transport);
+  return {
+    client,
+    transport,
+    standaloneStream,
+    async close() {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    },
+  };
+}
+
+/**
+ * The real store, with its `subscribe` counted: every other call goes straight to it. Lets a test see that
+ * a subscription was disposed.
+ */
+function countingStore(real: JobStore): { store: JobStore; active: () => number } {
+  let active = 0;
+  const subscribe: JobStore['subscribe'] = (listener) => {
+    const subscription = real.subscribe(listener);
+    active++;
+    let disposed = false;
+    return {
+      dispose() {
+        if (!disposed) active--;
+        disposed = true;
+        subscription.dispose();
+      },
+    };
+  };
+  const store = new Proxy(real, {
+    get(target, property, receiver) {
+      if (property === 'subscribe') return subscribe;
+      const value: unknown = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { store, active: () => active };
+}
+
+/** A fresh temporary directory, removed by the returned cleanup. */
+export function tempDir(): { dir: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'breakwater-mcp-'));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A promise with its resolve exposed. */
+export function gate(): { promise: Promise<void>; open(): void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}

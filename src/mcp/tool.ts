@@ -1,0 +1,212 @@
+import { z } from 'zod';
+import { finite, invalidOption, nonEmptyString, optionalFn, POSITIVE_INTEGER } from '../core/index.js';
+import type { EnqueueOptions } from '../jobs/index.js';
+import type { ToolAnnotations, ToolListing } from './types.js';
+
+/** Tool deadlines (DESIGN: "Deadlines"): 10 s by default, 30 s at most (heavy tools). */
+export const TOOL_DEADLINE_DEFAULT_MS = 10_000;
+export const TOOL_DEADLINE_MAX_MS = 30_000;
+
+/** MCP tool names (spec 2025-11-25, "Tools"): 1 to 128 of A-Z, a-z, 0-9, `_`, `-` and `.`. */
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** A tool's arguments: a zod object schema, or its shape (`{ recipient: z.string() }`). */
+export type ToolInput = z.ZodRawShape | z.ZodType<Record<string, unknown>>;
+
+/** The parsed arguments of a {@link ToolInput}. */
+export type ToolArgs<I extends ToolInput> = I extends z.ZodType
+  ? z.output<I>
+  : I extends z.ZodRawShape
+    ? z.output<z.ZodObject<I>>
+    : never;
+
+/** What a tool handler gets besides its arguments. */
+export interface ToolContext {
+  /**
+   * Aborts at the tool's deadline (reason: BreakwaterError `deadline_exceeded`) or when the client cancels the
+   * call (`notifications/cancelled`). Pass it to every I/O call.
+   */
+  signal: AbortSignal;
+  /** The absolute deadline, ms since the epoch on the server's clock (also set in core's `Deadline`). */
+  deadline: number;
+  /** The caller's `X-Correlation-ID` header when it sent a usable one, else a new id. */
+  correlationId: string;
+  /**
+   * Reports progress as `notifications/progress` when the caller sent a `progressToken` (else does nothing).
+   * `progress` must grow with every call (MCP: progress MUST increase); a value that does not, or is not a
+   * finite number, is dropped. Never rejects.
+   */
+  progress(progress: number, total?: number, message?: string): Promise<void>;
+}
+
+interface ToolBase {
+  readonly name: string;
+  readonly title?: string;
+  readonly description: string;
+  /** The arguments' schema, as an object schema. */
+  readonly schema: z.ZodType;
+  /** The whole call's budget in ms (1..30 000). */
+  readonly deadlineMs: number;
+  readonly annotations?: ToolAnnotations;
+  /** What `tools/list` shows. */
+  readonly listing: ToolListing;
+}
+
+/** A tool that answers within its deadline (made by {@link resilientTool}). */
+export interface SyncTool extends ToolBase {
+  readonly kind: 'sync';
+  readonly handler: (args: never, ctx: ToolContext) => unknown;
+  readonly toText?: (result: never) => string;
+}
+
+/** A tool that starts a job and answers at once (made by `jobTool`). */
+export interface JobTool extends ToolBase {
+  readonly kind: 'job';
+  readonly jobType: string;
+  readonly toPayload: (args: never) => unknown;
+  readonly enqueueOptions?: EnqueueOptions | ((args: never) => EnqueueOptions);
+  readonly toResult?: (result: never) => unknown;
+  readonly toText?: (result: never) => string;
+}
+
+/** Any tool `createMcpServer` serves. */
+export type McpTool = SyncTool | JobTool;
+
+/** The definition of {@link resilientTool}. */
+export interface ResilientToolDefinition<I extends ToolInput, R = unknown> {
+  /** MCP tool name: 1..128 of `A-Za-z0-9_.-`. */
+  name: string;
+  title?: string;
+  /** What the tool does, for the model. Non-empty. */
+  description: string;
+  inputSchema: I;
+  /** The call's whole budget in ms: integer in [1, 30 000], default 10 000. */
+  deadlineMs?: number;
+  /**
+   * MCP annotations. `readOnlyHint: true` also tells Breakwater that a call cut off by its deadline changed
+   * nothing (outcome `failed`); any other tool's cut-off call has outcome `unknown` (it may have taken
+   * effect), and is retryable only with `idempotentHint: true`.
+   */
+  annotations?: ToolAnnotations;
+  /** Does the work; its resolved value becomes the result (see {@link ToolContext}). */
+  handler(args: ToolArgs<I>, ctx: ToolContext): R | Promise<R>;
+  /** The text the model reads for a success (default: the value as JSON). */
+  toText?(result: R): string;
+}
+
+/**
+ * Defines a tool that runs under a deadline and never fails with a protocol error: whatever the handler
+ * throws, and a handler still running at the deadline, become a tool result with `isError: true`, a human
+ * sentence in `content` and `structuredContent.error` (see `results.ts`). The deadline does not wait for a
+ * handler that ignores its signal. A success is `{ content: [{ type: 'text', text }], structuredContent }`.
+ *
+ * @throws RangeError at definition for a bad name, an empty description, a `deadlineMs` that is not an integer
+ *   in [1, 30 000], an input schema that is not an object schema, or a handler that is not a function.
+ */
+export function resilientTool<I extends ToolInput, R = unknown>(
+  definition: ResilientToolDefinition<I, R>,
+): SyncTool {
+  const owner = 'resilientTool';
+  if (typeof definition.handler !== 'function')
+    throw invalidOption(owner, 'handler', 'a function', definition.handler);
+  optionalFn(owner, 'toText', definition.toText);
+  return {
+    kind: 'sync',
+    ...toolBase(owner, definition, undefined),
+    handler: definition.handler as SyncTool['handler'],
+    toText: definition.toText as SyncTool['toText'],
+  };
+}
+
+/** The common part of every tool definition. */
+export interface ToolBaseDefinition {
+  name: string;
+  title?: string;
+  description: string;
+  inputSchema: ToolInput;
+  deadlineMs?: number;
+  annotations?: ToolAnnotations;
+}
+
+/**
+ * Validates and normalises the common part of a definition.
+ * @throws RangeError naming `owner` and the option.
+ */
+export function toolBase(
+  owner: string,
+  definition: ToolBaseDefinition,
+  execution: ToolListing['execution'],
+): ToolBase {
+  const name = nonEmptyString(owner, 'name', definition.name);
+  if (!TOOL_NAME.test(name)) throw invalidOption(owner, 'name', '1 to 128 of A-Z a-z 0-9 _ - .', name);
+  const description = nonEmptyString(owner, 'description', definition.description);
+  if (definition.title !== undefined) nonEmptyString(owner, 'title', definition.title);
+  const deadlineMs = finite(owner, 'deadlineMs', definition.deadlineMs ?? TOOL_DEADLINE_DEFAULT_MS, {
+    ...POSITIVE_INTEGER,
+    max: TOOL_DEADLINE_MAX_MS,
+  });
+  const schema = objectSchema(owner, definition.inputSchema);
+  const inputSchema = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  if (inputSchema['type'] !== 'object') {
+    throw invalidOption(
+      owner,
+      'inputSchema',
+      'an object schema (JSON Schema type "object")',
+      definition.inputSchema,
+    );
+  }
+  // Clients read the dialect from the spec (2020-12 by default); the marker only adds bytes to every list.
+  delete inputSchema['$schema'];
+  const listing: ToolListing = {
+    name,
+    description,
+    inputSchema: inputSchema as ToolListing['inputSchema'],
+  };
+  if (definition.title !== undefined) listing.title = definition.title;
+  if (definition.annotations !== undefined) listing.annotations = { ...definition.annotations };
+  if (execution !== undefined) listing.execution = execution;
+  return {
+    name,
+    title: definition.title,
+    description,
+    schema,
+    deadlineMs,
+    annotations: definition.annotations,
+    listing,
+  };
+}
+
+function objectSchema(owner: string, input: ToolInput): z.ZodType {
+  if (isZodType(input)) return input;
+  if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
+    for (const [key, value] of Object.entries(input)) {
+      if (!isZodType(value)) throw invalidOption(owner, `inputSchema.${key}`, 'a zod schema', value);
+    }
+    return z.object(input);
+  }
+  throw invalidOption(owner, 'inputSchema', 'a zod object schema or shape', input);
+}
+
+function isZodType(value: unknown): value is z.ZodType {
+  return typeof value === 'object' && value !== null && '_zod' in value;
+}
+
+/**
+ * Parses a call's arguments with the tool's schema. Resolves with the parsed value, or with a
+ * sentence naming up to five problems (`budget_usd: Invalid input: expected number, received string`).
+ */
+export async function parseArgs(
+  tool: McpTool,
+  args: unknown,
+): Promise<{ ok: true; value: unknown } | { ok: false; problems: string }> {
+  const parsed = await tool.schema.safeParseAsync(args ?? {});
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const problems = parsed.error.issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : 'arguments'}: ${issue.message}`)
+    .join('; ');
+  return { ok: false, problems };
+}
