@@ -124,3 +124,19 @@ export {
   type ErrorResultOptions,
   type DurableEventStoreOptions,
 } from './mcp/index.js';
+export {
+  defineApp,
+  loadApp,
+  type AppContext,
+  type AppParts,
+  type BreakwaterApp,
+} from './cli/app.js';
+export {
+  startGateway,
+  startWorker,
+  GATEWAY_DEFAULTS,
+  type Gateway,
+  type GatewayOptions,
+  type WorkerOptions,
+  type WorkerProcess,
+} from './cli/gateway.js';

@@ -45,6 +45,14 @@ export async function main(argv: string[]): Promise<number> {
         const { runDemo } = await import('./demo.js');
         return await runDemo(rest);
       }
+      case 'serve': {
+        const { runServe } = await import('./serve-command.js');
+        return await runServe(rest);
+      }
+      case 'worker': {
+        const { runWorker } = await import('./serve-command.js');
+        return await runWorker(rest);
+      }
       case 'jobs': {
         const { runJobsCommand } = await import('./jobs-command.js');
         return await runJobsCommand(rest);

@@ -1,0 +1,68 @@
+/**
+ * GiftGenius as a Breakwater app: `breakwater serve --app examples/giftgenius/app.ts` (what `npm start`
+ * runs). Unless GIFT_URL, COMMERCE_URL and ANALYTICS_URL point at running services, the app starts the three
+ * example services itself (ports 8791-8793 for a gateway, free ports for a worker), so one command runs the
+ * whole story. See docs/giftgenius.md.
+ */
+import { defineApp, type AppParts, type BreakwaterApp } from '../../src/index.js';
+import { defineDeepAnalysis } from './analysis.js';
+import { DEFAULT_PORTS, startGiftGeniusServices, type GiftGeniusServices } from './services/index.js';
+import { giftGeniusTools } from './tools.js';
+import { createUpstreams, type UpstreamSettings } from './upstreams.js';
+
+/** Settings of {@link createGiftGeniusApp}; anything left out comes from the environment or the defaults. */
+export interface GiftGeniusSettings extends Partial<Omit<UpstreamSettings, 'clock'>> {
+  /** Ms each of the deep analysis's four steps takes (default: $GIFTGENIUS_STEP_MS, then 750). */
+  stepMs?: number;
+  /** Ports for the services the app starts itself (default 8791-8793 in a gateway, free ports in a worker). */
+  servicePorts?: { gift?: number; commerce?: number; analytics?: number };
+}
+
+const INSTRUCTIONS = `GiftGenius helps choose and buy gifts. Use suggest_gifts for quick ideas, start_deep_analysis for a
+thorough one (follow it with get_job_status), and checkout to buy. When a tool answers with an error, tell the
+user its message; if the error's outcome is "unknown", the order may exist: call checkout again with the same
+operation_id instead of starting a new one.`;
+
+export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): BreakwaterApp {
+  return defineApp({
+    async setup(context): Promise<AppParts> {
+      const { env, clock, jobs, role, log } = context;
+      const given = {
+        gift: settings.giftUrl ?? env.GIFT_URL,
+        commerce: settings.commerceUrl ?? env.COMMERCE_URL,
+        analytics: settings.analyticsUrl ?? env.ANALYTICS_URL,
+      };
+      let services: GiftGeniusServices | undefined;
+      if (given.gift === undefined || given.commerce === undefined || given.analytics === undefined) {
+        services = await startGiftGeniusServices({
+          ports: settings.servicePorts ?? (role === 'serve' ? DEFAULT_PORTS : {}),
+        });
+        log(
+          `giftgenius: example services started: gift ${services.gift.url}, commerce ${services.commerce.url}, analytics ${services.analytics.url}`,
+        );
+      }
+      const upstreams = createUpstreams({
+        ...settings,
+        giftUrl: given.gift ?? services!.gift.url,
+        commerceUrl: given.commerce ?? services!.commerce.url,
+        analyticsUrl: given.analytics ?? services!.analytics.url,
+        clock,
+      });
+      const stepMs = settings.stepMs ?? Number(env.GIFTGENIUS_STEP_MS ?? 750);
+      defineDeepAnalysis(jobs, upstreams, {
+        clock,
+        stepMs: Number.isFinite(stepMs) && stepMs >= 0 ? stepMs : 750,
+      });
+      return {
+        name: 'giftgenius',
+        version: '1.0.0',
+        instructions: INSTRUCTIONS,
+        tools: giftGeniusTools(upstreams),
+        upstreams: [upstreams.gift, upstreams.commerce, upstreams.analytics],
+        close: async () => services?.close(),
+      };
+    },
+  });
+}
+
+export default createGiftGeniusApp();

@@ -1,0 +1,207 @@
+/**
+ * The GiftGenius tools: `suggest_gifts` (sync), `start_deep_analysis` (a job), `checkout` and
+ * `suggest_and_checkout` (the chain gift → commerce, each behind its own bulkhead and breaker). `get_job_status`
+ * and `cancel_job` come with the job tool. Failures reach the model as structured tool results (see
+ * docs/mcp.md); the handlers only say what to call.
+ */
+import { z } from 'zod';
+import {
+  BreakwaterError,
+  isBreakwaterError,
+  jobTool,
+  newId,
+  resilientTool,
+  type McpTool,
+} from '../../src/index.js';
+import { DEEP_ANALYSIS_JOB } from './analysis.js';
+import type { GiftGeniusUpstreams } from './upstreams.js';
+
+/** A gift as the gift service ranks it. */
+export interface Gift {
+  id: string;
+  name: string;
+  price_usd: number;
+  score: number;
+  reason: string;
+}
+
+/** An order as the commerce service answers it. */
+export interface Order {
+  order_id: string;
+  status: string;
+  amount_usd: number;
+  product_id: string;
+  quantity: number;
+}
+
+const suggestInput = {
+  interests: z
+    .array(z.string().min(1))
+    .min(1)
+    .max(10)
+    .describe('What the recipient likes, e.g. ["coffee", "travel"]'),
+  budget_usd: z.number().positive().max(10_000).describe('Most the gift may cost, in USD'),
+  recipient: z.string().max(100).optional().describe('Who the gift is for, e.g. "Sam"'),
+  limit: z.number().int().min(1).max(20).optional().describe('How many gifts (default 5)'),
+};
+
+const checkoutInput = {
+  product_id: z.string().min(1).describe('The product to buy, e.g. "p042"'),
+  quantity: z.number().int().min(1).max(10).default(1),
+  customer_id: z.string().min(1).describe("The buyer's customer id"),
+  operation_id: z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .describe('Resume an earlier checkout whose outcome was unknown: pass its operation_id, never a new one'),
+};
+
+export function giftGeniusTools(upstreams: GiftGeniusUpstreams): McpTool[] {
+  const { gift, commerce, analytics } = upstreams;
+
+  async function suggest(
+    args: { interests: string[]; budget_usd: number; recipient?: string; limit?: number },
+    signal: AbortSignal,
+    correlationId: string,
+  ): Promise<Gift[]> {
+    const response = await gift.post<{ gifts: Gift[] }>('/recommendations', args, {
+      // A search: safe to send twice.
+      idempotent: true,
+      signal,
+      correlationId,
+    });
+    // Analytics may lag or fail; it never holds up or fails the answer (its own bulkhead bounds the backlog).
+    void analytics
+      .post(
+        '/events',
+        { name: 'gifts_suggested', properties: { count: response.body.gifts.length } },
+        { correlationId },
+      )
+      .catch(() => undefined);
+    return response.body.gifts;
+  }
+
+  /**
+   * Places an order under an operation id made before the first call and sent as the Idempotency-Key, so
+   * the upstream's retry and a later resume never create a second order. After an unknown outcome (the
+   * request may have been committed), the order is looked up by that key instead of being resent blindly.
+   */
+  async function placeOrder(
+    args: { product_id: string; quantity: number; customer_id: string; operation_id?: string },
+    signal: AbortSignal,
+    correlationId: string,
+  ): Promise<Order & { operation_id: string; reconciled: boolean }> {
+    const operationId = args.operation_id ?? `op_${newId()}`;
+    const body = { product_id: args.product_id, quantity: args.quantity, customer_id: args.customer_id };
+    try {
+      const response = await commerce.post<Order>('/orders', body, {
+        idempotencyKey: operationId,
+        signal,
+        correlationId,
+      });
+      return { ...response.body, operation_id: operationId, reconciled: false };
+    } catch (error) {
+      if (!isBreakwaterError(error)) throw error;
+      if (error.outcome !== 'unknown') throw withOperation(error, operationId);
+      const found = await lookUp(operationId, signal, correlationId).catch(() => undefined);
+      if (found !== undefined) return { ...found, operation_id: operationId, reconciled: true };
+      throw withOperation(error, operationId);
+    }
+  }
+
+  async function lookUp(key: string, signal: AbortSignal, correlationId: string): Promise<Order | undefined> {
+    try {
+      const response = await commerce.get<Order>('/orders', {
+        query: { idempotency_key: key },
+        signal,
+        correlationId,
+      });
+      return response.body;
+    } catch (error) {
+      if (isBreakwaterError(error) && error.details?.upstream_status === 404) return undefined;
+      throw error;
+    }
+  }
+
+  return [
+    resilientTool({
+      name: 'suggest_gifts',
+      title: 'Suggest gifts',
+      description:
+        'Suggests gifts within a budget for someone with the given interests, best match first. Answers within 10 seconds.',
+      inputSchema: suggestInput,
+      annotations: { readOnlyHint: true },
+      handler: async (args, ctx) => ({ gifts: await suggest(args, ctx.signal, ctx.correlationId) }),
+    }),
+    jobTool({
+      name: 'start_deep_analysis',
+      title: 'Start a deep gift analysis',
+      description:
+        'Starts a longer analysis (four steps, about a few seconds) and answers at once with a job_id. Follow it with get_job_status; draft gifts appear as partial results before the final list.',
+      inputSchema: suggestInput,
+      jobType: DEEP_ANALYSIS_JOB,
+    }),
+    resilientTool({
+      name: 'checkout',
+      title: 'Buy a gift',
+      description:
+        'Orders a product for a customer. Returns the order, or an error whose outcome says whether the order may exist: after outcome "unknown", call checkout again with the same operation_id to resume safely.',
+      inputSchema: checkoutInput,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
+      handler: (args, ctx) => placeOrder(args, ctx.signal, ctx.correlationId),
+    }),
+    resilientTool({
+      name: 'suggest_and_checkout',
+      title: 'Pick the best gift and buy it',
+      description:
+        'Suggests gifts for the interests and budget, then orders the best one for the customer. Each step has its own limits, so a slow gift service does not block checkouts in progress.',
+      inputSchema: {
+        interests: suggestInput.interests,
+        budget_usd: suggestInput.budget_usd,
+        customer_id: checkoutInput.customer_id,
+        operation_id: checkoutInput.operation_id,
+      },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
+      handler: async (args, ctx) => {
+        const gifts = await suggest(
+          { interests: args.interests, budget_usd: args.budget_usd, limit: 1 },
+          ctx.signal,
+          ctx.correlationId,
+        );
+        const best = gifts[0];
+        if (best === undefined) {
+          throw new BreakwaterError('not_found', {
+            message: `No gift matches ${args.interests.join(', ')} within $${args.budget_usd}.`,
+          });
+        }
+        const order = await placeOrder(
+          {
+            product_id: best.id,
+            quantity: 1,
+            customer_id: args.customer_id,
+            operation_id: args.operation_id,
+          },
+          ctx.signal,
+          ctx.correlationId,
+        );
+        return { gift: best, order };
+      },
+    }),
+  ];
+}
+
+/** The same failure, carrying the operation id the model needs to resume or reconcile. */
+function withOperation(error: BreakwaterError, operationId: string): BreakwaterError {
+  return new BreakwaterError(error.code, {
+    message: error.message,
+    kind: error.kind,
+    status: error.status,
+    retryAfterMs: error.retryAfterMs,
+    outcome: error.outcome,
+    operationId,
+    source: error.source,
+    details: error.details,
+    cause: error.cause,
+  });
+}

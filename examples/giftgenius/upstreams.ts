@@ -1,0 +1,82 @@
+/**
+ * GiftGenius's three dependencies, with the policies of DESIGN's defaults table: gift (timeout 4 s,
+ * bulkhead 10, breaker 5 failures / 30 s open), commerce (3 s, bulkhead 3, breaker 3 / 20 s) and analytics
+ * (bulkhead 50). Each has its own bulkhead and breaker, so a hanging gift service cannot take checkout down.
+ */
+import { createUpstream, type Clock, type Upstream } from '../../src/index.js';
+
+/** Where the services are and how patient to be with them; tests shrink the times. */
+export interface UpstreamSettings {
+  giftUrl: string;
+  commerceUrl: string;
+  analyticsUrl: string;
+  /** Per-attempt timeouts, ms (defaults 4 000 / 3 000 / 2 000). */
+  giftTimeoutMs?: number;
+  commerceTimeoutMs?: number;
+  analyticsTimeoutMs?: number;
+  /** Breaker open periods, ms (defaults 30 000 / 20 000). */
+  giftOpenMs?: number;
+  commerceOpenMs?: number;
+  clock?: Clock;
+}
+
+export interface GiftGeniusUpstreams {
+  gift: Upstream;
+  commerce: Upstream;
+  analytics: Upstream;
+}
+
+export function createUpstreams(settings: UpstreamSettings): GiftGeniusUpstreams {
+  const { clock } = settings;
+  const gift = createUpstream({
+    name: 'gift',
+    baseUrl: settings.giftUrl,
+    timeoutMs: settings.giftTimeoutMs ?? 4_000,
+    bulkhead: { maxConcurrent: 10, maxQueue: 20, queueTimeoutMs: 1_000 },
+    breaker: { consecutiveFailures: 5, openMs: settings.giftOpenMs ?? 30_000 },
+    // One retry: a second 4 s attempt still fits the 10 s tool deadline; a third would not.
+    retry: { maxAttempts: 2 },
+    errors: {
+      unavailable: {
+        code: 'gift_service_unavailable',
+        sentence: 'The gift recommendation service is overloaded right now; try again shortly.',
+      },
+      error: {
+        code: 'gift_service_error',
+        sentence: 'The gift recommendation service could not handle this request.',
+      },
+    },
+    clock,
+  });
+  const commerce = createUpstream({
+    name: 'commerce',
+    baseUrl: settings.commerceUrl,
+    timeoutMs: settings.commerceTimeoutMs ?? 3_000,
+    bulkhead: { maxConcurrent: 3, maxQueue: 5, queueTimeoutMs: 1_000 },
+    breaker: { consecutiveFailures: 3, openMs: settings.commerceOpenMs ?? 20_000 },
+    retry: { maxAttempts: 2 },
+    errors: {
+      unavailable: {
+        code: 'payment_service_unavailable',
+        sentence: 'The payment service is temporarily unavailable; try again shortly.',
+      },
+      error: { code: 'checkout_rejected', sentence: 'The shop could not accept this order.' },
+      unknown: {
+        code: 'checkout_outcome_unknown',
+        sentence:
+          'The payment service did not confirm the order in time, so it may or may not have been placed; check its status before trying again.',
+      },
+    },
+    clock,
+  });
+  const analytics = createUpstream({
+    name: 'analytics',
+    baseUrl: settings.analyticsUrl,
+    timeoutMs: settings.analyticsTimeoutMs ?? 2_000,
+    bulkhead: { maxConcurrent: 50, maxQueue: 0 },
+    breaker: { consecutiveFailures: 10, openMs: 10_000 },
+    retry: false,
+    clock,
+  });
+  return { gift, commerce, analytics };
+}

@@ -1,0 +1,72 @@
+/**
+ * The application contract: what a module passed to `breakwater serve --app <module>` (or to
+ * `startGateway`) exports. The app defines its job types on the runtime it is given and returns its tools
+ * and dependencies; the gateway does the rest (store, HTTP, MCP, worker, shutdown).
+ */
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+import type { Clock, Jobs, Store, Upstream } from '../index.js';
+import type { McpTool } from '../mcp/index.js';
+
+/** What an app's `setup` gets. */
+export interface AppContext {
+  /** The store the gateway opened (SQLite or PostgreSQL). */
+  store: Store;
+  /** The jobs runtime: define the app's job types here (`jobs.defineJob`); the gateway starts the worker. */
+  jobs: Jobs;
+  clock: Clock;
+  /** The gateway's public base URL, e.g. `http://127.0.0.1:8787` (job status and event URLs use it). */
+  publicUrl: string;
+  /** `serve`: a gateway (with or without a worker); `worker`: a worker-only process (tools are not served). */
+  role: 'serve' | 'worker';
+  /** Environment variables, for the app's own settings (default `process.env`). */
+  env: NodeJS.ProcessEnv;
+  /** Prints a line for the operator (stdout by default). */
+  log(line: string): void;
+}
+
+/** What an app's `setup` returns. */
+export interface AppParts {
+  /** The MCP server's name and version, as sent in `initialize`. */
+  name: string;
+  version: string;
+  /** Instructions for the model, sent in `initialize`. */
+  instructions?: string;
+  /** The MCP tools (`resilientTool`, `jobTool`). */
+  tools?: readonly McpTool[];
+  /** The app's dependencies: their breakers are listed by `/readyz`, and they are closed at shutdown. */
+  upstreams?: readonly Upstream[];
+  /** Called last at shutdown (after the worker stopped and the HTTP server closed). */
+  close?(): Promise<void>;
+}
+
+/** A Breakwater application. */
+export interface BreakwaterApp {
+  setup(context: AppContext): AppParts | Promise<AppParts>;
+}
+
+/** Declares an app (an identity function that gives the module's default export its type). */
+export function defineApp(app: BreakwaterApp): BreakwaterApp {
+  return app;
+}
+
+/**
+ * Loads an app module (its default export, or an export named `app`) from a path relative to `cwd`.
+ * @throws Error naming the module when it cannot be imported or exports no app.
+ */
+export async function loadApp(path: string, cwd: string = process.cwd()): Promise<BreakwaterApp> {
+  const url = pathToFileURL(resolve(cwd, path)).href;
+  let mod: { default?: unknown; app?: unknown };
+  try {
+    mod = (await import(url)) as typeof mod;
+  } catch (error) {
+    throw new Error(`cannot load the app module ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  const app = (mod.default ?? mod.app) as Partial<BreakwaterApp> | undefined;
+  if (app === undefined || app === null || typeof app.setup !== 'function') {
+    throw new Error(
+      `the app module ${path} must export an app (export default defineApp({ setup(context) { ... } }))`,
+    );
+  }
+  return app as BreakwaterApp;
+}

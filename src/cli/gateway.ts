@@ -1,0 +1,238 @@
+/**
+ * The gateway process, assembled: a store, the jobs runtime (and its worker), the app's tools over MCP, the
+ * HTTP server, and an orderly shutdown. `breakwater serve` and `breakwater worker` are thin wrappers around
+ * {@link startGateway} and {@link startWorker}; tests and embedding programs call them directly.
+ */
+import { createServer as createNetServer } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import {
+  closeGracefully,
+  createDurableEventStore,
+  createJobs,
+  createServer,
+  mcpRoutes,
+  openStore,
+  systemClock,
+  type Clock,
+  type Jobs,
+  type ServerLoggerOptions,
+  type Store,
+} from '../index.js';
+import type { AppParts, BreakwaterApp } from './app.js';
+
+/** Options of {@link startGateway}. */
+export interface GatewayOptions {
+  /** The application: its tools, job types and dependencies. */
+  app: BreakwaterApp;
+  /** An open store, or a store URL for `openStore` (default SQLite at `./data/breakwater.db`). */
+  store?: Store | string;
+  /** Interface to listen on (default `127.0.0.1`: only this machine; use `0.0.0.0` behind a proxy). */
+  host?: string;
+  /** Port (default 8787; 0 picks a free one). */
+  port?: number;
+  /** Base URL clients reach the gateway at (default `http://<host>:<port>` as listened). */
+  publicUrl?: string;
+  /** Run a worker for the app's job types in this process (default true; `serve --no-worker` sets false). */
+  worker?: boolean;
+  /** Fastify/pino logging (default false). */
+  logger?: boolean | ServerLoggerOptions;
+  /** Grace period of shutdown for in-flight requests and running jobs, ms (default 10 000). */
+  graceMs?: number;
+  /** How often old resumable-stream messages are pruned, ms (default 300 000). */
+  pruneEveryMs?: number;
+  clock?: Clock;
+  env?: NodeJS.ProcessEnv;
+  /** Where the app's and the gateway's operator lines go (default `console.log`). */
+  log?: (line: string) => void;
+}
+
+/** Defaults of {@link GatewayOptions}. */
+export const GATEWAY_DEFAULTS = {
+  host: '127.0.0.1',
+  port: 8787,
+  graceMs: 10_000,
+  pruneEveryMs: 300_000,
+} as const;
+
+/** A running gateway. */
+export interface Gateway {
+  /** The URL it listens at, e.g. `http://127.0.0.1:8787`. */
+  url: string;
+  /** The MCP endpoint, `${url}/mcp`. */
+  mcpUrl: string;
+  http: FastifyInstance;
+  store: Store;
+  jobs: Jobs;
+  parts: AppParts;
+  /** The names of the MCP tools served, `get_job_status` and `cancel_job` included. */
+  toolNames: string[];
+  /**
+   * Stops in order: new HTTP requests get 503 while in-flight ones finish (up to the grace period), the
+   * worker stops claiming and lets running jobs finish (same grace), then the app, the store. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a gateway: opens the store, runs the app's `setup`, mounts `/mcp`, `/jobs…`, `/healthz` and
+ * `/readyz`, starts the worker (unless `worker: false`) and listens.
+ * @throws Error with `code` `EADDRINUSE` when the port is taken (everything opened is closed again); the
+ *   store's error when it cannot be opened; the app's error from `setup`.
+ */
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const clock = options.clock ?? systemClock;
+  const host = options.host ?? GATEWAY_DEFAULTS.host;
+  const port = options.port ?? GATEWAY_DEFAULTS.port;
+  const graceMs = options.graceMs ?? GATEWAY_DEFAULTS.graceMs;
+  const log = options.log ?? ((line: string) => console.log(line));
+  const ownsStore = typeof options.store !== 'object';
+  const store =
+    typeof options.store === 'object' ? options.store : await openStore({ url: options.store, clock });
+  const cleanups: Array<() => Promise<unknown>> = [];
+  const cleanup = async () => {
+    for (const step of cleanups.splice(0).reverse()) await step().catch(() => undefined);
+  };
+  if (ownsStore) cleanups.push(() => store.close());
+  try {
+    const jobs = createJobs({ store, clock });
+    cleanups.push(() => jobs.stop({ graceMs }));
+    // Job URLs are built from the public URL before the server listens, so port 0 is resolved up front.
+    const listenPort = port === 0 ? await freePort(host) : port;
+    const url = `http://${urlHost(host)}:${listenPort}`;
+    const publicUrl = options.publicUrl ?? url;
+    const parts = await options.app.setup({
+      store,
+      jobs,
+      clock,
+      publicUrl,
+      role: 'serve',
+      env: options.env ?? process.env,
+      log,
+    });
+    cleanups.push(() => parts.close?.() ?? Promise.resolve());
+    for (const upstream of parts.upstreams ?? []) cleanups.push(() => upstream.close());
+
+    const mcp = mcpRoutes({
+      name: parts.name,
+      version: parts.version,
+      instructions: parts.instructions,
+      tools: parts.tools ?? [],
+      jobs,
+      store,
+      publicUrl,
+      // One durable event store per MCP session: the SDK names every session's standalone stream alike.
+      eventStore: (sessionId: string) => createDurableEventStore(store, { scope: sessionId }),
+      clock,
+    });
+    const http = createServer({
+      jobs,
+      store,
+      logger: options.logger ?? false,
+      breakers: () =>
+        (parts.upstreams ?? []).flatMap((u) => (u.breaker === undefined ? [] : [u.breaker.state()])),
+      routes: [mcp],
+      shutdownGraceMs: graceMs,
+      clock,
+    });
+    cleanups.push(() => closeGracefully(http, { graceMs }));
+    await http.listen({ host, port: listenPort });
+
+    const pruneEveryMs = options.pruneEveryMs ?? GATEWAY_DEFAULTS.pruneEveryMs;
+    const pruner = setInterval(() => void store.pruneStreamEvents().catch(() => undefined), pruneEveryMs);
+    pruner.unref();
+    cleanups.push(async () => clearInterval(pruner));
+    if (options.worker !== false) jobs.start();
+
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      mcpUrl: `${url}/mcp`,
+      http,
+      store,
+      jobs,
+      parts,
+      toolNames: mcp.server.tools.map((tool) => tool.name),
+      close: () => (closing ??= cleanup()),
+    };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}
+
+/** Options of {@link startWorker}. */
+export type WorkerOptions = Pick<GatewayOptions, 'app' | 'store' | 'graceMs' | 'clock' | 'env' | 'log'> & {
+  /** Base URL of the gateway, for job URLs the app may build (default `http://127.0.0.1:8787`). */
+  publicUrl?: string;
+};
+
+/** A running worker-only process. */
+export interface WorkerProcess {
+  store: Store;
+  jobs: Jobs;
+  parts: AppParts;
+  /** Stops claiming, lets running jobs finish up to the grace period, then closes the app and the store. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a worker without HTTP: opens the store, runs the app's `setup` (role `worker`) so its job types
+ * are defined, and starts claiming.
+ * @throws the store's error when it cannot be opened; the app's error from `setup`.
+ */
+export async function startWorker(options: WorkerOptions): Promise<WorkerProcess> {
+  const clock = options.clock ?? systemClock;
+  const graceMs = options.graceMs ?? GATEWAY_DEFAULTS.graceMs;
+  const ownsStore = typeof options.store !== 'object';
+  const store =
+    typeof options.store === 'object' ? options.store : await openStore({ url: options.store, clock });
+  const jobs = createJobs({ store, clock });
+  let parts: AppParts;
+  try {
+    parts = await options.app.setup({
+      store,
+      jobs,
+      clock,
+      publicUrl: options.publicUrl ?? `http://${GATEWAY_DEFAULTS.host}:${GATEWAY_DEFAULTS.port}`,
+      role: 'worker',
+      env: options.env ?? process.env,
+      log: options.log ?? ((line: string) => console.log(line)),
+    });
+  } catch (error) {
+    if (ownsStore) await store.close();
+    throw error;
+  }
+  jobs.start();
+  let closing: Promise<void> | undefined;
+  return {
+    store,
+    jobs,
+    parts,
+    close: () =>
+      (closing ??= (async () => {
+        await jobs.stop({ graceMs });
+        await parts.close?.().catch(() => undefined);
+        for (const upstream of parts.upstreams ?? []) await upstream.close().catch(() => undefined);
+        if (ownsStore) await store.close();
+      })()),
+  };
+}
+
+/** A port free on `host` now (the OS picks it; it is released at once for the gateway to take). */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', reject);
+    probe.listen({ host, port: 0 }, () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
+    });
+  });
+}
+
+/** A host as it goes in a URL: IPv6 literals in brackets, the wildcard addresses as loopback. */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}

@@ -1,0 +1,196 @@
+/**
+ * `breakwater serve` and `breakwater worker`: run an app as a gateway (HTTP + MCP, with a worker unless
+ * `--no-worker`) or as a worker-only process, until SIGINT or SIGTERM, then shut down gracefully.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { loadApp } from './app.js';
+import { CliError, EXIT, openStoreForCli, storeUrl } from './context.js';
+import { GATEWAY_DEFAULTS, startGateway, startWorker } from './gateway.js';
+
+const COMMON_OPTIONS = `  --app <module>       the app module (default: $BREAKWATER_APP), e.g. examples/giftgenius/app.ts
+  --db <url>           the store: postgres://… or a SQLite path (default: $DATABASE_URL, $BREAKWATER_DB,
+                       then ./data/breakwater.db)
+  --grace-ms <ms>      shutdown grace for in-flight requests and running jobs (default ${GATEWAY_DEFAULTS.graceMs})
+  -h, --help           show this help`;
+
+export const SERVE_USAGE = `Usage: breakwater serve [options]
+
+Runs the gateway: MCP (Streamable HTTP) at /mcp, GET /jobs/:id, GET /jobs/:id/events (SSE),
+POST /jobs/:id/cancel, /healthz and /readyz, plus a worker for the app's jobs. Stops on SIGINT/SIGTERM.
+
+Options:
+  --host <host>        interface to listen on (default: $BREAKWATER_HOST, then ${GATEWAY_DEFAULTS.host})
+  --port <port>        port (default: $PORT, then ${GATEWAY_DEFAULTS.port})
+  --public-url <url>   base URL clients reach the gateway at (default: http://<host>:<port>)
+  --no-worker          do not run jobs here (run 'breakwater worker' processes instead)
+  --log                JSON request logs on stdout (pino)
+${COMMON_OPTIONS}`;
+
+export const WORKER_USAGE = `Usage: breakwater worker [options]
+
+Runs a worker only: claims and runs the app's jobs from the store, no HTTP. Stops on SIGINT/SIGTERM after
+running jobs finish (up to the grace period).
+
+Options:
+  --public-url <url>   the gateway's base URL, for job links the app builds (default: $BREAKWATER_PUBLIC_URL)
+${COMMON_OPTIONS}`;
+
+/** Resolves when the process gets SIGINT or SIGTERM; a second signal exits at once with code 1. */
+function untilSignal(out: (line: string) => void): Promise<string> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: string) => {
+      out(`breakwater: ${signal} received, shutting down (send it again to exit at once)`);
+      process.once('SIGINT', () => process.exit(EXIT.failed));
+      process.once('SIGTERM', () => process.exit(EXIT.failed));
+      resolve(signal);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
+}
+
+type Values = Record<string, string | boolean | undefined>;
+
+function parse(
+  argv: string[],
+  usage: string,
+  extra: NonNullable<ParseArgsConfig['options']>,
+): { values: Values } {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: false,
+      allowNegative: true,
+      strict: true,
+      options: {
+        app: { type: 'string' },
+        db: { type: 'string' },
+        'grace-ms': { type: 'string' },
+        'public-url': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        ...extra,
+      },
+    }) as { values: Values };
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}\n\n${usage}`, EXIT.usage);
+  }
+}
+
+function integer(name: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < min || number > max) {
+    throw new CliError(`${name} must be an integer from ${min} to ${max}, got '${value}'`, EXIT.usage);
+  }
+  return number;
+}
+
+async function appFrom(flag: string | undefined, usage: string) {
+  const path = flag ?? process.env.BREAKWATER_APP;
+  if (path === undefined || path === '') {
+    throw new CliError(`an app module is needed: --app <module> or $BREAKWATER_APP\n\n${usage}`, EXIT.usage);
+  }
+  try {
+    return await loadApp(path);
+  } catch (error) {
+    throw new CliError((error as Error).message);
+  }
+}
+
+/** Runs `breakwater serve`; resolves with the exit code once the gateway has shut down. */
+export async function runServe(argv: string[], out: (line: string) => void = console.log): Promise<number> {
+  const { values } = parse(argv, SERVE_USAGE, {
+    host: { type: 'string' },
+    port: { type: 'string' },
+    worker: { type: 'boolean', default: true },
+    log: { type: 'boolean' },
+  });
+  if (values.help === true) {
+    out(SERVE_USAGE);
+    return EXIT.ok;
+  }
+  const host = (values.host as string | undefined) ?? process.env.BREAKWATER_HOST ?? GATEWAY_DEFAULTS.host;
+  const port =
+    integer('--port', (values.port as string | undefined) ?? process.env.PORT, 0, 65_535) ??
+    GATEWAY_DEFAULTS.port;
+  const graceMs = integer('--grace-ms', values['grace-ms'] as string | undefined, 0, 600_000);
+  const app = await appFrom(values.app as string | undefined, SERVE_USAGE);
+  const db = storeUrl(values.db as string | undefined);
+  const store = await openStoreForCli(db);
+  let gateway;
+  try {
+    gateway = await startGateway({
+      app,
+      store,
+      host,
+      port,
+      publicUrl: (values['public-url'] as string | undefined) ?? process.env.BREAKWATER_PUBLIC_URL,
+      worker: values.worker !== false,
+      logger: values.log === true,
+      graceMs,
+      log: out,
+    });
+  } catch (error) {
+    await store.close();
+    throw startError(error, host, port);
+  }
+  out(`breakwater: gateway listening at ${gateway.url}`);
+  out(`  MCP endpoint   ${gateway.mcpUrl}`);
+  out(`  tools          ${gateway.toolNames.join(', ') || '(none)'}`);
+  out(
+    `  store          ${db ?? './data/breakwater.db'}${values.worker === false ? '' : ' (worker running)'}`,
+  );
+  await untilSignal(out);
+  await gateway.close();
+  await store.close();
+  out('breakwater: stopped');
+  return EXIT.ok;
+}
+
+/** Runs `breakwater worker`; resolves with the exit code once the worker has shut down. */
+export async function runWorker(argv: string[], out: (line: string) => void = console.log): Promise<number> {
+  const { values } = parse(argv, WORKER_USAGE, {});
+  if (values.help === true) {
+    out(WORKER_USAGE);
+    return EXIT.ok;
+  }
+  const graceMs = integer('--grace-ms', values['grace-ms'] as string | undefined, 0, 600_000);
+  const app = await appFrom(values.app as string | undefined, WORKER_USAGE);
+  const db = storeUrl(values.db as string | undefined);
+  const store = await openStoreForCli(db);
+  let worker;
+  try {
+    worker = await startWorker({
+      app,
+      store,
+      graceMs,
+      publicUrl: (values['public-url'] as string | undefined) ?? process.env.BREAKWATER_PUBLIC_URL,
+      log: out,
+    });
+  } catch (error) {
+    await store.close();
+    throw startError(error);
+  }
+  out(`breakwater: worker running on ${db ?? './data/breakwater.db'}`);
+  await untilSignal(out);
+  await worker.close();
+  await store.close();
+  out('breakwater: stopped');
+  return EXIT.ok;
+}
+
+/** A start-up failure as a message that says what to do. */
+function startError(error: unknown, host?: string, port?: number): CliError {
+  const code = (error as { code?: unknown }).code;
+  if (code === 'EADDRINUSE') {
+    return new CliError(
+      `port ${port} on ${host} is in use: stop the other process or choose another port with --port`,
+    );
+  }
+  if (code === 'EACCES' && port !== undefined && port < 1024) {
+    return new CliError(
+      `port ${port} needs privileges on this system: choose a port from 1024 up with --port`,
+    );
+  }
+  return new CliError(`could not start: ${error instanceof Error ? error.message : String(error)}`);
+}
