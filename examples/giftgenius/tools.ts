@@ -14,7 +14,7 @@ import {
   type McpTool,
 } from '../../src/index.js';
 import { DEEP_ANALYSIS_JOB } from './analysis.js';
-import type { GiftGeniusUpstreams } from './upstreams.js';
+import { CHECKOUT_UNKNOWN, type GiftGeniusUpstreams } from './upstreams.js';
 
 /** A gift as the gift service ranks it. */
 export interface Gift {
@@ -46,9 +46,9 @@ const suggestInput = {
 };
 
 const checkoutInput = {
-  product_id: z.string().min(1).describe('The product to buy, e.g. "p042"'),
+  product_id: z.string().min(1).max(100).describe('The product to buy, e.g. "p042"'),
   quantity: z.number().int().min(1).max(10).default(1),
-  customer_id: z.string().min(1).describe("The buyer's customer id"),
+  customer_id: z.string().min(1).max(100).describe("The buyer's customer id"),
   operation_id: z
     .string()
     .min(1)
@@ -103,10 +103,11 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams): McpTool[] {
       return { ...response.body, operation_id: operationId, reconciled: false };
     } catch (error) {
       if (!isBreakwaterError(error)) throw error;
-      if (error.outcome !== 'unknown') throw withOperation(error, operationId);
+      const stillRunning = isInProgress(error);
+      if (error.outcome !== 'unknown' && !stillRunning) throw withOperation(error, operationId);
       const found = await lookUp(operationId, signal, correlationId).catch(() => undefined);
       if (found !== undefined) return { ...found, operation_id: operationId, reconciled: true };
-      throw withOperation(error, operationId);
+      throw stillRunning ? unknownOutcome(error, operationId) : withOperation(error, operationId);
     }
   }
 
@@ -189,6 +190,30 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams): McpTool[] {
       },
     }),
   ];
+}
+
+/**
+ * The shop's 409 `idempotency_in_progress`: an earlier request under this operation's key (this call's own
+ * first attempt, whose connection was cut, or the call being resumed) is still running there and may yet
+ * place the order. That is an unknown outcome, not a rejection: telling the model "rejected" could make it
+ * start a second checkout under a new operation id.
+ */
+function isInProgress(error: BreakwaterError): boolean {
+  const body = error.details?.['upstream_body'] as { code?: unknown } | undefined;
+  return error.details?.['upstream_status'] === 409 && body?.code === 'idempotency_in_progress';
+}
+
+/** A checkout whose order may or may not exist: the model is told to resume it with its operation id. */
+function unknownOutcome(error: BreakwaterError, operationId: string): BreakwaterError {
+  return new BreakwaterError('outcome_unknown', {
+    message: CHECKOUT_UNKNOWN.sentence,
+    kind: 'transient',
+    outcome: 'unknown',
+    operationId,
+    source: error.source,
+    details: { ...error.details, dependency_code: CHECKOUT_UNKNOWN.code },
+    cause: error,
+  });
 }
 
 /** The same failure, carrying the operation id the model needs to resume or reconcile. */

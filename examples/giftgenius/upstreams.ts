@@ -20,6 +20,13 @@ export interface UpstreamSettings {
   clock?: Clock;
 }
 
+/** The code and sentence of a checkout whose order may or may not exist (the model resumes it, never repeats it). */
+export const CHECKOUT_UNKNOWN = {
+  code: 'checkout_outcome_unknown',
+  sentence:
+    'The payment service did not confirm the order in time, so it may or may not have been placed; check its status before trying again.',
+} as const;
+
 export interface GiftGeniusUpstreams {
   gift: Upstream;
   commerce: Upstream;
@@ -61,11 +68,7 @@ export function createUpstreams(settings: UpstreamSettings): GiftGeniusUpstreams
         sentence: 'The payment service is temporarily unavailable; try again shortly.',
       },
       error: { code: 'checkout_rejected', sentence: 'The shop could not accept this order.' },
-      unknown: {
-        code: 'checkout_outcome_unknown',
-        sentence:
-          'The payment service did not confirm the order in time, so it may or may not have been placed; check its status before trying again.',
-      },
+      unknown: CHECKOUT_UNKNOWN,
     },
     clock,
   });

@@ -95,7 +95,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   if (ownsStore) cleanups.push(() => store.close());
   try {
     const jobs = createJobs({ store, clock });
-    cleanups.push(() => jobs.stop({ graceMs }));
     // Job URLs are built from the public URL before the server listens, so port 0 is resolved up front.
     const listenPort = port === 0 ? await freePort(host) : port;
     const url = `http://${urlHost(host)}:${listenPort}`;
@@ -111,6 +110,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     });
     cleanups.push(() => parts.close?.() ?? Promise.resolve());
     for (const upstream of parts.upstreams ?? []) cleanups.push(() => upstream.close());
+    // Registered after the app's parts so it runs before them: running jobs finish (within the grace)
+    // while their upstreams and the app's services are still open.
+    cleanups.push(() => jobs.stop({ graceMs }));
 
     const mcp = mcpRoutes({
       name: parts.name,

@@ -10,7 +10,6 @@ import { GATEWAY_DEFAULTS, startGateway, startWorker } from './gateway.js';
 const COMMON_OPTIONS = `  --app <module>       the app module (default: $BREAKWATER_APP), e.g. examples/giftgenius/app.ts
   --db <url>           the store: postgres://… or a SQLite path (default: $DATABASE_URL, $BREAKWATER_DB,
                        then ./data/breakwater.db)
-  --grace-ms <ms>      shutdown grace for in-flight requests and running jobs (default ${GATEWAY_DEFAULTS.graceMs})
   -h, --help           show this help`;
 
 export const SERVE_USAGE = `Usage: breakwater serve [options]
@@ -24,6 +23,7 @@ Options:
   --public-url <url>   base URL clients reach the gateway at (default: http://<host>:<port>)
   --no-worker          do not run jobs here (run 'breakwater worker' processes instead)
   --log                JSON request logs on stdout (pino)
+  --grace-ms <ms>      shutdown grace for in-flight requests and running jobs (default ${GATEWAY_DEFAULTS.graceMs})
 ${COMMON_OPTIONS}`;
 
 export const WORKER_USAGE = `Usage: breakwater worker [options]
@@ -33,6 +33,7 @@ running jobs finish (up to the grace period).
 
 Options:
   --public-url <url>   the gateway's base URL, for job links the app builds (default: $BREAKWATER_PUBLIC_URL)
+  --grace-ms <ms>      shutdown grace for running jobs (default ${GATEWAY_DEFAULTS.graceMs})
 ${COMMON_OPTIONS}`;
 
 /** Resolves when the process gets SIGINT or SIGTERM; a second signal exits at once with code 1. */

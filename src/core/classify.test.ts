@@ -118,6 +118,13 @@ describe('classify: real connection failures (fetch against node:http)', () => {
     );
   });
 
+  it('a POST declared idempotent (a search) is read like a GET: failed and retryable', async () => {
+    const error = await fetchError(`${resetBase}/search`, { method: 'POST', body: '{"q":"kite"}' });
+    expect(classify(error, { method: 'POST', idempotent: true })).toEqual(
+      expected({ outcome: 'failed', retryable: true, written: true, reason: 'UND_ERR_SOCKET' }),
+    );
+  });
+
   it('a reset after a GET is failed and retryable', async () => {
     const error = await fetchError(`${resetBase}/orders/1`);
     const want = expected({ outcome: 'failed', retryable: true, written: true, reason: 'UND_ERR_SOCKET' });

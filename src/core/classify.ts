@@ -34,6 +34,11 @@ export interface ClassifyOptions {
   method?: string;
   /** True when the request carried an idempotency key, so resending after an unknown outcome is safe. */
   idempotencyKey?: boolean;
+  /**
+   * True when the request is idempotent although its method is not (a search sent as POST): it is read like
+   * an idempotent method, so a cut-off attempt has outcome `failed`, not `unknown`, and may be resent.
+   */
+  idempotent?: boolean;
   /** "Now" in ms since the epoch, to read an HTTP-date `Retry-After` (default `Date.now()`). */
   nowMs?: number;
 }
@@ -162,7 +167,7 @@ export function classify(error: unknown, options: ClassifyOptions = {}): Classif
       retryable:
         error.kind === 'transient' &&
         !ownLimit &&
-        (outcome === 'failed' || options.idempotencyKey === true || isIdempotentMethod(options.method)),
+        (outcome === 'failed' || options.idempotencyKey === true || isIdempotentRequest(options)),
       status: error.status,
       retryAfterMs: error.retryAfterMs,
       written: undefined,
@@ -345,8 +350,13 @@ function result(
 }
 
 function isIdempotent(options: ClassifyOptions): boolean {
-  if (options.idempotencyKey === true) return true;
+  if (options.idempotencyKey === true || options.idempotent === true) return true;
   return options.method === undefined || isIdempotentMethod(options.method);
+}
+
+/** An idempotent method, or a request declared idempotent. */
+function isIdempotentRequest(options: ClassifyOptions): boolean {
+  return options.idempotent === true || isIdempotentMethod(options.method);
 }
 
 function isIdempotentMethod(method: string | undefined): boolean {
@@ -358,7 +368,7 @@ function isIdempotentMethod(method: string | undefined): boolean {
  * key does not change the outcome (the effect may still have happened), only whether resending is safe.
  */
 function writeOutcome(options: ClassifyOptions): ErrorOutcome {
-  return options.method !== undefined && !isIdempotentMethod(options.method) ? 'unknown' : 'failed';
+  return options.method !== undefined && !isIdempotentRequest(options) ? 'unknown' : 'failed';
 }
 
 type HeaderReader = (name: string) => string | undefined;

@@ -44,6 +44,14 @@ export const Deadline = {
     return storage.run({ at: atMs, clock }, fn);
   },
 
+  /**
+   * Runs `fn` with no deadline in force, whatever the caller's: for work that outlives the request that
+   * started it (a job's run, a background flush), which must not inherit that request's remaining time.
+   */
+  exit<T>(fn: () => T): T {
+    return storage.exit(fn);
+  },
+
   /** Ms left before the current deadline (0 once passed), or `Infinity` when none is set. */
   remaining(): number {
     const scope = storage.getStore();

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BreakwaterError } from '../core/index.js';
+import { BreakwaterError, Deadline, sleep } from '../core/index.js';
 import type { JobContext } from './types.js';
 import { deferred, eventTypes, fixedBackoff, flush, harness, type Harness } from './test-support.js';
 
@@ -35,6 +35,25 @@ describe('jobs worker', () => {
       [4, 'job.progress', { step: 2, total: 2 }],
       [5, 'job.completed', { result: { total: 42 } }],
     ]);
+  });
+
+  it("a job enqueued under a caller's deadline does not inherit it (its run has no deadline)", async () => {
+    h = await harness();
+    const remaining: number[] = [];
+    h.jobs.defineJob('report', async () => {
+      remaining.push(Deadline.remaining());
+      // Past the caller's 10 s budget: a run that inherited it would see 0 here.
+      await sleep(h.clock, 15_000);
+      remaining.push(Deadline.remaining());
+    });
+    h.jobs.start();
+    await flush(h.clock); // the worker is idle: the enqueue's own notification wakes it
+    const id = await Deadline.run(10_000, () => h.jobs.enqueue('report', null), h.clock);
+    await flush(h.clock);
+    await h.clock.tickAsync(15_000);
+    await flush(h.clock);
+    expect(remaining).toEqual([Infinity, Infinity]);
+    expect((await h.jobs.get(id))?.status).toBe('completed');
   });
 
   it('progress is throttled: written on a new step, a >= 10 % move, the final step once', async () => {

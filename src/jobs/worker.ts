@@ -1,4 +1,5 @@
-import type { Clock, Disposable, TimerHandle } from '../core/index.js';
+import { AsyncResource } from 'node:async_hooks';
+import { Deadline, type Clock, type Disposable, type TimerHandle } from '../core/index.js';
 import type { Claim, JobStore, StoreNotification } from '../store/index.js';
 import { JobRun } from './run.js';
 import type { JobType } from './validate.js';
@@ -44,6 +45,13 @@ export class Worker {
   private pumpAgain = false;
   private started = false;
   private stopping = false;
+  /**
+   * The async context claim rounds (and so every run, its timers and its handler) start in. A wake-up often
+   * comes from inside someone else's context: the enqueue of a tool call under a 10 s deadline, whose commit
+   * notifies the worker. Without this, the run would inherit that caller's Deadline (and any other
+   * AsyncLocalStorage value) and a job would fail with `deadline_exceeded` once the request's time was up.
+   */
+  private readonly scope = Deadline.exit(() => new AsyncResource('BreakwaterWorker'));
 
   constructor(private readonly deps: WorkerDeps) {}
 
@@ -64,7 +72,7 @@ export class Worker {
       this.pumpAgain = true;
       return;
     }
-    void this.pump();
+    this.scope.runInAsyncScope(() => void this.pump());
   }
 
   /**

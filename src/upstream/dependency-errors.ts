@@ -23,6 +23,8 @@ export interface FailedRequest {
   readonly method: string;
   /** The request carried an idempotency key (resending it is safe). */
   readonly keyed: boolean;
+  /** The request was marked `idempotent: true` (a search sent as POST): read like an idempotent method. */
+  readonly idempotent: boolean;
   readonly correlationId: string;
   readonly callerSignal: AbortSignal | undefined;
 }
@@ -106,6 +108,7 @@ export class DependencyErrors {
     const c = classify(error, {
       method: request.method,
       idempotencyKey: request.keyed,
+      idempotent: request.idempotent,
       nowMs: this.clock.now(),
     });
     if (c.kind === 'fatal' || c.code === 'canceled') {
@@ -145,7 +148,12 @@ export class DependencyErrors {
     // After an unknown outcome the advice is to check the status, not to wait and resend.
     const retryAfterMs = category === 'unknown' ? undefined : c.retryAfterMs;
     const options = {
-      message: category === 'unavailable' ? withHint(text.sentence, retryAfterMs) : text.sentence,
+      message:
+        category === 'unavailable'
+          ? withHint(text.sentence, retryAfterMs)
+          : category === 'error'
+            ? withUpstreamDetail(text.sentence, details['upstream_body'])
+            : text.sentence,
       kind: c.kind,
       outcome: c.outcome,
       retryAfterMs,
@@ -175,6 +183,25 @@ function resolveText(
     throw invalidOption(owner, `errors.${key}.sentence`, 'a non-empty string', sentence);
   }
   return { code, sentence };
+}
+
+/** Longest upstream `detail` quoted in a message; a longer one stays in `details.upstream_body` only. */
+const MAX_QUOTED_DETAIL = 200;
+
+/**
+ * A rejection (4xx) says why when the upstream said so in a short RFC 9457 `detail` (or `message`): "The shop
+ * could not accept this order: No product has the id "zzz"." A 4xx explanation is written for clients, so the
+ * model may repeat it; anything long, multi-line or not a string is left out of the sentence.
+ */
+export function withUpstreamDetail(sentence: string, body: unknown): string {
+  if (typeof body !== 'object' || body === null) return sentence;
+  const { detail, message } = body as { detail?: unknown; message?: unknown };
+  const said = typeof detail === 'string' ? detail : typeof message === 'string' ? message : undefined;
+  if (said === undefined) return sentence;
+  const text = said.trim();
+  if (text === '' || text.length > MAX_QUOTED_DETAIL || /[\r\n]/.test(text)) return sentence;
+  const base = sentence.replace(/[.\s]+$/, '');
+  return `${base}: ${/[.!?]$/.test(text) ? text : `${text}.`}`;
 }
 
 /**

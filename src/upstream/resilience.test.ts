@@ -83,6 +83,25 @@ describe('upstream: timeout', () => {
   });
 });
 
+describe('upstream: a search sent as POST (idempotent: true)', () => {
+  it('cut off by the timeout, it is a plain timeout (outcome failed) and is retried', async () => {
+    server.on('/recommendations', hang, hang);
+    const up = make({ retry: { maxAttempts: 2, backoff: { next: () => 0 } }, errors: GIFT_ERRORS });
+    const settled = rejection(up.post('/recommendations', { q: 'kite' }, { idempotent: true }));
+    await until(() => server.count() === 1);
+    await clock.tickAsync(4000);
+    await until(() => server.count() === 2);
+    await clock.tickAsync(4000);
+    const error = (await settled) as BreakwaterError;
+    expect([error.code, error.outcome, error.retryable, error.details?.['dependency_code']]).toEqual([
+      'timeout',
+      'failed',
+      true,
+      'gift_service_unavailable',
+    ]);
+  });
+});
+
 describe('upstream: circuit breaker', () => {
   it('opens after N failures; the next call is circuit_open without reaching the server', async () => {
     server.on('/gifts', json(503, { title: 'busy' }), json(503, {}), json(503, {}), json(200, { ok: 1 }));

@@ -159,6 +159,27 @@ describe('upstream: permanent failures', () => {
     expect(up.breaker!.state().state).toBe('closed');
   });
 
+  it("a 4xx's short problem detail is quoted in the message; a long or multi-line one is not", async () => {
+    server.on(
+      '/orders',
+      json(404, { code: 'product_not_found', detail: 'No product has the id "zzz"' }),
+      json(400, { detail: 'x'.repeat(201) }),
+      json(400, { detail: 'line one\nline two' }),
+      json(400, { message: 'Quantity must be at least 1.' }),
+    );
+    const up = make({ errors: { error: { sentence: 'The shop could not accept this order.' } } });
+    const messages: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      messages.push(((await rejection(up.post('/orders', {}))) as BreakwaterError).message);
+    }
+    expect(messages).toEqual([
+      'The shop could not accept this order: No product has the id "zzz".',
+      'The shop could not accept this order.',
+      'The shop could not accept this order.',
+      'The shop could not accept this order: Quantity must be at least 1.',
+    ]);
+  });
+
   it('a 401 from the upstream is upstream_error, not unauthorized towards our caller', async () => {
     server.on('/x', json(401, { title: 'bad token' }));
     const error = (await rejection(make().get('/x'))) as BreakwaterError;

@@ -208,6 +208,7 @@ class UpstreamClient implements Upstream {
       payload,
       correlationId,
       keyed,
+      o.idempotent === true,
       signal,
     );
   }
@@ -236,6 +237,7 @@ class UpstreamCall<T> implements PolicyContext, Next<UpstreamResponse<T>>, Outgo
     readonly payload: string | undefined,
     readonly correlationId: string,
     readonly keyed: boolean,
+    readonly idempotent: boolean,
     readonly callerSignal: AbortSignal | undefined,
   ) {
     this.signal = callerSignal ?? neverAbortedSignal;

@@ -146,7 +146,7 @@ describe('breakwater jobs', () => {
     }
   }, 120_000);
 
-  it('rejects bad options with exit 2 and names the problem', () => {
+  it('rejects bad options with exit 2 and names the problem', async () => {
     const badStatus = cli('jobs', 'list', '--status', 'done', '--db', ':memory:');
     expect(badStatus.status).toBe(2);
     expect(badStatus.stderr).toContain(
@@ -155,6 +155,16 @@ describe('breakwater jobs', () => {
     const noId = cli('jobs', 'cancel');
     expect(noId.status).toBe(2);
     expect(noId.stderr).toContain('jobs cancel needs a job id');
+    const emptyDb = cli('jobs', 'list', '--db', '');
+    expect(emptyDb.status).toBe(2);
+    expect(emptyDb.stderr).toContain('--db must name a database, got an empty value');
+    const missing = cli('jobs', 'list', '--db', '/tmp/breakwater-no-such-dir/x.db');
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toBe(
+      'breakwater: there is no database at /tmp/breakwater-no-such-dir/x.db (nothing has run with it yet; check --db or $DATABASE_URL)\n',
+    );
+    const { existsSync } = await import('node:fs');
+    expect(existsSync('/tmp/breakwater-no-such-dir')).toBe(false);
     const badDb = cli('jobs', 'list', '--db', 'mysql://x@y/z');
     expect(badDb.status).toBe(2);
     expect(badDb.stderr).toContain('openStore: url must be postgres://');
@@ -166,13 +176,13 @@ describe('breakwater jobs', () => {
     const { join } = await import('node:path');
     const dir = mkdtempSync(join(tmpdir(), 'bw-cli-'));
     try {
-      // A regular file where the database's folder should be.
-      writeFileSync(join(dir, 'file'), '');
-      const db = join(dir, 'file', 'sub', 'bw.db');
+      // A file that exists but is not a database.
+      const db = join(dir, 'notes.db');
+      writeFileSync(db, 'hello, not SQLite');
       const run = cli('jobs', 'list', '--db', db);
       expect(run.status).toBe(1);
       expect(run.stderr).toBe(
-        `breakwater: cannot open the SQLite database at ${db}: ENOTDIR: not a directory, mkdir '${join(dir, 'file', 'sub')}'\n`,
+        `breakwater: cannot open the SQLite database at ${db}: file is not a database (SQLITE_NOTADB)\n`,
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });
