@@ -124,13 +124,7 @@ export {
   type ErrorResultOptions,
   type DurableEventStoreOptions,
 } from './mcp/index.js';
-export {
-  defineApp,
-  loadApp,
-  type AppContext,
-  type AppParts,
-  type BreakwaterApp,
-} from './cli/app.js';
+export { defineApp, loadApp, type AppContext, type AppParts, type BreakwaterApp } from './cli/app.js';
 export {
   startGateway,
   startWorker,

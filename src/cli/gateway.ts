@@ -129,6 +129,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const http = createServer({
       jobs,
       store,
+      // The same absolute job URLs over HTTP (`GET /jobs/:id`) as in the MCP tools' answers.
+      publicUrl,
       logger: options.logger ?? false,
       breakers: () =>
         (parts.upstreams ?? []).flatMap((u) => (u.breaker === undefined ? [] : [u.breaker.state()])),
