@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { BreakwaterError, NON_NEGATIVE, finite, systemClock, type Clock } from '../core/index.js';
 import { sendProblem } from './problems.js';
@@ -15,6 +16,8 @@ export interface ServerState {
   readonly streams: Set<Closable>;
   readonly clock: Clock;
   readonly shutdownGraceMs: number;
+  /** Open connections, with the number of requests in flight on each. */
+  readonly connections: Map<Socket, number>;
 }
 
 const states = new WeakMap<FastifyInstance, ServerState>();
@@ -36,8 +39,27 @@ export function installLifecycle(
     streams: new Set(),
     clock: options.clock,
     shutdownGraceMs: options.shutdownGraceMs,
+    connections: new Map(),
   };
   states.set(app, state);
+  // Connections are tracked because Node's `closeIdleConnections` misses one that never carried a request
+  // (HTTP clients such as undici open a spare one): it would hold the close up until the client drops it.
+  const { connections } = state;
+  app.server.on('connection', (socket: Socket) => {
+    connections.set(socket, 0);
+    socket.once('close', () => connections.delete(socket));
+  });
+  app.server.on('request', (request, response) => {
+    const socket = request.socket;
+    connections.set(socket, (connections.get(socket) ?? 0) + 1);
+    response.once('close', () => {
+      const left = (connections.get(socket) ?? 1) - 1;
+      if (!connections.has(socket)) return;
+      connections.set(socket, left);
+      // Closing: a connection whose last request just ended has nothing more to do here.
+      if (left === 0 && state.closing) socket.destroy();
+    });
+  });
   app.addHook('onRequest', async (_request, reply) => {
     if (!state.closing) return;
     void reply.header('connection', 'close');
@@ -53,6 +75,8 @@ export function installLifecycle(
   app.addHook('preClose', async () => {
     state.closing = true;
     await Promise.all([...state.streams].map((stream) => stream.shutdown()));
+    // Connections with no request in flight lose nothing by closing now.
+    for (const [socket, inFlight] of connections) if (inFlight === 0) socket.destroy();
   });
   return state;
 }

@@ -7,6 +7,20 @@ describe('closeGracefully', () => {
   let h: Harness;
   afterEach(async () => h.close());
 
+  it('closes a connection that never carried a request at once instead of waiting out the grace', async () => {
+    h = await harness({});
+    const base = new URL(await listen(h.app));
+    // What undici's spare connection looks like: connected, nothing sent.
+    const spare = connect({ host: base.hostname, port: Number(base.port) });
+    await new Promise<void>((resolve) => spare.once('connect', () => resolve()));
+    const closedByServer = new Promise<void>((resolve) => spare.once('close', () => resolve()));
+    let result: { forced: boolean } | undefined;
+    const closing = closeGracefully(h.app, { graceMs: 60_000 }).then((r) => (result = r));
+    await closedByServer;
+    await closing;
+    expect(result).toEqual({ forced: false });
+  });
+
   it('lets an in-flight request finish, answers new ones 503 problem+json, then closes', async () => {
     const release = gate();
     let entered = false;
