@@ -14,4 +14,4 @@ export {
   type SubscribeOptions,
 } from './types.js';
 export { PROGRESS_MIN_DELTA, type ProgressPayload } from './progress.js';
-export { MAX_IDEMPOTENCY_KEY_LENGTH } from './validate.js';
+export { MAX_IDEMPOTENCY_KEY_LENGTH, MAX_ORDERING_KEY_LENGTH } from './validate.js';

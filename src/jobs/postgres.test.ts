@@ -98,6 +98,45 @@ describePostgres('jobs on PostgreSQL', () => {
     expect(runs).toBe(1);
   });
 
+  it('ordering key: one at a time in enqueue order with concurrency 4, across runtimes, woken by NOTIFY', async () => {
+    h = await pgHarness();
+    // A second runtime on its own store (a second process, as far as the database can tell) runs the
+    // successor's type. The FakeClock never reaches the safety-net poll: only notifications wake the workers.
+    const other = await harness(
+      { clock: h.clock, owner: 'w2' },
+      await openPostgresStore({ url, clock: h.clock, schema }),
+    );
+    const order: string[] = [];
+    let active = 0;
+    let overlap = 0;
+    const handler = async ({ payload }: { payload: { name: string } }) => {
+      active++;
+      overlap = Math.max(overlap, active);
+      order.push(payload.name);
+      // Stay busy for a few turns of the event loop, so an overlapping run would be seen.
+      for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+      active--;
+      return payload.name;
+    };
+    h.jobs.defineJob('order.event', handler, { concurrency: 4 });
+    other.jobs.defineJob('order.closed', handler, { concurrency: 4 });
+    try {
+      for (let i = 1; i <= 5; i++)
+        await h.jobs.enqueue('order.event', { name: `e${i}` }, { orderingKey: 'o1' });
+      await other.jobs.enqueue('order.closed', { name: 'closed' }, { orderingKey: 'o1' });
+      h.jobs.start();
+      other.jobs.start();
+      await eventually(h.clock, async () => {
+        expect((await h.jobs.stats()).counts.completed).toBe(6);
+      });
+      expect(order).toEqual(['e1', 'e2', 'e3', 'e4', 'e5', 'closed']);
+      expect(overlap).toBe(1);
+    } finally {
+      await other.jobs.stop({ graceMs: 0 });
+      await other.store.close();
+    }
+  });
+
   it('a dead-lettered job runs again after retry(id)', async () => {
     h = await pgHarness();
     let calls = 0;

@@ -259,6 +259,12 @@ export class JobRun {
       message: messageOf(cause),
       kind: c.kind,
     };
+    if (isBreakwaterError(cause)) {
+      error.userFacing = true;
+      const dependencyCode = cause.details?.['dependency_code'];
+      if (typeof dependencyCode === 'string') error.dependencyCode = dependencyCode;
+      if (cause.outcome === 'unknown') error.outcome = 'unknown';
+    }
     const { attempts, maxAttempts } = this.claim.job;
     // `retryable`, not just `transient`: our own rate/spend limits and an unknown outcome of a write
     // (a POST cut off mid-flight) are never repeated blindly (DESIGN: "Classification").

@@ -82,6 +82,12 @@ export interface DefineJobOptions {
 export interface EnqueueOptions {
   /** Same `(type, key)` returns the existing job (1..255 characters). */
   idempotencyKey?: string;
+  /**
+   * One entity's jobs one at a time, in enqueue order (1..255 characters, e.g. an order id; any job type):
+   * the job waits while an earlier job with the same key is pending (its retry backoff included) or any job
+   * with the key runs. An earlier job that ended `failed` (dead letter) or `canceled` no longer holds it up.
+   */
+  orderingKey?: string;
   /** Run no earlier than this many ms from now (finite >= 0, default 0). */
   delayMs?: number;
   /** Higher runs first among due jobs (32-bit integer, default 0). */

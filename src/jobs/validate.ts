@@ -25,6 +25,8 @@ import {
 const INT32_MAX = 2_147_483_647;
 /** Longest idempotency key accepted. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+/** Longest ordering key accepted. */
+export const MAX_ORDERING_KEY_LENGTH = 255;
 
 /** A whole number of ms > 0. */
 const POSITIVE_MS: NumberRule = { min: 0, exclusiveMin: true, integer: true };
@@ -136,7 +138,7 @@ export function toNewJob(
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw badInput('enqueue options must be an object.', 'options');
   }
-  const { idempotencyKey, delayMs, priority, maxAttempts, timeoutMs } = options ?? {};
+  const { idempotencyKey, orderingKey, delayMs, priority, maxAttempts, timeoutMs } = options ?? {};
   try {
     canonicalJson(payload);
   } catch (error) {
@@ -152,6 +154,17 @@ export function toNewJob(
     throw badInput(
       `idempotencyKey must be a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`,
       'idempotencyKey',
+    );
+  }
+  if (
+    orderingKey !== undefined &&
+    (typeof orderingKey !== 'string' ||
+      orderingKey.length === 0 ||
+      orderingKey.length > MAX_ORDERING_KEY_LENGTH)
+  ) {
+    throw badInput(
+      `orderingKey must be a string of 1 to ${MAX_ORDERING_KEY_LENGTH} characters.`,
+      'orderingKey',
     );
   }
   if (delayMs !== undefined && !(typeof delayMs === 'number' && Number.isFinite(delayMs) && delayMs >= 0)) {
@@ -180,6 +193,7 @@ export function toNewJob(
     maxAttempts: maxAttempts ?? jobType.maxAttempts,
   };
   if (idempotencyKey !== undefined) job.idempotencyKey = idempotencyKey;
+  if (orderingKey !== undefined) job.orderingKey = orderingKey;
   if (timeoutMs !== undefined) job.timeoutMs = timeoutMs;
   return job;
 }

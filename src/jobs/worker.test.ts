@@ -127,12 +127,12 @@ describe('jobs worker', () => {
       .map((e) => e.payload);
     expect(retrying).toEqual([
       {
-        error: { code: 'upstream_unavailable', message: 'down', kind: 'transient' },
+        error: { code: 'upstream_unavailable', message: 'down', kind: 'transient', userFacing: true },
         nextAttempt: 2,
         runAt: t0 + 1_000,
       },
       {
-        error: { code: 'upstream_unavailable', message: 'down', kind: 'transient' },
+        error: { code: 'upstream_unavailable', message: 'down', kind: 'transient', userFacing: true },
         nextAttempt: 3,
         runAt: t0 + 5_000,
       },

@@ -165,6 +165,7 @@ export function jobStoreContract(
           runAt: start + 60_000,
           priority: 7,
           idempotencyKey: null,
+          orderingKey: null,
           timeoutMs: null,
           leaseOwner: null,
           leaseToken: 0,

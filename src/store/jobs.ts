@@ -20,9 +20,19 @@ export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['completed', '
 /** Why the last attempt failed, as stored (JSON): a BreakwaterError's code and message, or a handler's. */
 export interface JobError {
   code: string;
+  /** The failure's own message (may name hosts or tables: for operators, not for end users). */
   message: string;
   /** `transient` failures may be retried; `permanent` and `fatal` never. */
   kind: 'transient' | 'permanent' | 'fatal';
+  /**
+   * True when `message` was written for users (the failure was a `BreakwaterError`): a model may repeat it,
+   * e.g. "The gift recommendation service is overloaded right now; try again in about 30 seconds."
+   */
+  userFacing?: boolean;
+  /** A dependency's own code when the failure carried one (`details.dependency_code`, e.g. `gift_service_unavailable`). */
+  dependencyCode?: string;
+  /** `unknown` when the failed run may have had its effect (a write cut off mid-flight). Default `failed`. */
+  outcome?: 'failed' | 'unknown';
 }
 
 /** A job as stored. */
@@ -47,6 +57,11 @@ export interface JobRecord {
   priority: number;
   /** Unique per `type` when set: enqueueing the same key again returns this job. */
   idempotencyKey: string | null;
+  /**
+   * Jobs sharing an ordering key run one at a time, in creation (id) order, whatever their type: see
+   * {@link NewJob.orderingKey}. Null when the job has none.
+   */
+  orderingKey: string | null;
   /** Per-run limit in ms the worker enforces, or null for the job type's default. */
   timeoutMs: number | null;
   /** The worker holding the lease, while `in_progress`. */
@@ -71,6 +86,14 @@ export interface NewJob {
   type: string;
   payload: unknown;
   idempotencyKey?: string;
+  /**
+   * One entity's jobs in arrival order (e.g. an order id): a job with an ordering key is claimed only when
+   * no job with the same key that was created before it (a smaller id) is `pending` or `in_progress`, and
+   * no job with that key is `in_progress` at all. So a job waiting out its predecessor's retry backoff waits
+   * too, while a predecessor that ended `failed` (the dead letter) or `canceled` no longer blocks: it is
+   * surfaced for a retry by hand and must not stall the entity for good. Keys span job types.
+   */
+  orderingKey?: string;
   runAt: number;
   priority: number;
   maxAttempts: number;
@@ -132,8 +155,10 @@ export interface JobStats {
 
 /**
  * A push from the store: after a commit in this process and, on PostgreSQL, from other processes through
- * LISTEN/NOTIFY. Delivery is best effort (a dropped connection loses some): consumers treat it as a hint to
- * look at the store, never as the data itself.
+ * LISTEN/NOTIFY. `job_available` is sent when a job is enqueued or put back to `pending`, and for the next
+ * pending job of an ordering key when the job ahead of it finishes (it may now be claimable). Delivery is
+ * best effort (a dropped connection loses some): consumers treat it as a hint to look at the store, never
+ * as the data itself.
  */
 export type StoreNotification =
   | { kind: 'job_available'; type: string; runAt: number }
@@ -162,6 +187,10 @@ export interface JobStore {
    * (a reclaim: the lost run counts as an attempt). Concurrent claims never lease the same job (SQLite: one
    * writer; PostgreSQL: `FOR UPDATE SKIP LOCKED`). Each claimed job gets `attempts + 1`, a new token,
    * `leaseOwner`, `leaseExpiresAt = now + leaseMs`, and a `job.started` event `{ attempt }`.
+   *
+   * A pending job with an ordering key is not due while it is blocked ({@link NewJob.orderingKey}): a claim
+   * leases at most the oldest unfinished job of a key, and skips blocked jobs without changing the order of
+   * the others. A reclaim is never blocked (its job already holds its key's turn).
    *
    * An expired lease whose job had a cancel request becomes `canceled` (`job.canceled`), and one whose job
    * has no attempts left becomes `failed` with error `lease_expired` (`job.failed`); neither is returned.
@@ -229,7 +258,8 @@ export interface JobStore {
    * The earliest time a {@link JobStore.claim} of `types` (all when empty) could find work, or null when none could:
    * the minimum of the `runAt` of `pending` jobs and the `leaseExpiresAt` of `in_progress` ones (a lost
    * worker's job becomes reclaimable then, unless a heartbeat renews it first). When to look again; a time
-   * not after now means work is due now.
+   * not after now means work is due now. A job blocked by its ordering key is left out (its blocker counts
+   * instead, when of the given types): the job it waits for announces its end with `job_available` for it.
    */
   nextRunAt(types: readonly string[]): Promise<number | null>;
 

@@ -3,9 +3,10 @@ import type { JobStore } from './jobs.js';
 import { openPostgresStore } from './postgres/index.js';
 import { openSqliteStore, SQLITE_STORE_DEFAULTS } from './sqlite/index.js';
 import type { StreamEventStore } from './stream-events.js';
+import type { WebhookInboxStore } from './webhooks.js';
 
 /** Every aggregate a Breakwater store holds, whichever backend it runs on. */
-export type Store = JobStore & StreamEventStore;
+export type Store = JobStore & StreamEventStore & WebhookInboxStore;
 
 /** Options of {@link openStore}. */
 export interface OpenStoreOptions {

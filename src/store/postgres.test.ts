@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { FakeClock } from '../core/index.js';
 import { jobStoreContract, pollUntil } from './contract.js';
 import type { Claim, JobStore, NewJob, StoreNotification } from './jobs.js';
+import { orderingKeyContract } from './ordering-contract.js';
 import { openPostgresStore } from './postgres/index.js';
 
 /**
@@ -45,6 +46,13 @@ describePostgres('PostgreSQL job store', () => {
   });
 
   jobStoreContract(
+    'postgres',
+    async (clock) => openPostgresStore({ url, clock, schema: await freshSchema() }),
+    dropSchemas,
+    { asyncNotifications: true },
+  );
+
+  orderingKeyContract(
     'postgres',
     async (clock) => openPostgresStore({ url, clock, schema: await freshSchema() }),
     dropSchemas,

@@ -6,10 +6,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.js';
 import { jobStoreContract } from './contract.js';
 import type { Claim, JobStore, NewJob } from './jobs.js';
+import { orderingKeyContract } from './ordering-contract.js';
 import { groupCommitStats } from './sqlite/batch.js';
 import { openSqliteStore } from './sqlite/index.js';
 
 jobStoreContract('sqlite', (clock) => openSqliteStore({ path: ':memory:', clock }));
+orderingKeyContract('sqlite', (clock) => openSqliteStore({ path: ':memory:', clock }));
 
 describe('SQLite job store on a file', () => {
   let dir: string;

@@ -1,5 +1,6 @@
 import type { Claim } from '../jobs.js';
 import { ms, type Db } from './db.js';
+import { notBlocked } from './ordering.js';
 import { toJob, type JobRow } from './rows.js';
 
 /**
@@ -13,6 +14,11 @@ import { toJob, type JobRow } from './rows.js';
  *   batch of dead leases never crowds out claimable jobs: `claim({ limit: 1 })` still returns the due job
  *   behind them.
  * - `candidates`: the others are reclaimed like pending jobs, the lost run counting as an attempt.
+ *
+ * A pending job blocked by its ordering key (see `ordering.ts`) is passed over; a reclaim never is (its job
+ * already holds its key's turn). Reaping an expired keyed job may unblock the next one: the
+ * `jobs_ordering_successor` trigger announces it, since this statement's snapshot still shows the reaped job
+ * running.
  *
  * `FOR UPDATE SKIP LOCKED` makes concurrent claimers (in any process) take disjoint rows without waiting on
  * each other; rows another transaction holds (a claim, a settle, a cancel) are skipped, and a job it leaves
@@ -56,8 +62,8 @@ export async function claim(
        RETURNING j.id, j.status, j.attempts, j.error, j.next_seq - 1 AS seq
      ),
      candidates AS (
-       SELECT id FROM ${db.jobs}
-       WHERE ((status = 'pending' AND run_at <= $1)
+       SELECT id FROM ${db.jobs} j
+       WHERE ((status = 'pending' AND run_at <= $1 AND ${notBlocked(db.jobs, 'j')})
               OR (status = 'in_progress' AND lease_expires_at <= $1
                   AND cancel_requested_at IS NULL AND attempts < max_attempts))
          AND (cardinality($2::text[]) = 0 OR type = ANY ($2::text[]))

@@ -17,8 +17,8 @@ export async function enqueue(db: Db, job: NewJob): Promise<{ job: JobRecord; cr
   const key = job.idempotencyKey ?? null;
   const inserted = await db.pool.query<JobRow>(
     `INSERT INTO ${db.jobs} (id, type, status, payload, max_attempts, run_at, priority, idempotency_key,
-                             timeout_ms, created_at, updated_at)
-     VALUES ($1, $2, 'pending', $3::jsonb, $4, $5, $6, $7, $8, $9, $9)
+                             timeout_ms, created_at, updated_at, ordering_key)
+     VALUES ($1, $2, 'pending', $3::jsonb, $4, $5, $6, $7, $8, $9, $9, $10)
      ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
      RETURNING *`,
     [
@@ -31,6 +31,7 @@ export async function enqueue(db: Db, job: NewJob): Promise<{ job: JobRecord; cr
       key,
       job.timeoutMs === undefined ? null : ms(job.timeoutMs),
       now,
+      job.orderingKey ?? null,
     ],
   );
   const row = inserted.rows[0];

@@ -22,6 +22,7 @@ import type {
   StoreNotification,
 } from '../jobs.js';
 import type { StreamEventStore, StreamEventsPage } from '../stream-events.js';
+import type { InboxDelivery, InboxFilter, InboxJob, InboxRecord, WebhookInboxStore } from '../webhooks.js';
 import { cancel, retryFailed } from './cancel.js';
 import { claim } from './claim.js';
 import { quoteIdent, storeTypes, type Db } from './db.js';
@@ -34,6 +35,14 @@ import { migrate } from './migrate.js';
 import { complete, fail, finishCanceled, release } from './settle.js';
 import { nextRunAt, stats } from './stats.js';
 import { appendStreamEvent, pruneStreamEvents, streamEventsAfter, type StreamDb } from './stream-events.js';
+import {
+  acceptWebhook,
+  getWebhook,
+  listWebhooks,
+  replayWebhook,
+  webhookBacklog,
+  type InboxDb,
+} from './webhooks.js';
 
 /** Options of {@link openPostgresStore}; validated at open. */
 export interface PostgresStoreOptions {
@@ -69,7 +78,9 @@ const MAX_SCHEMA_BYTES = 63 - '_jobs'.length;
  * @throws RangeError for a bad option (names it); the connection's error when the database is unreachable
  * or the migration fails (nothing is left open then).
  */
-export async function openPostgresStore(options: PostgresStoreOptions): Promise<JobStore & StreamEventStore> {
+export async function openPostgresStore(
+  options: PostgresStoreOptions,
+): Promise<JobStore & StreamEventStore & WebhookInboxStore> {
   const owner = 'openPostgresStore';
   const url = nonEmptyString(owner, 'url', options.url);
   const clock = clockOption(owner, options.clock);
@@ -108,21 +119,23 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   return new PostgresJobStore(
     { pool, jobs: `${s}.jobs`, events: `${s}.job_events`, clock },
     { pool, streams: `${s}.streams`, streamEvents: `${s}.stream_events`, clock },
+    { pool, jobs: `${s}.jobs`, inbox: `${s}.webhook_inbox`, clock },
     listener,
     notifications,
   );
 }
 
 /**
- * The {@link JobStore} and {@link StreamEventStore} over one pool and one LISTEN connection; each method is
- * in its own file.
+ * The {@link JobStore}, {@link StreamEventStore} and {@link WebhookInboxStore} over one pool and one LISTEN
+ * connection; each method is in its own file.
  */
-class PostgresJobStore implements JobStore, StreamEventStore {
+class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
   private closing: Promise<void> | undefined;
 
   constructor(
     private readonly db: Db,
     private readonly streamDb: StreamDb,
+    private readonly inboxDb: InboxDb,
     private readonly listener: NotificationListener,
     private readonly notifications: EventSource<StoreNotification>,
   ) {}
@@ -206,6 +219,29 @@ class PostgresJobStore implements JobStore, StreamEventStore {
 
   pruneStreamEvents(olderThanMs?: number): Promise<number> {
     return this.open().then(() => pruneStreamEvents(this.streamDb, olderThanMs));
+  }
+
+  acceptWebhook(
+    delivery: InboxDelivery,
+    job: InboxJob,
+  ): Promise<{ duplicate: boolean; record: InboxRecord }> {
+    return this.open().then(() => acceptWebhook(this.inboxDb, delivery, job));
+  }
+
+  getWebhook(source: string, eventId: string): Promise<InboxRecord | undefined> {
+    return this.open().then(() => getWebhook(this.inboxDb, source, eventId));
+  }
+
+  listWebhooks(filter?: InboxFilter): Promise<InboxRecord[]> {
+    return this.open().then(() => listWebhooks(this.inboxDb, filter));
+  }
+
+  webhookBacklog(source: string): Promise<number> {
+    return this.open().then(() => webhookBacklog(this.inboxDb, source));
+  }
+
+  replayWebhook(source: string, eventId: string, job: InboxJob): Promise<InboxRecord | undefined> {
+    return this.open().then(() => replayWebhook(this.inboxDb, source, eventId, job));
   }
 
   /** Listeners hear notifications until disposed or until the store closes. */

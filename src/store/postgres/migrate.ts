@@ -150,6 +150,77 @@ const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX stream_events_created_at ON ${s}.stream_events (created_at);
     `,
   },
+  {
+    version: 4,
+    name: 'ordering keys',
+    sql: (s) => `
+      ALTER TABLE ${s}.jobs ADD COLUMN ordering_key text;
+
+      -- Claim's "is a job of my key ahead of me?": one probe of the key's unfinished jobs below my id. Only
+      -- unfinished keyed jobs are indexed, so the index holds the backlog, not the history.
+      CREATE INDEX jobs_ordering ON ${s}.jobs (ordering_key, id)
+        WHERE ordering_key IS NOT NULL AND status IN ('pending', 'in_progress');
+      -- Claim's "is a job of my key running?" (even a later one: a dead letter retried by hand, or an id
+      -- that lost a race between processes): one probe of a tiny index.
+      CREATE INDEX jobs_ordering_running ON ${s}.jobs (ordering_key)
+        WHERE ordering_key IS NOT NULL AND status = 'in_progress';
+
+      -- When a keyed job ends, the next pending job of its key may be claimable: announce it, so a worker
+      -- that passed it over as blocked (its nextRunAt leaves blocked jobs out) wakes now, not at its next
+      -- safety-net poll. A trigger, like the other notifications: every path that ends a job sends it (a
+      -- settle, a cancel, a claim reaping an expired lease, an operator's UPDATE). It runs after the
+      -- statement's own changes, so a successor leased by the same claim is seen running and not announced.
+      CREATE FUNCTION ${s}.notify_ordering_successor() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        next_job record;
+      BEGIN
+        SELECT type, status, run_at INTO next_job FROM ${s}.jobs
+         WHERE ordering_key = NEW.ordering_key AND status IN ('pending', 'in_progress')
+         ORDER BY id
+         LIMIT 1;
+        IF FOUND AND next_job.status = 'pending' THEN
+          PERFORM pg_notify(TG_TABLE_SCHEMA || '_jobs',
+            json_build_object('kind', 'job_available', 'type', next_job.type, 'runAt', next_job.run_at)::text);
+        END IF;
+        RETURN NULL;
+      END
+      $fn$;
+      CREATE TRIGGER jobs_ordering_successor AFTER UPDATE OF status ON ${s}.jobs FOR EACH ROW
+        WHEN (NEW.ordering_key IS NOT NULL AND OLD.status IN ('pending', 'in_progress')
+              AND NEW.status IN ('completed', 'failed', 'canceled'))
+        EXECUTE FUNCTION ${s}.notify_ordering_successor();
+    `,
+  },
+  {
+    version: 5,
+    name: 'webhook inbox',
+    sql: (s) => `
+      -- The inbox source of a job enqueued for a delivery (acceptWebhook, replayWebhook), else NULL: the
+      -- backlog of a source is a count over a partial index that holds only its unfinished jobs.
+      ALTER TABLE ${s}.jobs ADD COLUMN inbox_source text;
+      CREATE INDEX jobs_inbox_backlog ON ${s}.jobs (inbox_source)
+        WHERE inbox_source IS NOT NULL AND status IN ('pending', 'in_progress');
+
+      -- One row per delivery, unique per (source, event_id): the constraint is the deduplication (INSERT …
+      -- ON CONFLICT DO NOTHING). job_id is the delivery's latest job (a replay moves it). body is bytea, the
+      -- UTF-8 bytes of the body as received: text cannot hold a NUL character, and the body must be kept
+      -- exactly.
+      CREATE TABLE ${s}.webhook_inbox (
+        id text COLLATE "C" PRIMARY KEY,
+        source text NOT NULL,
+        event_id text NOT NULL,
+        event_type text NOT NULL,
+        received_at bigint NOT NULL,
+        occurred_at bigint,
+        body bytea NOT NULL,
+        job_id text COLLATE "C" NOT NULL REFERENCES ${s}.jobs (id),
+        replays integer NOT NULL DEFAULT 0,
+        UNIQUE (source, event_id)
+      );
+      -- listWebhooks of one source, newest first (ids are UUIDv7 in the C collation), without a sort.
+      CREATE INDEX webhook_inbox_source_id ON ${s}.webhook_inbox (source, id);
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

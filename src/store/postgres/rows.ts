@@ -18,6 +18,9 @@ export interface JobRow {
   run_at: number;
   priority: number;
   idempotency_key: string | null;
+  ordering_key: string | null;
+  /** The webhook inbox source of a delivery's job (internal: the backlog count), else null. */
+  inbox_source: string | null;
   timeout_ms: number | null;
   lease_owner: string | null;
   lease_token: number;
@@ -52,6 +55,7 @@ export function toJob(row: JobRow): JobRecord {
     runAt: row.run_at,
     priority: row.priority,
     idempotencyKey: row.idempotency_key,
+    orderingKey: row.ordering_key,
     timeoutMs: row.timeout_ms,
     leaseOwner: row.lease_owner,
     leaseToken: row.lease_token,

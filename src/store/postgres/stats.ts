@@ -1,5 +1,6 @@
 import type { JobStats, JobStatus } from '../jobs.js';
 import { ms, type Db } from './db.js';
+import { notBlocked } from './ordering.js';
 
 /**
  * Counts by status and the age of the oldest due pending job, in one pass over `jobs` with aggregate
@@ -37,12 +38,17 @@ export async function stats(db: Db): Promise<JobStats> {
  * one statement, so both come from one snapshot. LEAST skips a null side. Each min() is the first entry of a
  * partial index (with types, the first of the walk whose type matches): `jobs_pending_run_at` and
  * `jobs_leases`.
+ *
+ * A pending job blocked by its ordering key is left out (the claim would pass it over): were it counted, a
+ * worker would see work due now, claim nothing and look again at once, forever. Its blocker counts instead,
+ * and its end announces the blocked job (`jobs_ordering_successor`).
  */
 export async function nextRunAt(db: Db, types: readonly string[]): Promise<number | null> {
   const ofTypes = '(cardinality($1::text[]) = 0 OR type = ANY ($1::text[]))';
   const result = await db.pool.query<{ next: number | null }>(
     `SELECT LEAST(
-       (SELECT min(run_at) FROM ${db.jobs} WHERE status = 'pending' AND ${ofTypes}),
+       (SELECT min(run_at) FROM ${db.jobs} j
+         WHERE status = 'pending' AND ${ofTypes} AND ${notBlocked(db.jobs, 'j')}),
        (SELECT min(lease_expires_at) FROM ${db.jobs} WHERE status = 'in_progress' AND ${ofTypes})
      ) AS next`,
     [[...types]],

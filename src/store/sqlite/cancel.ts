@@ -1,6 +1,7 @@
 import type { JobRecord } from '../jobs.js';
 import { notifyAvailable, notifyCancelRequested, type SqliteContext } from './context.js';
 import type { AppendEvent } from './events.js';
+import type { NotifySuccessor } from './ordering.js';
 import { JOB_COLUMNS, toJobRecord, type JobRow } from './rows.js';
 
 /**
@@ -15,6 +16,7 @@ import { JOB_COLUMNS, toJobRecord, type JobRow } from './rows.js';
 export function prepareCancel(
   ctx: SqliteContext,
   appendEvent: AppendEvent,
+  notifySuccessor: NotifySuccessor,
 ): (id: string) => JobRecord | undefined {
   const { db } = ctx;
   const select = db.prepare<[string], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`);
@@ -36,6 +38,8 @@ export function prepareCancel(
       case 'pending': {
         const job = toJobRecord(cancelPending.get(now, now, id)!);
         appendEvent(id, 'job.canceled', { attempts: job.attempts }, now);
+        // The next job of its ordering key no longer waits for it.
+        notifySuccessor(job.orderingKey);
         return job;
       }
       case 'in_progress': {

@@ -1,6 +1,7 @@
 import type { Claim, JobError } from '../jobs.js';
 import type { SqliteContext } from './context.js';
 import type { AppendEvent, InsertEvent } from './events.js';
+import { notBlocked, type NotifySuccessor } from './ordering.js';
 import { JOB_COLUMNS, toJobRecord, toJson, type JobRow } from './rows.js';
 
 /** Options of `JobStore.claim`. */
@@ -25,6 +26,7 @@ interface Expired extends Candidate {
   attempts: number;
   maxAttempts: number;
   cancelRequestedAt: number | null;
+  orderingKey: string | null;
 }
 
 /** The claim order of the contract: highest priority, then earliest `runAt`, then oldest (smallest id). */
@@ -43,10 +45,15 @@ const CLAIM_ORDER = 'ORDER BY priority DESC, run_at, id';
  *    partial index `jobs_lease`. Those that must not run again end here, whatever `limit` is, so they never
  *    linger as running: a cancel request makes them `canceled`, no attempts left makes them `failed` with
  *    `lease_expired`. The rest can be reclaimed.
- * 2. Due pending jobs, in claim order through `jobs_claim`, at most `limit`.
+ * 2. Due pending jobs, in claim order through `jobs_claim`, at most `limit`, passing over those blocked by
+ *    their ordering key (see `ordering.ts`). The condition is read from the snapshot before any of this
+ *    claim's leases, so two jobs of one key never come back from one claim: the later one sees the earlier
+ *    one pending ahead of it.
  * 3. The best `limit` of both (reclaims are rare, so usually step 2's list as is) are leased one by one:
  *    `attempts + 1` (a reclaim counts the lost run too, since its attempt was counted when it was claimed),
  *    a new fencing token, owner and expiry, and a `job.started` event.
+ *
+ * An expired lease ended in step 1 may unblock the next job of its ordering key: `job_available` for it.
  *
  * The types filter is one bound parameter, a JSON array read with `json_each`, so one prepared statement
  * serves any list of types; with no types a second statement leaves the filter out.
@@ -55,12 +62,13 @@ export function prepareClaim(
   ctx: SqliteContext,
   appendEvent: AppendEvent,
   insertEvent: InsertEvent,
+  notifySuccessor: NotifySuccessor,
 ): (options: ClaimOptions) => Claim[] {
   const { db } = ctx;
   const typeFilter = 'AND type IN (SELECT value FROM json_each(?))';
   const expiredSql = (filter: string) =>
     `SELECT id, priority, run_at AS runAt, next_seq AS nextSeq, attempts, max_attempts AS maxAttempts,
-            cancel_requested_at AS cancelRequestedAt
+            cancel_requested_at AS cancelRequestedAt, ordering_key AS orderingKey
        FROM jobs
       WHERE status = 'in_progress' AND lease_expires_at <= ? ${filter}
       ${CLAIM_ORDER}`;
@@ -68,8 +76,9 @@ export function prepareClaim(
   // SQLite picks jobs_run_at and sorts every due job on each claim, so a backlog slows every claim.
   const pendingSql = (filter: string) =>
     `SELECT id, priority, run_at AS runAt, next_seq AS nextSeq
-       FROM jobs INDEXED BY jobs_claim
+       FROM jobs AS j INDEXED BY jobs_claim
       WHERE status = 'pending' AND run_at <= ? ${filter}
+        AND ${notBlocked('j')}
       ${CLAIM_ORDER}
       LIMIT ?`;
   const expiredAll = db.prepare<[number], Expired>(expiredSql(''));
@@ -101,6 +110,7 @@ export function prepareClaim(
     if (job.cancelRequestedAt !== null) {
       cancelExpired.run(now, now, job.id);
       appendEvent(job.id, 'job.canceled', { attempts: job.attempts }, now);
+      notifySuccessor(job.orderingKey);
       return true;
     }
     if (job.attempts >= job.maxAttempts) {
@@ -111,6 +121,7 @@ export function prepareClaim(
       };
       failExpired.run(toJson(error)!, now, now, job.id);
       appendEvent(job.id, 'job.failed', { error, attempts: job.attempts }, now);
+      notifySuccessor(job.orderingKey);
       return true;
     }
     return false;

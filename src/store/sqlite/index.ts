@@ -6,6 +6,7 @@ import {
   NON_NEGATIVE,
   clockOption,
   finite,
+  newId,
   nonEmptyString,
   type Clock,
   type Disposable,
@@ -24,15 +25,25 @@ import type {
   StoreNotification,
 } from '../jobs.js';
 import type { StreamEventStore, StreamEventsPage } from '../stream-events.js';
+import {
+  isInboxKey,
+  resolveInboxJob,
+  type InboxDelivery,
+  type InboxFilter,
+  type InboxJob,
+  type InboxRecord,
+  type WebhookInboxStore,
+} from '../webhooks.js';
 import { GroupCommit } from './batch.js';
 import { prepareCancel, prepareRetryFailed } from './cancel.js';
 import { prepareClaim, type ClaimOptions } from './claim.js';
 import type { SqliteContext } from './context.js';
-import { prepareEnqueue } from './enqueue.js';
+import { prepareEnqueue, prepareInsertJob } from './enqueue.js';
 import { prepareAppendEvent, prepareAppendRunEvent, prepareInsert, prepareReadEvents } from './events.js';
 import { prepareGet, prepareList } from './get.js';
 import { prepareHeartbeat } from './heartbeat.js';
 import { migrate } from './migrate.js';
+import { prepareNotifySuccessor } from './ordering.js';
 import { prepareComplete, prepareFail, prepareFinishCanceled, prepareRelease } from './settle.js';
 import { prepareNextRunAt, prepareStats } from './stats.js';
 import {
@@ -40,6 +51,15 @@ import {
   preparePruneStreamEvents,
   prepareStreamEventsAfter,
 } from './stream-events.js';
+import {
+  prepareAccept,
+  prepareAcceptWebhook,
+  prepareGetWebhook,
+  prepareListWebhooks,
+  prepareReplayWebhook,
+  prepareWebhookBacklog,
+  type PreparedAccept,
+} from './webhooks.js';
 
 /** Options of {@link openSqliteStore}; validated when the store opens. */
 export interface SqliteStoreOptions {
@@ -70,8 +90,8 @@ export const SQLITE_STORE_DEFAULTS = { path: './data/breakwater.db', busyTimeout
  * the same file (in one process or several) do not hear each other. A worker therefore also polls
  * `nextRunAt` as a safety net.
  *
- * Operations are synchronous underneath (better-sqlite3). `enqueue`, `complete` and `fail` are group-committed
- * (`batch.ts`): queued, then run together in one transaction on the next turn of the event loop, each
+ * Operations are synchronous underneath (better-sqlite3). `enqueue`, `claim`, `complete`, `fail` and
+ * `acceptWebhook` are group-committed (`batch.ts`): queued, then run together in one transaction on the next turn of the event loop, each
  * resolving only after that commit; every other operation first commits what is queued, so call order is
  * kept. The others return settled promises. `close()` commits queued work first; after it, operations
  * reject with an Error.
@@ -80,7 +100,7 @@ export const SQLITE_STORE_DEFAULTS = { path: './data/breakwater.db', busyTimeout
  */
 export async function openSqliteStore(
   options: SqliteStoreOptions = {},
-): Promise<JobStore & StreamEventStore> {
+): Promise<JobStore & StreamEventStore & WebhookInboxStore> {
   const owner = 'openSqliteStore';
   const path = nonEmptyString(owner, 'path', options.path ?? SQLITE_STORE_DEFAULTS.path);
   const clock = clockOption(owner, options.clock);
@@ -111,10 +131,10 @@ export async function openSqliteStore(
 }
 
 /**
- * The {@link JobStore} and {@link StreamEventStore} over one better-sqlite3 connection. Each operation lives
- * in its own file.
+ * The {@link JobStore}, {@link StreamEventStore} and {@link WebhookInboxStore} over one better-sqlite3
+ * connection. Each operation lives in its own file.
  */
-class SqliteJobStore implements JobStore, StreamEventStore {
+class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
   private readonly db: Database.Database;
   private readonly ctx: SqliteContext;
   private closed = false;
@@ -146,6 +166,11 @@ class SqliteJobStore implements JobStore, StreamEventStore {
   private readonly appendStreamEventTx: (streamId: string, message: unknown) => string;
   private readonly streamEventsAfterTx: (eventId: string, limit?: number) => StreamEventsPage | undefined;
   private readonly pruneStreamEventsTx: (olderThanMs?: number) => number;
+  private readonly acceptWebhookTx: (accept: PreparedAccept) => { duplicate: boolean; record: InboxRecord };
+  private readonly getWebhookStmt: (source: string, eventId: string) => InboxRecord | undefined;
+  private readonly listWebhooksStmt: (filter?: InboxFilter) => InboxRecord[];
+  private readonly webhookBacklogStmt: (source: string) => number;
+  private readonly replayWebhookTx: (inboxId: string, jobId: string, job: NewJob) => InboxRecord | undefined;
 
   constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -154,17 +179,19 @@ class SqliteJobStore implements JobStore, StreamEventStore {
     this.batch = new GroupCommit(ctx);
     const appendEvent = prepareAppendEvent(ctx);
     const insertEvent = prepareInsert(ctx);
+    const insertJob = prepareInsertJob(ctx);
+    const notifySuccessor = prepareNotifySuccessor(ctx);
     this.enqueueTx = prepareEnqueue(ctx);
     this.getOne = prepareGet(ctx);
     this.listJobs = prepareList(ctx);
-    this.claimTx = prepareClaim(ctx, appendEvent, insertEvent);
+    this.claimTx = prepareClaim(ctx, appendEvent, insertEvent, notifySuccessor);
     this.heartbeatStmt = prepareHeartbeat(ctx);
     this.appendRunEventTx = prepareAppendRunEvent(ctx);
-    this.completeTx = prepareComplete(ctx, insertEvent);
-    this.failTx = prepareFail(ctx, appendEvent);
-    this.finishCanceledTx = prepareFinishCanceled(ctx, appendEvent);
-    this.releaseTx = prepareRelease(ctx, appendEvent);
-    this.cancelTx = prepareCancel(ctx, appendEvent);
+    this.completeTx = prepareComplete(ctx, insertEvent, notifySuccessor);
+    this.failTx = prepareFail(ctx, appendEvent, notifySuccessor);
+    this.finishCanceledTx = prepareFinishCanceled(ctx, appendEvent, notifySuccessor);
+    this.releaseTx = prepareRelease(ctx, appendEvent, notifySuccessor);
+    this.cancelTx = prepareCancel(ctx, appendEvent, notifySuccessor);
     this.retryFailedTx = prepareRetryFailed(ctx);
     this.readEvents = prepareReadEvents(ctx);
     this.statsTx = prepareStats(ctx);
@@ -172,6 +199,11 @@ class SqliteJobStore implements JobStore, StreamEventStore {
     this.appendStreamEventTx = prepareAppendStreamEvent(ctx);
     this.streamEventsAfterTx = prepareStreamEventsAfter(ctx);
     this.pruneStreamEventsTx = preparePruneStreamEvents(ctx);
+    this.acceptWebhookTx = prepareAcceptWebhook(ctx, insertJob);
+    this.getWebhookStmt = prepareGetWebhook(ctx);
+    this.listWebhooksStmt = prepareListWebhooks(ctx);
+    this.webhookBacklogStmt = prepareWebhookBacklog(ctx);
+    this.replayWebhookTx = prepareReplayWebhook(ctx, insertJob);
   }
 
   enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
@@ -253,6 +285,49 @@ class SqliteJobStore implements JobStore, StreamEventStore {
 
   pruneStreamEvents(olderThanMs?: number): Promise<number> {
     return this.write(this.pruneStreamEventsTx, olderThanMs);
+  }
+
+  /**
+   * Group-committed like `enqueue` (the webhook hot path: one fsync per burst). The delivery is checked, its
+   * ids made and its job built before it is queued, so a bad one rejects at once and user code never runs
+   * inside the batch's transaction.
+   */
+  acceptWebhook(
+    delivery: InboxDelivery,
+    job: InboxJob,
+  ): Promise<{ duplicate: boolean; record: InboxRecord }> {
+    if (this.closed) return Promise.reject(closedError());
+    let accept: PreparedAccept;
+    try {
+      accept = prepareAccept(delivery, job);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.batched(this.acceptWebhookTx, accept);
+  }
+
+  getWebhook(source: string, eventId: string): Promise<InboxRecord | undefined> {
+    if (!isInboxKey(source) || !isInboxKey(eventId)) return this.read(() => undefined);
+    return this.read(this.getWebhookStmt, source, eventId);
+  }
+
+  listWebhooks(filter?: InboxFilter): Promise<InboxRecord[]> {
+    return this.read(this.listWebhooksStmt, filter);
+  }
+
+  webhookBacklog(source: string): Promise<number> {
+    if (!isInboxKey(source)) return this.read(() => 0);
+    return this.read(this.webhookBacklogStmt, source);
+  }
+
+  /** Looks the delivery up, builds the job outside any transaction, then writes both in one. */
+  replayWebhook(source: string, eventId: string, job: InboxJob): Promise<InboxRecord | undefined> {
+    return this.write((): InboxRecord | undefined => {
+      if (!isInboxKey(source) || !isInboxKey(eventId)) return undefined;
+      const record = this.getWebhookStmt(source, eventId);
+      if (record === undefined) return undefined;
+      return this.replayWebhookTx(record.id, newId('job'), resolveInboxJob(job, record.id));
+    });
   }
 
   close(): Promise<void> {

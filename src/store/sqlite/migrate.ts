@@ -115,6 +115,59 @@ DROP INDEX jobs_run_at;
 CREATE INDEX jobs_run_at ON jobs (run_at) WHERE status = 'pending';
 `,
   },
+  {
+    version: 4,
+    name: 'ordering keys',
+    sql: `
+ALTER TABLE jobs ADD COLUMN ordering_key TEXT;
+
+-- Claim's "is a job of my key ahead of me?": one probe of the key's unfinished jobs below my id. Only
+-- unfinished keyed jobs are indexed, so the index holds the backlog, not the history. status rides along so
+-- the probe reads the index alone (SQLite re-checks an IN term of a partial index's WHERE on each row).
+CREATE INDEX jobs_ordering ON jobs (ordering_key, id, status)
+  WHERE ordering_key IS NOT NULL AND status IN ('pending', 'in_progress');
+
+-- Claim's "is a job of my key running?" (even a later one: a dead letter retried by hand, or an id that
+-- lost a race): one probe of a tiny index, instead of a walk over the key's whole backlog.
+CREATE INDEX jobs_ordering_running ON jobs (ordering_key)
+  WHERE ordering_key IS NOT NULL AND status = 'in_progress';
+`,
+  },
+  {
+    version: 5,
+    name: 'webhook inbox',
+    sql: `
+-- The inbox source of a job enqueued for a delivery (acceptWebhook, replayWebhook), else NULL: the backlog
+-- of a source is then a count over a partial index that holds only that source's unfinished jobs (status
+-- in it too, so the count reads no table row).
+ALTER TABLE jobs ADD COLUMN inbox_source TEXT;
+CREATE INDEX jobs_inbox_backlog ON jobs (inbox_source, status)
+  WHERE inbox_source IS NOT NULL AND status IN ('pending', 'in_progress');
+
+-- One row per delivery, unique per (source, event_id): the constraint is the deduplication. job_id is the
+-- delivery's latest job (a replay moves it). body is the raw body as received. The foreign key is checked
+-- at commit: an accept inserts the delivery first (its conflict is the duplicate check) and its job after.
+CREATE TABLE webhook_inbox (
+  id          TEXT PRIMARY KEY,
+  source      TEXT NOT NULL,
+  event_id    TEXT NOT NULL,
+  event_type  TEXT NOT NULL,
+  received_at INTEGER NOT NULL,
+  occurred_at INTEGER,
+  body        TEXT NOT NULL,
+  job_id      TEXT NOT NULL REFERENCES jobs (id) DEFERRABLE INITIALLY DEFERRED,
+  replays     INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (source, event_id)
+);
+
+-- listWebhooks of one source, newest first (ids are UUIDv7), without a sort.
+CREATE INDEX webhook_inbox_source_id ON webhook_inbox (source, id);
+
+-- The child side of the foreign key. Without it SQLite scans the whole inbox for every job it inserts while
+-- the deferred constraint has pending violations (each accept), so accepts slow down as the inbox grows.
+CREATE INDEX webhook_inbox_job ON webhook_inbox (job_id);
+`,
+  },
 ];
 
 /**

@@ -6,7 +6,7 @@ import type { JobRecord } from '../jobs.js';
  */
 export const JOB_COLUMNS = `id, type, status, payload, result, error, attempts,
   max_attempts AS maxAttempts, run_at AS runAt, priority, idempotency_key AS idempotencyKey,
-  timeout_ms AS timeoutMs, lease_owner AS leaseOwner, lease_token AS leaseToken,
+  ordering_key AS orderingKey, timeout_ms AS timeoutMs, lease_owner AS leaseOwner, lease_token AS leaseToken,
   lease_expires_at AS leaseExpiresAt, cancel_requested_at AS cancelRequestedAt,
   created_at AS createdAt, updated_at AS updatedAt, finished_at AS finishedAt`;
 

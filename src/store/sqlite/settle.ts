@@ -1,6 +1,7 @@
 import type { JobError, JobEvent, LeaseRef } from '../jobs.js';
 import { notifyAvailable, type SqliteContext } from './context.js';
 import type { AppendEvent, InsertEvent } from './events.js';
+import type { NotifySuccessor } from './ordering.js';
 import { toJson } from './rows.js';
 
 /**
@@ -12,6 +13,10 @@ import { toJson } from './rows.js';
  * and gets `undefined` / `false`, so it can never overwrite the run that replaced it. Lease expiry alone does
  * not fence: until another claim takes the job, the late run is still its only run and may settle it.
  * Leaving `in_progress` clears `lease_owner` and `lease_expires_at`; `lease_token` keeps growing.
+ *
+ * A job with an ordering key that ends (completed, failed, canceled) may unblock the next job of its key:
+ * each end queues `job_available` for it (`NotifySuccessor`), so a worker waiting for it wakes at once. A
+ * scheduled retry stays `pending` and keeps its successors blocked, so it announces nothing for them.
  */
 
 /** The fenced read `fail` and `release` decide from. */
@@ -20,9 +25,11 @@ interface Leased {
   attempts: number;
   maxAttempts: number;
   cancelRequestedAt: number | null;
+  orderingKey: string | null;
 }
 
-const LEASED_SQL = `SELECT type, attempts, max_attempts AS maxAttempts, cancel_requested_at AS cancelRequestedAt
+const LEASED_SQL = `SELECT type, attempts, max_attempts AS maxAttempts, cancel_requested_at AS cancelRequestedAt,
+  ordering_key AS orderingKey
   FROM jobs WHERE id = ? AND lease_token = ? AND status = 'in_progress'`;
 
 /**
@@ -33,18 +40,23 @@ const LEASED_SQL = `SELECT type, attempts, max_attempts AS maxAttempts, cancel_r
 export function prepareComplete(
   ctx: SqliteContext,
   insertEvent: InsertEvent,
+  notifySuccessor: NotifySuccessor,
 ): (lease: LeaseRef, result: unknown) => JobEvent | undefined {
   // The `job.completed` seq is taken in the same UPDATE (see InsertEvent).
-  const complete = ctx.db.prepare<[string | null, number, number, string, number], { seq: number }>(
+  const complete = ctx.db.prepare<
+    [string | null, number, number, string, number],
+    { seq: number; orderingKey: string | null }
+  >(
     `UPDATE jobs SET status = 'completed', result = ?, lease_owner = NULL, lease_expires_at = NULL,
                      finished_at = ?, updated_at = ?, next_seq = next_seq + 1
       WHERE id = ? AND lease_token = ? AND status = 'in_progress'
-      RETURNING next_seq - 1 AS seq`,
+      RETURNING next_seq - 1 AS seq, ordering_key AS orderingKey`,
   );
   return ctx.db.transaction((lease: LeaseRef, result: unknown) => {
     const now = ctx.clock.now();
     const row = complete.get(toJson(result), now, now, lease.id, lease.token);
     if (row === undefined) return undefined;
+    notifySuccessor(row.orderingKey);
     return insertEvent(
       lease.id,
       row.seq,
@@ -66,6 +78,7 @@ export function prepareComplete(
 export function prepareFail(
   ctx: SqliteContext,
   appendEvent: AppendEvent,
+  notifySuccessor: NotifySuccessor,
 ): (lease: LeaseRef, error: JobError, retryAt?: number) => JobEvent | undefined {
   const { db } = ctx;
   const leased = db.prepare<[string, number], Leased>(LEASED_SQL);
@@ -87,6 +100,7 @@ export function prepareFail(
     if (retryAt !== undefined && job.attempts < job.maxAttempts) {
       if (job.cancelRequestedAt !== null) {
         end.run('canceled', errorJson, now, now, lease.id);
+        notifySuccessor(job.orderingKey);
         return appendEvent(lease.id, 'job.canceled', { attempts: job.attempts }, now);
       }
       retry.run(errorJson, retryAt, now, lease.id);
@@ -99,6 +113,7 @@ export function prepareFail(
       );
     }
     end.run('failed', errorJson, now, now, lease.id);
+    notifySuccessor(job.orderingKey);
     return appendEvent(lease.id, 'job.failed', { error, attempts: job.attempts }, now);
   }).immediate;
 }
@@ -107,17 +122,23 @@ export function prepareFail(
 export function prepareFinishCanceled(
   ctx: SqliteContext,
   appendEvent: AppendEvent,
+  notifySuccessor: NotifySuccessor,
 ): (lease: LeaseRef) => JobEvent | undefined {
-  const cancel = ctx.db.prepare<[number, number, string, number], { attempts: number }>(
+  const cancel = ctx.db.prepare<
+    [number, number, string, number],
+    { attempts: number; orderingKey: string | null }
+  >(
     `UPDATE jobs SET status = 'canceled', lease_owner = NULL, lease_expires_at = NULL,
                      finished_at = ?, updated_at = ?
       WHERE id = ? AND lease_token = ? AND status = 'in_progress'
-      RETURNING attempts`,
+      RETURNING attempts, ordering_key AS orderingKey`,
   );
   return ctx.db.transaction((lease: LeaseRef) => {
     const now = ctx.clock.now();
     const row = cancel.get(now, now, lease.id, lease.token);
-    return row === undefined ? undefined : appendEvent(lease.id, 'job.canceled', row, now);
+    if (row === undefined) return undefined;
+    notifySuccessor(row.orderingKey);
+    return appendEvent(lease.id, 'job.canceled', { attempts: row.attempts }, now);
   }).immediate;
 }
 
@@ -128,7 +149,11 @@ export function prepareFinishCanceled(
  * A job whose cancel was requested is not handed back to run again: it ends `canceled` (`job.canceled`
  * `{ attempts }`, the released run not counted), as `finishCanceled` would.
  */
-export function prepareRelease(ctx: SqliteContext, appendEvent: AppendEvent): (lease: LeaseRef) => boolean {
+export function prepareRelease(
+  ctx: SqliteContext,
+  appendEvent: AppendEvent,
+  notifySuccessor: NotifySuccessor,
+): (lease: LeaseRef) => boolean {
   const { db } = ctx;
   const leased = db.prepare<[string, number], Leased>(LEASED_SQL);
   const release = db.prepare<[number, number, string]>(
@@ -148,6 +173,7 @@ export function prepareRelease(ctx: SqliteContext, appendEvent: AppendEvent): (l
     if (job.cancelRequestedAt !== null) {
       cancel.run(now, now, lease.id);
       appendEvent(lease.id, 'job.canceled', { attempts: job.attempts - 1 }, now);
+      notifySuccessor(job.orderingKey);
     } else {
       release.run(now, now, lease.id);
       notifyAvailable(ctx, job.type, now);

@@ -1,5 +1,6 @@
 import type { JobStats, JobStatus } from '../jobs.js';
 import type { SqliteContext } from './context.js';
+import { notBlocked } from './ordering.js';
 
 /**
  * Prepares `JobStore.stats`, read in one (deferred, read-only) transaction so the counts and the oldest age
@@ -36,18 +37,23 @@ export function prepareStats(ctx: SqliteContext): () => JobStats {
  * `lease_expires_at` (a lost worker's job is reclaimable then) among jobs of the given types (all when empty),
  * in one statement, so both come from one snapshot. Each half reads the first entry of an index range (with
  * types, the first entry of that walk whose type matches):
- * - pending: `jobs_run_at` (`status, run_at`);
+ * - pending: `jobs_run_at` (`run_at` of pending jobs), named with INDEXED BY since the ordering-key condition
+ *   (below) would otherwise tempt the planner into `jobs_status_id` and a sort;
  * - leases: the small partial index `jobs_lease`, named with INDEXED BY. Without `ANALYZE` statistics (the
  *   store never gathers them) the planner would take `jobs_run_at` for the `status` equality and sort every
  *   running job; INDEXED BY pins the plan, and makes the statement fail to prepare rather than silently slow
  *   down should a later migration drop the index.
+ *
+ * A pending job blocked by its ordering key is left out (the claim would pass it over): were it counted, a
+ * worker would see work due now, claim nothing and look again at once, forever. Its blocker counts instead
+ * (a pending one by its `run_at`, a running one by its lease), and its end announces the blocked job.
  */
 export function prepareNextRunAt(ctx: SqliteContext): (types: readonly string[]) => number | null {
   const sql = (filter: string) =>
     `SELECT min(at) AS next FROM (
        SELECT at FROM (
-         SELECT run_at AS at FROM jobs
-          WHERE status = 'pending' ${filter}
+         SELECT run_at AS at FROM jobs AS j INDEXED BY jobs_run_at
+          WHERE status = 'pending' ${filter} AND ${notBlocked('j')}
           ORDER BY run_at LIMIT 1)
        UNION ALL
        SELECT at FROM (
