@@ -5,6 +5,7 @@
 const suites: Record<string, () => Promise<unknown>> = {
   policies: () => import('./policies.js'),
   jobs: () => import('./jobs.js'),
+  webhooks: () => import('./webhooks.js'),
 };
 
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));

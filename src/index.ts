@@ -1,6 +1,6 @@
 /**
- * Breakwater's public face: `import { ... } from 'breakwater'`. Later issues add operations, webhooks and the
- * AI gateway here. Plumbing that core shares with the
+ * Breakwater's public face: `import { ... } from 'breakwater'`. Later issues add operations and the AI gateway
+ * here. Plumbing that core shares with the
  * other folders (timer queues, promise helpers, option checks) stays out of it.
  */
 export {
@@ -47,6 +47,14 @@ export {
   type StoreTarget,
   STREAM_EVENT_RETENTION_MS,
   STREAM_EVENTS_PAGE_MAX,
+  INBOX_LIST_DEFAULT_LIMIT,
+  INBOX_LIST_MAX_LIMIT,
+  MAX_INBOX_KEY_LENGTH,
+  type InboxDelivery,
+  type InboxFilter,
+  type InboxJob,
+  type InboxRecord,
+  type WebhookInboxStore,
   type StreamEvent,
   type StreamEventStore,
   type StreamEventsPage,
@@ -65,6 +73,7 @@ export {
 } from './store/index.js';
 export * from './jobs/index.js';
 export * from './upstream/index.js';
+export * from './webhooks/index.js';
 export {
   createServer,
   closeGracefully,

@@ -9,11 +9,14 @@ import { defineDeepAnalysis } from './analysis.js';
 import { DEFAULT_PORTS, startGiftGeniusServices, type GiftGeniusServices } from './services/index.js';
 import { giftGeniusTools } from './tools.js';
 import { createUpstreams, type UpstreamSettings } from './upstreams.js';
+import { DEMO_WEBHOOK_SECRET, paymentWebhooks } from './webhooks.js';
 
 /** Settings of {@link createGiftGeniusApp}; anything left out comes from the environment or the defaults. */
 export interface GiftGeniusSettings extends Partial<Omit<UpstreamSettings, 'clock'>> {
   /** Ms each of the deep analysis's four steps takes (default: $GIFTGENIUS_STEP_MS, then 750). */
   stepMs?: number;
+  /** The payment webhooks' Stripe endpoint secret (default: $GIFTGENIUS_WEBHOOK_SECRET, then a demo secret). */
+  webhookSecret?: string;
   /** Ports for the services the app starts itself (default 8791-8793 in a gateway, free ports in a worker). */
   servicePorts?: { gift?: number; commerce?: number; analytics?: number };
 }
@@ -53,12 +56,29 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
         clock,
         stepMs: Number.isFinite(stepMs) && stepMs >= 0 ? stepMs : 750,
       });
+      const webhookSecret = settings.webhookSecret ?? env.GIFTGENIUS_WEBHOOK_SECRET ?? DEMO_WEBHOOK_SECRET;
+      let webhooks;
+      try {
+        webhooks = paymentWebhooks(upstreams.commerce, webhookSecret);
+      } catch (error) {
+        // A malformed secret is a startup error that names the source; nothing started may be left running.
+        await services?.close();
+        throw error;
+      }
+      if (role === 'serve') {
+        log(
+          webhookSecret === DEMO_WEBHOOK_SECRET
+            ? `giftgenius: payment webhooks at ${context.publicUrl}/webhooks/payments, signed with the demo secret ${DEMO_WEBHOOK_SECRET} (set GIFTGENIUS_WEBHOOK_SECRET for a real one)`
+            : `giftgenius: payment webhooks at ${context.publicUrl}/webhooks/payments`,
+        );
+      }
       return {
         name: 'giftgenius',
         version: '1.0.0',
         instructions: INSTRUCTIONS,
         tools: giftGeniusTools(upstreams),
         upstreams: [upstreams.gift, upstreams.commerce, upstreams.analytics],
+        webhooks,
         close: async () => services?.close(),
       };
     },

@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import type { Clock, Jobs, Store, Upstream } from '../index.js';
 import type { McpTool } from '../mcp/index.js';
+import type { WebhookDeclarations } from '../webhooks/index.js';
 
 /** What an app's `setup` gets. */
 export interface AppContext {
@@ -36,6 +37,12 @@ export interface AppParts {
   tools?: readonly McpTool[];
   /** The app's dependencies: their breakers are listed by `/readyz`, and they are closed at shutdown. */
   upstreams?: readonly Upstream[];
+  /**
+   * Webhook sources (`defineWebhookSource`) and their handlers (`onWebhook`): the gateway serves
+   * `POST /webhooks/:source` and the loopback-only `/admin/webhooks…`, and every process with a worker runs
+   * the handlers as jobs (docs/webhooks.md).
+   */
+  webhooks?: WebhookDeclarations;
   /** Called last at shutdown (after the worker stopped and the HTTP server closed). */
   close?(): Promise<void>;
 }

@@ -18,6 +18,7 @@ import {
   type ServerLoggerOptions,
   type Store,
 } from '../index.js';
+import { createWebhookIngress, type WebhookIngress } from '../webhooks/index.js';
 import type { AppParts, BreakwaterApp } from './app.js';
 
 /** Options of {@link startGateway}. */
@@ -66,6 +67,8 @@ export interface Gateway {
   parts: AppParts;
   /** The names of the MCP tools served, `get_job_status` and `cancel_job` included. */
   toolNames: string[];
+  /** The webhook ingress, when the app declares webhooks. */
+  webhooks: WebhookIngress | undefined;
   /**
    * Stops in order: new HTTP requests get 503 while in-flight ones finish (up to the grace period), the
    * worker stops claiming and lets running jobs finish (same grace), then the app, the store. Idempotent.
@@ -126,15 +129,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       eventStore: (sessionId: string) => createDurableEventStore(store, { scope: sessionId }),
       clock,
     });
+    // Handlers as jobs on this runtime; routes mounted below. The inbox is the same store.
+    const webhooks =
+      parts.webhooks === undefined
+        ? undefined
+        : createWebhookIngress({ ...parts.webhooks, store, jobs, clock });
     const http = createServer({
       jobs,
       store,
       // The same absolute job URLs over HTTP (`GET /jobs/:id`) as in the MCP tools' answers.
       publicUrl,
       logger: options.logger ?? false,
-      breakers: () =>
-        (parts.upstreams ?? []).flatMap((u) => (u.breaker === undefined ? [] : [u.breaker.state()])),
-      routes: [mcp],
+      breakers: () => [
+        ...(parts.upstreams ?? []).flatMap((u) => (u.breaker === undefined ? [] : [u.breaker.state()])),
+        ...(parts.webhooks?.handlers ?? []).flatMap((h) =>
+          h.breaker === undefined ? [] : [h.breaker.state()],
+        ),
+      ],
+      routes: webhooks === undefined ? [mcp] : [mcp, webhooks.routes],
       shutdownGraceMs: graceMs,
       clock,
     });
@@ -156,6 +168,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       jobs,
       parts,
       toolNames: mcp.server.tools.map((tool) => tool.name),
+      webhooks,
       close: () => (closing ??= cleanup()),
     };
   } catch (error) {
@@ -202,6 +215,8 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
       env: options.env ?? process.env,
       log: options.log ?? ((line: string) => console.log(line)),
     });
+    // The app's webhook handlers run here too (one job type per source); nothing is served.
+    if (parts.webhooks !== undefined) createWebhookIngress({ ...parts.webhooks, store, jobs, clock });
   } catch (error) {
     if (ownsStore) await store.close();
     throw error;

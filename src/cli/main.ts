@@ -13,6 +13,7 @@ Commands:
   serve       run the gateway: MCP at /mcp, job polling and SSE, health checks (and a worker, unless --no-worker)
   worker      run a worker only: claim and run jobs, no HTTP
   jobs        list, show, cancel or retry jobs (breakwater jobs --help)
+  webhooks    list, show or replay stored webhook events (breakwater webhooks --help)
   demo        run a resilience pipeline against a flaky in-process service and print what happens
   version     print the version
 
@@ -52,6 +53,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'worker': {
         const { runWorker } = await import('./serve-command.js');
         return await runWorker(rest);
+      }
+      case 'webhooks': {
+        const { runWebhooksCommand } = await import('./webhooks-command.js');
+        return await runWebhooksCommand(rest);
       }
       case 'jobs': {
         const { runJobsCommand } = await import('./jobs-command.js');

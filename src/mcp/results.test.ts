@@ -84,7 +84,33 @@ describe('errorResult', () => {
 });
 
 describe('jobErrorInfo', () => {
-  it('uses the code sentence, never the stored message', () => {
+  it("uses a Breakwater error's own sentence and dependency code when the job stored them", () => {
+    const stored = {
+      code: 'circuit_open',
+      kind: 'transient',
+      message: 'The gift recommendation service is overloaded right now; try again in about 30 seconds.',
+      userFacing: true,
+      dependencyCode: 'gift_service_unavailable',
+    };
+    expect(jobErrorInfo(stored, 'failed')).toEqual({
+      code: 'gift_service_unavailable',
+      category: 'circuit_open',
+      message: 'The gift recommendation service is overloaded right now; try again in about 30 seconds.',
+      retryable: true,
+      retry_after_ms: null,
+      outcome: 'failed',
+    });
+    const unknown = { ...stored, code: 'outcome_unknown', outcome: 'unknown' as const };
+    expect(jobErrorInfo(unknown, 'failed')).toMatchObject({ retryable: false, outcome: 'unknown' });
+  });
+
+  it('uses the code sentence, never a stored message that was not written for users', () => {
+    expect(
+      jobErrorInfo(
+        { code: 'internal_error', kind: 'fatal', message: 'relation "orders" does not exist' },
+        'failed',
+      ).message,
+    ).toBe(jobErrorInfo(null, 'failed').message);
     expect(jobErrorInfo({ code: 'rate_limited', kind: 'transient' }, 'failed')).toEqual({
       code: 'rate_limited',
       category: 'rate_limited',

@@ -72,7 +72,14 @@ export function toolErrorInfo(error: unknown, options: ErrorResultOptions = {}):
  * (a driver's error may name hosts or tables), which must not reach the model.
  */
 export function jobErrorResult(
-  error: { code: string; kind: string } | null,
+  error: {
+    code: string;
+    kind: string;
+    message?: string;
+    userFacing?: boolean;
+    dependencyCode?: string;
+    outcome?: 'failed' | 'unknown';
+  } | null,
   status: 'failed' | 'canceled',
 ): ToolResult {
   const info = jobErrorInfo(error, status);
@@ -85,7 +92,14 @@ export function jobErrorResult(
 
 /** The {@link ToolErrorInfo} of a finished job's error (see {@link jobErrorResult}). */
 export function jobErrorInfo(
-  error: { code: string; kind: string } | null,
+  error: {
+    code: string;
+    kind: string;
+    message?: string;
+    userFacing?: boolean;
+    dependencyCode?: string;
+    outcome?: 'failed' | 'unknown';
+  } | null,
   status: 'failed' | 'canceled',
 ): ToolErrorInfo {
   if (status === 'canceled') {
@@ -101,16 +115,18 @@ export function jobErrorInfo(
   const code = error?.code ?? 'internal_error';
   const known = isErrorCode(code);
   return {
-    code,
+    code: error?.dependencyCode ?? code,
     category: known ? code : 'upstream_error',
-    message: known
-      ? sentenceFor(code)
-      : (JOB_ONLY_SENTENCES[code] ?? 'The job failed and will not be retried.'),
+    // A Breakwater error's own sentence (written for users, with its retry hint) when the job stored one;
+    // never the raw message of another error, which may name internals.
+    message:
+      (error?.userFacing === true ? error.message : undefined) ??
+      (known ? sentenceFor(code) : (JOB_ONLY_SENTENCES[code] ?? 'The job failed and will not be retried.')),
     // A dead-lettered job is not retried by itself; the caller may start the work again when the cause was
     // transient (a retry by hand from the dead letter is an operator's decision, not the model's).
-    retryable: error?.kind === 'transient',
+    retryable: error?.kind === 'transient' && error.outcome !== 'unknown',
     retry_after_ms: null,
-    outcome: 'failed',
+    outcome: error?.outcome ?? 'failed',
   };
 }
 

@@ -1,0 +1,152 @@
+/**
+ * `breakwater webhooks list|show|replay`: the webhook inbox from a terminal, straight against the store (no
+ * server needs to run). Every subcommand takes `--db` and `--json`.
+ */
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { storeTarget, type JobRecord } from '../index.js';
+import type { InboxRecord } from '../store/index.js';
+import { replayStoredWebhook } from '../webhooks/index.js';
+import { CliError, EXIT, openStoreForCli, storeUrl } from './context.js';
+
+export const WEBHOOKS_USAGE = `Usage: breakwater webhooks <list|show|replay> [options]
+
+Subcommands:
+  list                         the newest stored webhook events first
+  show <source> <event-id>     one event with its body and its job
+  replay <source> <event-id>   run the event's handler again (a new job; the old one is kept)
+
+Options:
+  --db <url>           the store: postgres://… or a SQLite path (default: $DATABASE_URL, $BREAKWATER_DB,
+                       then ./data/breakwater.db)
+  --source <name>      list: only this source
+  --limit <n>          list: at most n events (default 20, at most 1000)
+  --json               print JSON instead of text
+  -h, --help           show this help`;
+
+/** Runs `breakwater webhooks ...`; resolves with the exit code. Output goes to `out`. */
+export async function runWebhooksCommand(
+  argv: string[],
+  out: (line: string) => void = console.log,
+): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        db: { type: 'string' },
+        source: { type: 'string' },
+        limit: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}\n\n${WEBHOOKS_USAGE}`, EXIT.usage);
+  }
+  const { positionals, values } = parsed;
+  const [sub, source, eventId, ...extra] = positionals;
+  if (values.help === true || sub === undefined) {
+    out(WEBHOOKS_USAGE);
+    return sub === undefined && values.help !== true ? EXIT.usage : EXIT.ok;
+  }
+  if (!['list', 'show', 'replay'].includes(sub)) {
+    throw new CliError(`unknown webhooks subcommand '${sub}'\n\n${WEBHOOKS_USAGE}`, EXIT.usage);
+  }
+  if (sub === 'list' && source !== undefined) {
+    throw new CliError(`unexpected argument '${source}' (use --source)\n\n${WEBHOOKS_USAGE}`, EXIT.usage);
+  }
+  if (sub !== 'list' && (source === undefined || eventId === undefined)) {
+    throw new CliError(`webhooks ${sub} needs a source and an event id\n\n${WEBHOOKS_USAGE}`, EXIT.usage);
+  }
+  if (extra.length > 0) {
+    throw new CliError(`unexpected argument '${extra[0]}'\n\n${WEBHOOKS_USAGE}`, EXIT.usage);
+  }
+  const limit = values.limit === undefined ? 20 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+    throw new CliError(`--limit must be an integer from 1 to 1000, got '${values.limit}'`, EXIT.usage);
+  }
+  if (values.db !== undefined && values.db.trim() === '') {
+    throw new CliError('--db must name a database, got an empty value', EXIT.usage);
+  }
+  const url = storeUrl(values.db);
+  const target = (() => {
+    try {
+      return storeTarget(url);
+    } catch (error) {
+      throw new CliError((error as Error).message, EXIT.usage);
+    }
+  })();
+  // Only looks at events that exist: a mistyped SQLite path must not create an empty database.
+  if (target.backend === 'sqlite' && target.location !== ':memory:' && !existsSync(target.location)) {
+    throw new CliError(
+      `there is no database at ${target.location} (nothing has run with it yet; check --db or $DATABASE_URL)`,
+    );
+  }
+  const store = await openStoreForCli(url);
+  const json = values.json === true;
+  try {
+    if (sub === 'list') {
+      const records = await store.listWebhooks({ source: values.source, limit });
+      out(json ? JSON.stringify(records, null, 2) : formatTable(records));
+      return EXIT.ok;
+    }
+    const missing = () => new CliError(`there is no ${source} webhook event ${eventId}`);
+    if (sub === 'show') {
+      const record = await store.getWebhook(source!, eventId!);
+      if (record === undefined) throw missing();
+      const job = await store.get(record.jobId);
+      out(json ? JSON.stringify({ ...record, job: job ?? null }, null, 2) : formatRecord(record, job));
+      return EXIT.ok;
+    }
+    const replayed = await replayStoredWebhook(store, source!, eventId!);
+    if (replayed === undefined) throw missing();
+    out(
+      json
+        ? JSON.stringify(replayed, null, 2)
+        : `${source} event ${eventId} replayed: job ${replayed.jobId} is pending (replay ${replayed.replays})`,
+    );
+    return EXIT.ok;
+  } finally {
+    await store.close();
+  }
+}
+
+function formatTable(records: InboxRecord[]): string {
+  if (records.length === 0) return 'no webhook events';
+  const rows = [
+    ['SOURCE', 'EVENT ID', 'TYPE', 'RECEIVED', 'JOB', 'REPLAYS'],
+    ...records.map((r) => [r.source, r.eventId, r.eventType, iso(r.receivedAt), r.jobId, String(r.replays)]),
+  ];
+  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
+  return rows
+    .map((row) =>
+      row
+        .map((cell, col) => cell.padEnd(widths[col]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+function formatRecord(record: InboxRecord, job: JobRecord | undefined): string {
+  const lines = [
+    `source:      ${record.source}`,
+    `event id:    ${record.eventId}`,
+    `type:        ${record.eventType}`,
+    `received:    ${iso(record.receivedAt)}`,
+    `occurred:    ${iso(record.occurredAt)}`,
+    `replays:     ${record.replays}`,
+    `job:         ${record.jobId}${job === undefined ? ' (gone)' : ` ${job.status}, attempts ${job.attempts}/${job.maxAttempts}`}`,
+  ];
+  if (job?.error) lines.push(`last error:  ${job.error.code}: ${job.error.message}`);
+  const body = record.body.length > 2_000 ? `${record.body.slice(0, 1_999)}…` : record.body;
+  lines.push('body:', body);
+  return lines.join('\n');
+}
+
+function iso(ms: number | null | undefined): string {
+  return ms === null || ms === undefined ? '-' : new Date(ms).toISOString();
+}

@@ -1,0 +1,192 @@
+/**
+ * The ingress over HTTP: `POST /webhooks/:source` and the loopback-only admin routes, as Fastify plugins.
+ * webhooks/ cannot import server/, so errors are answered here as problem+json through core's `toProblem`,
+ * in the same shape as the server's own.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  BreakwaterError,
+  PROBLEM_CONTENT_TYPE,
+  isBreakwaterError,
+  retryAfterHeader,
+  toProblem,
+} from '../core/index.js';
+import { payloadTooLarge, readRawBody } from './body.js';
+import type { WebhookIngress } from './ingress.js';
+import type { InboxRecord } from './ports.js';
+
+type SourceRequest = FastifyRequest<{ Params: { source: string } }>;
+
+const ACCEPTED_SCHEMA = {
+  200: {
+    type: 'object',
+    properties: {
+      ok: { type: 'boolean' },
+      duplicate: { type: 'boolean' },
+      event_id: { type: 'string' },
+    },
+  },
+} as const;
+
+/**
+ * Registers the routes, each group in its own encapsulated plugin: the webhook route replaces every body
+ * parser with one that keeps the raw bytes, which must not leak to the host's other routes.
+ */
+export async function webhookRoutes(
+  app: FastifyInstance,
+  ingress: WebhookIngress,
+  options: { admin: boolean },
+): Promise<void> {
+  await app.register(async (child) => {
+    child.setErrorHandler(answerError);
+    child.removeAllContentTypeParsers();
+    // Every media type, and none: the bytes are what the signature covers; JSON parsing comes after it.
+    child.addContentTypeParser('*', (request, payload, done) => {
+      const name = (request.params as { source?: string }).source ?? '';
+      const source = ingress.source(name);
+      const limit = source?.maxBodyBytes ?? 0;
+      readRawBody(payload, limit, () => payloadTooLarge(name, limit), done);
+    });
+    child.post<{ Params: { source: string } }>('/webhooks/:source', {
+      schema: { response: ACCEPTED_SCHEMA },
+      // Before the body is read: an unknown source, a body declared too large, a rate limit or a full backlog
+      // is refused without reading (or storing) a byte of it.
+      onRequest: async (request: SourceRequest, reply) => {
+        const name = request.params.source;
+        const source = ingress.source(name);
+        if (source === undefined) {
+          throw new BreakwaterError('not_found', {
+            message: `There is no webhook source named ${JSON.stringify(name)}.`,
+          });
+        }
+        const declared = Number(request.headers['content-length']);
+        if (declared > source.maxBodyBytes) {
+          void reply.header('connection', 'close');
+          throw payloadTooLarge(name, source.maxBodyBytes);
+        }
+        const refused = await ingress.admit(name);
+        if (refused !== undefined) throw refused;
+      },
+      handler: async (request: SourceRequest, reply) => {
+        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const receipt = await ingress.receive(request.params.source, raw, request.headers);
+        // Only now, with the event and its job committed, does the sender learn it may stop retrying.
+        return reply.code(200).send({ ok: true, duplicate: receipt.duplicate, event_id: receipt.eventId });
+      },
+    });
+  });
+  if (options.admin) await app.register(async (child) => adminRoutes(child, ingress));
+}
+
+/**
+ * `GET /admin/webhooks`, `GET /admin/webhooks/:source/:eventId` and
+ * `POST /admin/webhooks/:source/:eventId/replay`, answered only to loopback clients (403 otherwise) until
+ * the admin API has its own credentials.
+ */
+async function adminRoutes(app: FastifyInstance, ingress: WebhookIngress): Promise<void> {
+  app.setErrorHandler(answerError);
+  // No admin route reads a body: whatever a client sends (`curl -X POST -H 'content-type: application/json'`
+  // with nothing) is read, up to 1 KiB, and ignored rather than refused as empty JSON.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 1024 }, (_request, _body, done) =>
+    done(null, undefined),
+  );
+  app.addHook('onRequest', async (request) => {
+    if (!isLoopback(request.socket.remoteAddress)) {
+      throw new BreakwaterError('unauthorized', {
+        status: 403,
+        message: 'The webhook admin API answers only to clients on this machine (loopback).',
+      });
+    }
+  });
+
+  app.get<{ Querystring: { source?: string; limit?: string; before_id?: string } }>(
+    '/admin/webhooks',
+    async (request, reply) => {
+      const { source, before_id: beforeId } = request.query;
+      const limit = request.query.limit === undefined ? 50 : Number(request.query.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+        throw new BreakwaterError('invalid_payload', { message: 'limit must be an integer from 1 to 1000.' });
+      }
+      const records = await ingress.store.listWebhooks({ source, limit, beforeId });
+      void reply.header('cache-control', 'no-store');
+      return {
+        webhooks: records.map((r) => toWebhookView(r, false)),
+        next_before_id: records.length === limit ? (records.at(-1)?.id ?? null) : null,
+      };
+    },
+  );
+
+  app.get<{ Params: { source: string; eventId: string } }>(
+    '/admin/webhooks/:source/:eventId',
+    async (request, reply) => {
+      const { source, eventId } = request.params;
+      const record = await ingress.store.getWebhook(source, eventId);
+      if (record === undefined) {
+        throw new BreakwaterError('not_found', {
+          message: `There is no ${source} webhook event ${JSON.stringify(eventId)}.`,
+        });
+      }
+      void reply.header('cache-control', 'no-store');
+      return toWebhookView(record, true);
+    },
+  );
+
+  app.post<{ Params: { source: string; eventId: string } }>(
+    '/admin/webhooks/:source/:eventId/replay',
+    async (request, reply) => {
+      const record = await ingress.replay(request.params.source, request.params.eventId);
+      return reply.code(202).send({ ok: true, ...toWebhookView(record, false) });
+    },
+  );
+}
+
+/** An inbox row as the admin API shows it (times ISO 8601; the body only on the single-event view). */
+export function toWebhookView(record: InboxRecord, withBody: boolean): Record<string, unknown> {
+  return {
+    id: record.id,
+    source: record.source,
+    event_id: record.eventId,
+    event_type: record.eventType,
+    received_at: new Date(record.receivedAt).toISOString(),
+    occurred_at: record.occurredAt === null ? null : new Date(record.occurredAt).toISOString(),
+    job_id: record.jobId,
+    ...(withBody ? { body: record.body } : {}),
+  };
+}
+
+function isLoopback(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
+}
+
+/**
+ * Answers any failure as problem+json (RFC 9457): a BreakwaterError as it is, a client error Fastify raised
+ * (a malformed Content-Type, a body whose length does not match) as `invalid_payload` with its status, and
+ * anything else as `internal_error` (500, logged; its message is not shown).
+ */
+function answerError(
+  error: FastifyError | BreakwaterError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  let mapped: BreakwaterError;
+  if (isBreakwaterError(error)) mapped = error;
+  else {
+    const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
+    mapped =
+      status >= 400 && status < 500
+        ? new BreakwaterError(status === 413 ? 'payload_too_large' : 'invalid_payload', { status })
+        : new BreakwaterError('internal_error');
+  }
+  if (mapped.status >= 500) request.log.error({ err: error, code: mapped.code }, 'webhook request failed');
+  if (reply.sent) return;
+  const retryAfter = retryAfterHeader(mapped);
+  if (retryAfter !== undefined) void reply.header('retry-after', retryAfter);
+  const url = request.raw.url ?? '/';
+  const q = url.indexOf('?');
+  void reply
+    .code(mapped.status)
+    .header('content-type', `${PROBLEM_CONTENT_TYPE}; charset=utf-8`)
+    .send(toProblem(mapped, q < 0 ? url : url.slice(0, q)));
+}
