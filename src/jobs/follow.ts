@@ -88,7 +88,10 @@ export function followJob(
   };
 
   const subscription = store.subscribe((n) => {
-    if (active && n.kind === 'job_event' && n.jobId === jobId && n.seq > lastSeq) void read(false);
+    if (!active) return;
+    if ((n.kind === 'job_event' && n.jobId === jobId && n.seq > lastSeq) || n.kind === 'external_change') {
+      void read(false);
+    }
   });
   const schedulePoll = (): void => {
     pollTimer = clock.setTimeout(() => {

@@ -108,6 +108,11 @@ export class Worker {
       }
       return;
     }
+    if (n.kind === 'external_change') {
+      // Another process wrote to the store (SQLite): a job may be due, or a running one canceled.
+      this.wake();
+      return;
+    }
     if (n.kind !== 'job_available' || !this.deps.types.has(n.type)) return;
     if (n.runAt <= this.deps.clock.now()) this.wake();
     else this.wakeAtTime(n.runAt);

@@ -163,7 +163,13 @@ export interface JobStats {
 export type StoreNotification =
   | { kind: 'job_available'; type: string; runAt: number }
   | { kind: 'job_event'; jobId: string; seq: number; eventType: JobEventType }
-  | { kind: 'cancel_requested'; jobId: string };
+  | { kind: 'cancel_requested'; jobId: string }
+  /**
+   * Another connection (another process on the same SQLite file) committed something; what is unknown, so
+   * consumers re-read (a worker runs a claim round, a follower reads new events). PostgreSQL never sends it:
+   * its notifications travel between processes already.
+   */
+  | { kind: 'external_change' };
 
 /**
  * The job store. Operations on a lease ({@link LeaseRef}) return `false` / `undefined` and change nothing

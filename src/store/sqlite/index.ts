@@ -72,13 +72,25 @@ export interface SqliteStoreOptions {
    * (default 5000). better-sqlite3 is synchronous: the wait blocks the thread, so keep it short.
    */
   busyTimeoutMs?: number;
+  /**
+   * How often the store looks for commits made by other connections (other processes on the same file), in
+   * ms (integer >= 0, default 100; 0 turns it off; always off for `:memory:`). A change is announced as an
+   * `external_change` notification, so a worker in another process than the enqueuer claims within about
+   * this long instead of at its safety-net poll. The check is one `PRAGMA data_version` read (no I/O when
+   * nothing changed); the timer is unref'd.
+   */
+  watchMs?: number;
 }
 
 /** A whole number of ms, zero allowed. */
 const WHOLE_MS: NumberRule = { ...NON_NEGATIVE, integer: true };
 
 /** Defaults of {@link SqliteStoreOptions}. */
-export const SQLITE_STORE_DEFAULTS = { path: './data/breakwater.db', busyTimeoutMs: 5000 } as const;
+export const SQLITE_STORE_DEFAULTS = {
+  path: './data/breakwater.db',
+  busyTimeoutMs: 5000,
+  watchMs: 100,
+} as const;
 
 /**
  * Opens the embedded job store (DESIGN: "Storage and deployment"): one SQLite file in WAL mode, migrated to
@@ -86,9 +98,9 @@ export const SQLITE_STORE_DEFAULTS = { path: './data/breakwater.db', busyTimeout
  * claims take the write lock first (`BEGIN IMMEDIATE`), so any number of stores and processes on one file
  * never lease the same job.
  *
- * Notifications are in-process only: each store emits them after its own commits, so two stores opened on
- * the same file (in one process or several) do not hear each other. A worker therefore also polls
- * `nextRunAt` as a safety net.
+ * Notifications are emitted after the store's own commits; commits of other connections to the same file
+ * (other processes) are noticed every `watchMs` through `PRAGMA data_version` and announced as
+ * `external_change`. A worker also polls `nextRunAt` as a safety net.
  *
  * Operations are synchronous underneath (better-sqlite3). `enqueue`, `claim`, `complete`, `fail` and
  * `acceptWebhook` are group-committed (`batch.ts`): queued, then run together in one transaction on the next turn of the event loop, each
@@ -110,6 +122,7 @@ export async function openSqliteStore(
     options.busyTimeoutMs ?? SQLITE_STORE_DEFAULTS.busyTimeoutMs,
     WHOLE_MS,
   );
+  const watchMs = finite(owner, 'watchMs', options.watchMs ?? SQLITE_STORE_DEFAULTS.watchMs, WHOLE_MS);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   // `timeout` is SQLite's busy timeout: how long a statement waits for another connection's lock.
   const db = new Database(path, { timeout: busyTimeoutMs });
@@ -123,7 +136,7 @@ export async function openSqliteStore(
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
     migrate(db, clock.now());
-    return new SqliteJobStore(db, clock);
+    return new SqliteJobStore(db, clock, path === ':memory:' ? 0 : watchMs);
   } catch (error) {
     db.close();
     throw error;
@@ -172,8 +185,12 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
   private readonly webhookBacklogStmt: (source: string) => number;
   private readonly replayWebhookTx: (inboxId: string, jobId: string, job: NewJob) => InboxRecord | undefined;
 
-  constructor(db: Database.Database, clock: Clock) {
+  /** The watch for other connections' commits (see `SqliteStoreOptions.watchMs`), when on. */
+  private readonly watch: NodeJS.Timeout | undefined;
+
+  constructor(db: Database.Database, clock: Clock, watchMs: number) {
     this.db = db;
+    this.watch = watchMs > 0 ? this.watchOtherConnections(watchMs) : undefined;
     const ctx: SqliteContext = { db, clock, notifications: new EventSource<StoreNotification>(), outbox: [] };
     this.ctx = ctx;
     this.batch = new GroupCommit(ctx);
@@ -333,6 +350,7 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
   close(): Promise<void> {
     if (this.closed) return Promise.resolve();
     this.closed = true;
+    clearInterval(this.watch);
     try {
       // Pending group-commit work is committed (or rejected with its error) before the connection goes.
       this.batch.flush();
@@ -341,6 +359,30 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * `PRAGMA data_version` changes when another connection commits to the file (never for this connection's
+   * own commits), so a changed value means work this store was not told about. It is I/O polling, not time
+   * logic, hence a real timer rather than the injected clock; unref'd so it never keeps a process alive.
+   */
+  private watchOtherConnections(everyMs: number): NodeJS.Timeout {
+    const read = this.db.prepare<[], number>('PRAGMA data_version').pluck();
+    let seen = read.get();
+    const timer = setInterval(() => {
+      if (this.closed) return;
+      let now: number | undefined;
+      try {
+        now = read.get();
+      } catch {
+        return; // busy or closing: the next tick looks again
+      }
+      if (now === seen) return;
+      seen = now;
+      this.ctx.notifications.emit({ kind: 'external_change' });
+    }, everyMs);
+    timer.unref();
+    return timer;
   }
 
   /**

@@ -1,0 +1,64 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { sleep, systemClock } from '../core/index.js';
+import { openSqliteStore, type JobEvent, type JobStore } from '../store/index.js';
+import { createJobs, type Jobs } from './index.js';
+
+/**
+ * Two stores on one SQLite file stand for two processes (a `serve --no-worker` gateway and a `worker`): the
+ * notifications of one never reach the other, so only the store's watch of `PRAGMA data_version` can tell
+ * the worker about a job the gateway enqueued before the safety-net poll (here one minute) comes round.
+ */
+describe('SQLite: a worker on another connection hears about new jobs through the data_version watch', () => {
+  let dir: string;
+  const opened: Array<{ jobs: Jobs; store: JobStore }> = [];
+
+  afterEach(async () => {
+    for (const { jobs, store } of opened.splice(0)) {
+      await jobs.stop({ graceMs: 0 });
+      await store.close();
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function runtime(path: string, watchMs?: number): Promise<{ jobs: Jobs; store: JobStore }> {
+    const store = await openSqliteStore({ path, watchMs });
+    const jobs = createJobs({ store, clock: systemClock, pollMs: 60_000 });
+    opened.push({ jobs, store });
+    return { jobs, store };
+  }
+
+  it('claims a job enqueued through the other connection, and a follower there sees it finish', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'bw-xproc-'));
+    const path = join(dir, 'bw.db');
+    const gateway = await runtime(path);
+    const worker = await runtime(path);
+    const ran: unknown[] = [];
+    for (const side of [gateway, worker]) side.jobs.defineJob('report', ({ payload }) => ran.push(payload));
+    worker.jobs.start();
+
+    const id = await gateway.jobs.enqueue('report', { n: 1 });
+    const seen: JobEvent['type'][] = [];
+    const ended = new Promise<void>((resolve) =>
+      gateway.jobs.subscribe(id, 0, (event) => seen.push(event.type), { onEnd: () => resolve() }),
+    );
+    await vi.waitFor(() => expect(ran).toEqual([{ n: 1 }]), { timeout: 5_000 });
+    await ended;
+    expect(seen).toEqual(['job.started', 'job.completed']);
+  });
+
+  it('without the watch (watchMs 0) the job waits for the poll', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'bw-xproc-'));
+    const path = join(dir, 'bw.db');
+    const gateway = await runtime(path, 0);
+    const worker = await runtime(path, 0);
+    const ran: unknown[] = [];
+    for (const side of [gateway, worker]) side.jobs.defineJob('report', ({ payload }) => ran.push(payload));
+    worker.jobs.start();
+    await gateway.jobs.enqueue('report', { n: 1 });
+    await sleep(systemClock, 500);
+    expect(ran).toEqual([]);
+  });
+});
