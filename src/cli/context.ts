@@ -2,6 +2,7 @@
  * What every command shares: where the store is (`--db`, `DATABASE_URL`, `BREAKWATER_DB`), how it is opened
  * with a message a person can act on, and the exit codes.
  */
+import { existsSync } from 'node:fs';
 import { openStore, storeTarget, type Store } from '../index.js';
 
 /** Exit codes of the `breakwater` command. */
@@ -67,4 +68,28 @@ function describe(error: unknown): string {
       : error.message;
   }
   return String(error);
+}
+
+/**
+ * Opens the store of a command that only reads or changes what exists (`jobs`, `webhooks`): `--db` may not be
+ * empty, and a SQLite file that does not exist is an error instead of a new empty database (a mistyped path
+ * would otherwise answer "no jobs").
+ */
+export async function openExistingStoreForCli(flag: string | undefined): Promise<Store> {
+  if (flag !== undefined && flag.trim() === '') {
+    throw new CliError('--db must name a database, got an empty value', EXIT.usage);
+  }
+  const url = storeUrl(flag);
+  let target;
+  try {
+    target = storeTarget(url);
+  } catch (error) {
+    throw new CliError((error as Error).message, EXIT.usage);
+  }
+  if (target.backend === 'sqlite' && target.location !== ':memory:' && !existsSync(target.location)) {
+    throw new CliError(
+      `there is no database at ${target.location} (nothing has run with it yet; check --db or $DATABASE_URL)`,
+    );
+  }
+  return openStoreForCli(url);
 }

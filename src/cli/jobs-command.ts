@@ -2,10 +2,9 @@
  * `breakwater jobs list|show|cancel|retry`: the job queue from a terminal, straight against the store (no
  * server needs to run). Every subcommand takes `--db` and `--json`.
  */
-import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { createJobs, storeTarget, type JobRecord, type JobStatus } from '../index.js';
-import { CliError, EXIT, openStoreForCli, storeUrl } from './context.js';
+import { createJobs, type JobRecord, type JobStatus } from '../index.js';
+import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 
 export const JOBS_USAGE = `Usage: breakwater jobs <list|show|cancel|retry> [options]
 
@@ -78,24 +77,7 @@ export async function runJobsCommand(
     throw new CliError(`--limit must be an integer from 1 to 1000, got '${values.limit}'`, EXIT.usage);
   }
 
-  if (values.db !== undefined && values.db.trim() === '') {
-    throw new CliError('--db must name a database, got an empty value', EXIT.usage);
-  }
-  const url = storeUrl(values.db);
-  // These commands only look at jobs that exist: a mistyped SQLite path must not create an empty database.
-  const target = (() => {
-    try {
-      return storeTarget(url);
-    } catch (error) {
-      throw new CliError((error as Error).message, EXIT.usage);
-    }
-  })();
-  if (target.backend === 'sqlite' && target.location !== ':memory:' && !existsSync(target.location)) {
-    throw new CliError(
-      `there is no database at ${target.location} (nothing has run with it yet; check --db or $DATABASE_URL)`,
-    );
-  }
-  const store = await openStoreForCli(url);
+  const store = await openExistingStoreForCli(values.db);
   const jobs = createJobs({ store });
   const json = values.json === true;
   try {

@@ -2,12 +2,11 @@
  * `breakwater webhooks list|show|replay`: the webhook inbox from a terminal, straight against the store (no
  * server needs to run). Every subcommand takes `--db` and `--json`.
  */
-import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { storeTarget, type JobRecord } from '../index.js';
+import type { JobRecord } from '../index.js';
 import type { InboxRecord } from '../store/index.js';
 import { replayStoredWebhook } from '../webhooks/index.js';
-import { CliError, EXIT, openStoreForCli, storeUrl } from './context.js';
+import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 
 export const WEBHOOKS_USAGE = `Usage: breakwater webhooks <list|show|replay> [options]
 
@@ -68,24 +67,7 @@ export async function runWebhooksCommand(
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
     throw new CliError(`--limit must be an integer from 1 to 1000, got '${values.limit}'`, EXIT.usage);
   }
-  if (values.db !== undefined && values.db.trim() === '') {
-    throw new CliError('--db must name a database, got an empty value', EXIT.usage);
-  }
-  const url = storeUrl(values.db);
-  const target = (() => {
-    try {
-      return storeTarget(url);
-    } catch (error) {
-      throw new CliError((error as Error).message, EXIT.usage);
-    }
-  })();
-  // Only looks at events that exist: a mistyped SQLite path must not create an empty database.
-  if (target.backend === 'sqlite' && target.location !== ':memory:' && !existsSync(target.location)) {
-    throw new CliError(
-      `there is no database at ${target.location} (nothing has run with it yet; check --db or $DATABASE_URL)`,
-    );
-  }
-  const store = await openStoreForCli(url);
+  const store = await openExistingStoreForCli(values.db);
   const json = values.json === true;
   try {
     if (sub === 'list') {
