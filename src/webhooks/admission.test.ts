@@ -37,12 +37,23 @@ describe('BacklogGauge', () => {
     expect(gauge.estimate()).toBe(12);
     expect(state.reads).toBe(1);
 
-    // Cache expired: the answer is still the cached estimate, the read happens behind it.
+    // Cache expired: the caller waits for a fresh read instead of being judged on the old count (the backlog
+    // drained meanwhile: 3, not 12).
     await clock.tickAsync(1);
-    expect(gauge.estimate()).toBe(12);
-    await clock.tickAsync(0);
+    await expect(Promise.resolve(gauge.estimate())).resolves.toBe(3);
     expect(state.reads).toBe(2);
     expect(gauge.estimate()).toBe(3);
+  });
+
+  it('after a quiet spell longer than the cache, the first estimate is a fresh count, not the old one', async () => {
+    const clock = new FakeClock();
+    const { state, read } = counter(2);
+    const gauge = new BacklogGauge(read, 1_000, clock);
+    await gauge.estimate();
+    state.value = 0; // the backlog drained while nothing arrived
+    await clock.tickAsync(5_000);
+    await expect(Promise.resolve(gauge.estimate())).resolves.toBe(0);
+    expect(state.reads).toBe(2);
   });
 
   it('shares one read between concurrent first callers', async () => {

@@ -35,13 +35,16 @@ export class BacklogGauge {
     private readonly clock: Clock,
   ) {}
 
-  /** The current estimate; waits only for the very first read (or when the cache is older and unread). */
+  /**
+   * The current estimate. Within `cacheMs` of the last read it is the cached count plus this process's accepts
+   * since (errs high, never low). Once the count is older, the caller waits for a fresh read (one indexed
+   * count, shared by every caller meanwhile): a count of any age must not refuse the first delivery after a
+   * quiet spell in which the backlog drained.
+   */
   estimate(): number | Promise<number> {
-    if (this.refreshing === undefined && this.clock.now() - this.readAt >= this.cacheMs) {
-      this.refreshing = this.refresh();
-    }
-    if (this.count === undefined) return this.refreshing!.then(() => this.value());
-    return this.value();
+    if (this.clock.now() - this.readAt < this.cacheMs) return this.value();
+    this.refreshing ??= this.refresh();
+    return this.refreshing.then(() => this.value());
   }
 
   /** Counts one delivery this process stored. */

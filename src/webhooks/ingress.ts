@@ -289,6 +289,9 @@ function readTime(source: AnyWebhookSource, read: () => unknown): number | null 
   return typeof value === 'number' && Number.isFinite(value) ? Math.round(value) : null;
 }
 
+/** The `Retry-After` of a delivery the store could not take (ms). */
+const STORE_FAILED_RETRY_AFTER_MS = 5_000;
+
 /**
  * A store failure while accepting: nothing was acknowledged, so the sender must send again (503). A
  * BreakwaterError (a delivery field the store refuses: 400) and a programming error (500) stay what they are.
@@ -297,6 +300,8 @@ function storeFailed(error: unknown): unknown {
   if (isBreakwaterError(error) || classify(error).kind === 'fatal') return error;
   return new BreakwaterError('upstream_unavailable', {
     message: 'The webhook could not be stored, so it was not accepted; send it again shortly.',
+    // Every 5xx of the ingress says when to come back: senders that honour it spread their retries.
+    retryAfterMs: STORE_FAILED_RETRY_AFTER_MS,
     source: 'webhooks',
     cause: error,
   });

@@ -172,7 +172,17 @@ function answerError(
 ): void {
   let mapped: BreakwaterError;
   if (isBreakwaterError(error)) mapped = error;
-  else {
+  else if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
+    // The inbound timeout: mostly a body that arrives too slowly. Nothing was acknowledged, so the sender
+    // sends again (a duplicate is recognized); the half-read connection cannot carry another request.
+    void reply.header('connection', 'close');
+    mapped = new BreakwaterError('timeout', {
+      status: 408,
+      message: 'The webhook was not received and stored in time, so it was not accepted; send it again.',
+      retryAfterMs: 1_000,
+      source: 'webhooks',
+    });
+  } else {
     const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
     mapped =
       status >= 400 && status < 500

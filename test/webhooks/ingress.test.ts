@@ -164,11 +164,44 @@ describe('POST /webhooks/:source: when the store fails', () => {
     await store.close();
     const answer = await deliverStripe(url, 'payments', stripeEvent('evt_lost', 'x'));
     expect(answer.status).toBe(503);
+    expect(answer.headers['retry-after']).toBe('5');
     expect(answer.body).toMatchObject({
       code: 'upstream_unavailable',
       retryable: true,
+      retry_after_ms: 5000,
       detail: 'The webhook could not be stored, so it was not accepted; send it again shortly.',
     });
+  });
+});
+
+describe('POST /webhooks/:source: a body that arrives too slowly', () => {
+  it('408 timeout problem+json with Retry-After, the connection closed, nothing stored', async () => {
+    const { url, store } = await startIngress(defer, {
+      sources: [payments()],
+      worker: false,
+      requestTimeoutMs: 300,
+    });
+    const { connect } = await import('node:net');
+    const target = new URL(url);
+    const socket = connect({ host: target.hostname, port: Number(target.port) });
+    defer(() => socket.destroy());
+    let raw = '';
+    socket.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write(
+      `POST /webhooks/payments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nStripe-Signature: t=1,v1=00\r\n\r\n{"id":`,
+    );
+    await closed;
+    const [head, body] = raw.split('\r\n\r\n');
+    expect(head!.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
+    expect(head!.toLowerCase()).toContain('connection: close');
+    expect(head!.toLowerCase()).toContain('retry-after: 1');
+    expect(JSON.parse(body!)).toMatchObject({
+      code: 'timeout',
+      status: 408,
+      detail: 'The webhook was not received and stored in time, so it was not accepted; send it again.',
+    });
+    expect(await store.listWebhooks({})).toEqual([]);
   });
 });
 

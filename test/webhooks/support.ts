@@ -53,15 +53,20 @@ export interface Running {
  */
 export async function startIngress(
   defer: (cleanup: () => unknown) => void,
-  options: Omit<WebhookIngressOptions, 'store' | 'jobs'> & { store?: Store; worker?: boolean; host?: string },
+  options: Omit<WebhookIngressOptions, 'store' | 'jobs'> & {
+    store?: Store;
+    worker?: boolean;
+    host?: string;
+    requestTimeoutMs?: number;
+  },
 ): Promise<Running> {
-  const { store: given, worker = true, host = '127.0.0.1', ...rest } = options;
+  const { store: given, worker = true, host = '127.0.0.1', requestTimeoutMs, ...rest } = options;
   const store = given ?? (await openSqliteStore({ path: tempDb(defer) }));
   if (given === undefined) defer(() => store.close());
   const jobs = createJobs({ store, pollMs: 50, leaseMs: 5_000 });
   defer(() => jobs.stop({ graceMs: 1_000 }));
   const ingress = createWebhookIngress({ ...rest, store, jobs });
-  const http = createServer({ jobs, store, routes: [ingress.routes] });
+  const http = createServer({ jobs, store, routes: [ingress.routes], requestTimeoutMs });
   defer(() => closeGracefully(http, { graceMs: 1_000 }));
   await http.listen({ host, port: 0 });
   const address = http.server.address();
