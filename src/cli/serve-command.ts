@@ -135,7 +135,12 @@ export async function runServe(argv: string[], out: (line: string) => void = con
     await store.close();
     throw startError(error, host, port);
   }
-  out(`breakwater: gateway listening at ${gateway.url}`);
+  const wildcard = host === '0.0.0.0' || host === '::';
+  out(
+    wildcard
+      ? `breakwater: gateway listening on every interface (${host}); from this machine: ${gateway.url}`
+      : `breakwater: gateway listening at ${gateway.url}`,
+  );
   out(`  MCP endpoint   ${gateway.mcpUrl}`);
   out(`  tools          ${gateway.toolNames.join(', ') || '(none)'}`);
   out(
