@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { BreakwaterError, FakeClock } from '../core/index.js';
 import { openPostgresStore } from '../store/index.js';
+import { TEST_DATABASE_URL as url, describePostgres, testSchemas } from '../../test/support/postgres.js';
 import { fixedBackoff, harness, type Harness } from './test-support.js';
 
 /**
@@ -10,9 +9,6 @@ import { fixedBackoff, harness, type Harness } from './test-support.js';
  * after it. Store I/O and NOTIFY take real time here, so conditions are polled for up to 5 s of real time
  * (the only real waits of the jobs tests); all job timing still runs on the FakeClock.
  */
-const url = process.env.BREAKWATER_TEST_DATABASE_URL ?? '';
-const describePostgres = url === '' ? describe.skip : describe;
-if (url === '') console.log('PostgreSQL jobs tests skipped: set BREAKWATER_TEST_DATABASE_URL=postgres://...');
 
 /** Polls `check` (letting FakeClock-driven promises settle) until it passes or 5 s of real time pass. */
 async function eventually(clock: FakeClock, check: () => Promise<void>): Promise<void> {
@@ -28,23 +24,13 @@ async function eventually(clock: FakeClock, check: () => Promise<void>): Promise
   }
 }
 
-describePostgres('jobs on PostgreSQL', () => {
-  let admin: pg.Client;
+describePostgres('jobs tests')('jobs on PostgreSQL', () => {
+  const schemas = testSchemas();
   let schema: string;
   let h: Harness;
 
-  beforeAll(async () => {
-    admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-  });
-
-  afterAll(async () => {
-    await admin.end();
-  });
-
   async function pgHarness(): Promise<Harness> {
-    schema = `bw_test_${randomBytes(6).toString('hex')}`;
-    await admin.query(`CREATE SCHEMA ${schema}`);
+    schema = await schemas.create();
     const clock = new FakeClock();
     return harness({ clock }, await openPostgresStore({ url, clock, schema }));
   }
@@ -52,7 +38,7 @@ describePostgres('jobs on PostgreSQL', () => {
   afterEach(async () => {
     await h.jobs.stop({ graceMs: 0 });
     await h.store.close();
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await schemas.drop(schema);
   });
 
   it('enqueue → run → complete, with events seq 1..n', async () => {

@@ -1,49 +1,20 @@
-import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import pg from 'pg';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.js';
 import { jobStoreContract, pollUntil } from './contract.js';
 import type { Claim, JobStore, NewJob, StoreNotification } from './jobs.js';
 import { orderingKeyContract } from './ordering-contract.js';
 import { openPostgresStore } from './postgres/index.js';
+import { TEST_DATABASE_URL as url, describePostgres, testSchemas } from '../../test/support/postgres.js';
 
 /**
  * Runs against the database in BREAKWATER_TEST_DATABASE_URL. Every test gets a fresh schema
  * `bw_test_<random>`, dropped after it, so tests never see each other's jobs and leave nothing behind.
  */
-const url = process.env.BREAKWATER_TEST_DATABASE_URL ?? '';
-const describePostgres = url === '' ? describe.skip : describe;
-if (url === '') {
-  console.log('PostgreSQL contract tests skipped: set BREAKWATER_TEST_DATABASE_URL=postgres://...');
-}
-
-/** Schemas created by this file and not dropped yet. */
-const schemas = new Set<string>();
-let admin: pg.Client | undefined;
-
-async function freshSchema(): Promise<string> {
-  const schema = `bw_test_${randomBytes(6).toString('hex')}`;
-  await admin!.query(`CREATE SCHEMA ${schema}`);
-  schemas.add(schema);
-  return schema;
-}
-
-async function dropSchemas(): Promise<void> {
-  for (const schema of schemas) await admin!.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  schemas.clear();
-}
-
-describePostgres('PostgreSQL job store', () => {
-  beforeAll(async () => {
-    admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-  });
-
-  afterAll(async () => {
-    await dropSchemas();
-    await admin?.end();
-  });
+describePostgres('contract tests')('PostgreSQL job store', () => {
+  const schemas = testSchemas();
+  const freshSchema = () => schemas.create();
+  const dropSchemas = () => schemas.dropAll();
 
   jobStoreContract(
     'postgres',

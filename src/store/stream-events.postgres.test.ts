@@ -1,46 +1,23 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { afterAll, beforeAll, describe } from 'vitest';
 import { openPostgresStore } from './postgres/index.js';
 import { streamEventStoreContract } from './stream-events-contract.js';
+import { TEST_DATABASE_URL as url, describePostgres, testSchemas } from '../../test/support/postgres.js';
 
 /**
  * Runs against the database in BREAKWATER_TEST_DATABASE_URL: each test gets a fresh schema
  * `bw_streams_<random>`, dropped after it; `reopen` opens a second store on the same schema (a restart).
  */
-const url = process.env.BREAKWATER_TEST_DATABASE_URL ?? '';
-const describePostgres = url === '' ? describe.skip : describe;
-if (url === '') {
-  console.log('PostgreSQL stream event tests skipped: set BREAKWATER_TEST_DATABASE_URL=postgres://...');
-}
-
-let admin: pg.Client | undefined;
-let schema: string | undefined;
-
-async function dropSchema(): Promise<void> {
-  if (schema !== undefined) await admin!.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  schema = undefined;
-}
-
-describePostgres('PostgreSQL stream event store', () => {
-  beforeAll(async () => {
-    admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-  });
-
-  afterAll(async () => {
-    await dropSchema();
-    await admin?.end();
-  });
+describePostgres('stream event tests')('PostgreSQL stream event store', () => {
+  const schemas = testSchemas('bw_streams');
+  let schema: string;
 
   streamEventStoreContract('postgres', {
     async open(clock) {
-      schema = `bw_streams_${randomBytes(6).toString('hex')}`;
+      schema = await schemas.create();
       return openPostgresStore({ url, clock, schema });
     },
     async reopen(clock) {
-      return openPostgresStore({ url, clock, schema: schema! });
+      return openPostgresStore({ url, clock, schema });
     },
-    cleanup: dropSchema,
+    cleanup: () => schemas.dropAll(),
   });
 });

@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { Client } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { openPostgresStore, type Store } from '../../src/store/index.js';
+import { TEST_DATABASE_URL as url, describePostgres, testSchemas } from '../support/postgres.js';
 import { defineWebhookSource, onWebhook, stripeVerifier } from '../../src/webhooks/index.js';
 import {
   STRIPE_SECRET,
@@ -19,26 +18,16 @@ import {
  * inbox's unique constraint deduplicates concurrent deliveries across connections, and the backlog count
  * sheds load, as on SQLite.
  */
-const url = process.env.BREAKWATER_TEST_DATABASE_URL ?? '';
-const describePostgres = url === '' ? describe.skip : describe;
-if (url === '')
-  console.log('PostgreSQL webhook tests skipped: set BREAKWATER_TEST_DATABASE_URL=postgres://...');
 
 const defer = useCleanups();
 const verifier = stripeVerifier({ secrets: [STRIPE_SECRET] });
 
-describePostgres('webhook ingress on PostgreSQL', () => {
-  let admin: pg.Client;
-  beforeAll(async () => {
-    admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-  });
-  afterAll(async () => admin.end());
+describePostgres('webhook tests')('webhook ingress on PostgreSQL', () => {
+  const schemas = testSchemas();
 
   async function freshStore(): Promise<Store> {
-    const schema = `bw_test_${randomBytes(6).toString('hex')}`;
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    defer(() => admin.query(`DROP SCHEMA ${schema} CASCADE`));
+    const schema = await schemas.create();
+    defer(() => schemas.drop(schema));
     const store = await openPostgresStore({ url, schema });
     defer(() => store.close());
     return store;
