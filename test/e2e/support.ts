@@ -4,21 +4,18 @@
  * proxy in front of the gift service), the SDK's real MCP client over Streamable HTTP, a reader for the
  * gateway's job event streams, and a cleanup stack run after every test.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Agent, fetch as undiciFetch, type RequestInit as UndiciRequestInit } from 'undici';
-import { afterEach } from 'vitest';
 import { createGiftGeniusApp, type GiftGeniusSettings } from '../../examples/giftgenius/app.js';
 import {
   startGiftGeniusServices,
   type GiftGeniusServices,
 } from '../../examples/giftgenius/services/index.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/cli/gateway.js';
+import { tempDb as sharedTempDb } from '../support/cleanups.js';
 
 /**
  * Small timeouts so a hanging service costs a fraction of a second: two attempts of 250 ms per gift call. A
@@ -31,24 +28,11 @@ export const FAST_SETTINGS: GiftGeniusSettings = {
   stepMs: 50,
 };
 
-/** Cleanups of the running test, run in reverse order after it (also when it failed). */
-export function useCleanups(): (cleanup: () => unknown) => void {
-  const cleanups: Array<() => unknown> = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) {
-      await Promise.resolve()
-        .then(cleanup)
-        .catch(() => undefined);
-    }
-  });
-  return (cleanup) => void cleanups.push(cleanup);
-}
+export { useCleanups } from '../support/cleanups.js';
 
-/** A fresh temporary directory with an SQLite path in it; removed after the test. */
+/** A fresh temporary SQLite path, its folder removed after the test. */
 export function tempDb(defer: (cleanup: () => unknown) => void): string {
-  const dir = mkdtempSync(join(tmpdir(), 'breakwater-e2e-'));
-  defer(() => rmSync(dir, { recursive: true, force: true }));
-  return join(dir, 'breakwater.db');
+  return sharedTempDb(defer, 'breakwater-e2e');
 }
 
 /** An HTTP proxy that counts the requests it forwards (what reached the service behind it). */

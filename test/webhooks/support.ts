@@ -3,12 +3,8 @@
  * server (`createServer`) over a real jobs runtime and a SQLite store, listening on 127.0.0.1; signing as the
  * senders do (Stripe with node:crypto, Standard Webhooks with the official library); a cleanup stack.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { request } from 'undici';
-import { afterEach } from 'vitest';
 import { STRIPE_SECRET, stripeSignature } from './signing.js';
 import { createJobs, type Jobs } from '../../src/jobs/index.js';
 import { closeGracefully, createServer } from '../../src/server/index.js';
@@ -18,25 +14,13 @@ import {
   type WebhookIngress,
   type WebhookIngressOptions,
 } from '../../src/webhooks/index.js';
+import { tempDb as sharedTempDb } from '../support/cleanups.js';
 
-/** Cleanups of the running test, run in reverse order after it (also when it failed). */
-export function useCleanups(): (cleanup: () => unknown) => void {
-  const cleanups: Array<() => unknown> = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) {
-      await Promise.resolve()
-        .then(cleanup)
-        .catch(() => undefined);
-    }
-  });
-  return (cleanup) => void cleanups.push(cleanup);
-}
+export { useCleanups } from '../support/cleanups.js';
 
 /** A fresh temporary SQLite path, its folder removed after the test. */
 export function tempDb(defer: (cleanup: () => unknown) => void): string {
-  const dir = mkdtempSync(join(tmpdir(), 'breakwater-webhooks-'));
-  defer(() => rmSync(dir, { recursive: true, force: true }));
-  return join(dir, 'breakwater.db');
+  return sharedTempDb(defer, 'breakwater-webhooks');
 }
 
 export interface Running {
