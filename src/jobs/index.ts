@@ -15,3 +15,4 @@ export {
 } from './types.js';
 export { PROGRESS_MIN_DELTA, type ProgressPayload } from './progress.js';
 export { MAX_IDEMPOTENCY_KEY_LENGTH, MAX_ORDERING_KEY_LENGTH } from './validate.js';
+export { jobPaths } from './paths.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BreakwaterError, invalidOption, nonEmptyString, optionalFn, optionalObject } from '../core/index.js';
-import type { EnqueueOptions, Jobs } from '../jobs/index.js';
+import { jobPaths, type EnqueueOptions, type Jobs } from '../jobs/index.js';
 import type { JobEvent, JobRecord, JobStore } from '../store/index.js';
 import { jobErrorInfo, successResult } from './results.js';
 import {
@@ -79,8 +79,8 @@ export function jobUrls(owner: string, publicUrl: unknown): JobUrls {
     throw invalidOption(owner, 'publicUrl', 'an absolute http(s) URL', publicUrl);
   }
   return {
-    status: (id) => `${base}/jobs/${encodeURIComponent(id)}`,
-    events: (id) => `${base}/jobs/${encodeURIComponent(id)}/events`,
+    status: (id) => `${base}${jobPaths(id).status}`,
+    events: (id) => `${base}${jobPaths(id).events}`,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { JobError, JobEvent, JobRecord, JobStatus } from '../store/index.js';
+import { jobPaths } from '../jobs/index.js';
 import type { ServerStore } from './options.js';
 
 /** Where a job can be polled and followed: absolute under `publicUrl`, else absolute paths. */
@@ -49,8 +50,9 @@ export interface JobEventView {
  * known (no trailing slash), else the paths alone. The id is percent-encoded.
  */
 export function jobUrls(id: string, publicUrl?: string): JobUrls {
-  const status = `${publicUrl ?? ''}/jobs/${encodeURIComponent(id)}`;
-  return { status_url: status, events_url: `${status}/events` };
+  const paths = jobPaths(id);
+  const base = publicUrl ?? '';
+  return { status_url: `${base}${paths.status}`, events_url: `${base}${paths.events}` };
 }
 
 /** {@link JobView} of a stored job; `extra` adds the single-job fields (progress, last event seq). */
