@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { sleep, systemClock } from '../core/index.js';
+import { systemClock } from '../core/index.js';
 import { openSqliteStore, type JobEvent, type JobStore } from '../store/index.js';
 import { createJobs, type Jobs } from './index.js';
 
@@ -49,16 +49,35 @@ describe('SQLite: a worker on another connection hears about new jobs through th
     expect(seen).toEqual(['job.started', 'job.completed']);
   });
 
-  it('without the watch (watchMs 0) the job waits for the poll', async () => {
+  it('the watch reports commits of other connections only, once per change, and not at all when off', async () => {
     dir = mkdtempSync(join(tmpdir(), 'bw-xproc-'));
     const path = join(dir, 'bw.db');
-    const gateway = await runtime(path, 0);
-    const worker = await runtime(path, 0);
-    const ran: unknown[] = [];
-    for (const side of [gateway, worker]) side.jobs.defineJob('report', ({ payload }) => ran.push(payload));
-    worker.jobs.start();
-    await gateway.jobs.enqueue('report', { n: 1 });
-    await sleep(systemClock, 500);
-    expect(ran).toEqual([]);
+    // Only setInterval is faked: the watch is the store's one timer; SQLite itself is synchronous.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const watched = await openSqliteStore({ path, watchMs: 100 });
+      const unwatched = await openSqliteStore({ path, watchMs: 0 });
+      const other = await openSqliteStore({ path, watchMs: 0 });
+      const heard = { watched: 0, unwatched: 0 };
+      watched.subscribe((n) => void (n.kind === 'external_change' && heard.watched++));
+      unwatched.subscribe((n) => void (n.kind === 'external_change' && heard.unwatched++));
+      const job = { type: 'report', payload: null, runAt: 0, priority: 0, maxAttempts: 1 };
+
+      await watched.enqueue(job); // its own commit
+      vi.advanceTimersByTime(100);
+      expect(heard.watched).toBe(0);
+
+      await other.enqueue(job);
+      await other.enqueue(job);
+      vi.advanceTimersByTime(100);
+      expect(heard.watched).toBe(1);
+      vi.advanceTimersByTime(300); // nothing new
+      expect(heard.watched).toBe(1);
+      expect(heard.unwatched).toBe(0);
+
+      for (const store of [watched, unwatched, other]) await store.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
