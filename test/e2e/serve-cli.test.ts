@@ -155,8 +155,7 @@ describe('breakwater serve and worker', () => {
       const request = { interests: ['garden'], budget_usd: 60, recipient: 'Kim' };
       const jobId: string = (await mcp.call('start_deep_analysis', request)).structuredContent.job_id;
       const status = async () => (await mcp.call('get_job_status', { job_id: jobId })).structuredContent;
-      // Nobody runs it here. (A short look: the job would be claimed within milliseconds if anyone could.)
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Nobody runs it here: the banner above says no worker runs in this process.
       expect(await status()).toMatchObject({ status: 'pending', attempts: 0, progress: null });
 
       const worker = start(['worker', '--app', APP, '--db', db], env);

@@ -8,7 +8,7 @@ import { request } from 'undici';
 import { STRIPE_SECRET, stripeSignature } from './signing.js';
 import { createJobs, type Jobs } from '../../src/jobs/index.js';
 import { closeGracefully, createServer } from '../../src/server/index.js';
-import { openSqliteStore, type Store } from '../../src/store/index.js';
+import { openSqliteStore, type JobRecord, type Store } from '../../src/store/index.js';
 import {
   createWebhookIngress,
   type WebhookIngress,
@@ -109,6 +109,18 @@ export function deliverStripe(
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Reads `read` every 10 ms until `done` holds, or throws after `timeoutMs` with the last value. */
+/**
+ * Waits until there are `count` jobs of `type` and every one has finished (completed, failed or canceled);
+ * resolves with them. After it, no handler of those jobs can run again, so run counts are final.
+ */
+export async function untilJobsFinished(store: Store, type: string, count: number): Promise<JobRecord[]> {
+  return until(
+    () => store.list({ type }),
+    (jobs) =>
+      jobs.length === count && jobs.every((job) => ['completed', 'failed', 'canceled'].includes(job.status)),
+  );
+}
+
 export async function until<T>(
   read: () => T | Promise<T>,
   done: (value: T) => boolean,
