@@ -154,7 +154,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     await http.listen({ host, port: listenPort });
 
     const pruneEveryMs = options.pruneEveryMs ?? GATEWAY_DEFAULTS.pruneEveryMs;
-    const pruner = setInterval(() => void store.pruneStreamEvents().catch(() => undefined), pruneEveryMs);
+    const pruner = setInterval(() => void store.pruneStreamEvents().catch(warnPruneFailed), pruneEveryMs);
     pruner.unref();
     cleanups.push(async () => clearInterval(pruner));
     if (options.worker !== false) jobs.start();
@@ -235,6 +235,18 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
         if (ownsStore) await store.close();
       })()),
   };
+}
+
+/** A failed prune is retried at the next interval; the operator hears of it as a process warning. */
+function warnPruneFailed(error: unknown): void {
+  const warning = new Error(
+    `gateway: pruning old stream events failed: ${(error as Error)?.message ?? error}`,
+    {
+      cause: error,
+    },
+  );
+  warning.name = 'BreakwaterGatewayWarning';
+  process.emitWarning(warning);
 }
 
 /** A port free on `host` now (the OS picks it; it is released at once for the gateway to take). */
