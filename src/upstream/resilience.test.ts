@@ -228,6 +228,26 @@ describe('upstream: retry', () => {
     expect(server.seen.map((s) => s.headers['idempotency-key'])).toEqual(['order-7', 'order-7']);
   });
 
+  it('a keyed POST with the per-request retry: false is sent once: unknown, the key still sent', async () => {
+    server.on('/orders', reset, json(201, { id: 'o1' }));
+    const request = make().post('/orders', { sku: 'kite' }, { idempotencyKey: 'order-8', retry: false });
+    const error = (await rejection(request)) as BreakwaterError;
+    expect([error.code, error.outcome, error.retryable, server.count()]).toEqual([
+      'outcome_unknown',
+      'unknown',
+      false,
+      1,
+    ]);
+    expect(server.seen[0]!.headers['idempotency-key']).toBe('order-8');
+  });
+
+  it('the per-request retry option takes only false', async () => {
+    const options = { retry: true } as unknown as { retry: false };
+    const error = await rejection(make().get('/gifts', options));
+    expect(error).toEqual(new TypeError('gift: retry must be false or left out'));
+    expect(server.count()).toBe(0);
+  });
+
   it('retry: false sends every request once', async () => {
     server.on('/gifts', reset, json(200, {}));
     const error = (await rejection(make({ retry: false }).get('/gifts'))) as BreakwaterError;

@@ -113,6 +113,13 @@ export interface UpstreamRequestOptions {
   idempotencyKey?: string;
   /** Marks a request as safe to send twice (a search done with POST): it is then retried like a GET. */
   idempotent?: boolean;
+  /**
+   * `false`: send this request once, whatever its method or key (the upstream's retry is skipped; its
+   * bulkhead, breaker and timeout still apply). For a caller that decides resends itself, such as the
+   * operation ledger, which resends a write only after a status lookup found nothing accepted. Default: the
+   * upstream's retry applies to requests safe to send twice.
+   */
+  retry?: false;
   /** Sent as `X-Correlation-ID`; default a new UUIDv7. The same value on every attempt. */
   correlationId?: string;
   /** Aborting it aborts the request wherever it is (queued, waiting to retry, in flight): `canceled`. */

@@ -36,7 +36,7 @@ const NO_OPTIONS: UpstreamRequestOptions = {};
  * - Every request sends `X-Correlation-ID` (given or a new UUIDv7, the same on every attempt) and, on writes
  *   (POST, PUT, PATCH, DELETE) given an `idempotencyKey`, `Idempotency-Key`.
  * - Retries apply only to requests safe to send twice: idempotent methods, keyed writes, and requests marked
- *   `idempotent`. A POST or PATCH without a key is sent once.
+ *   `idempotent`. A POST or PATCH without a key is sent once, and so is any request given `retry: false`.
  * - A 2xx answer resolves with its body (JSON parsed by content-type, else text). Anything else rejects.
  *
  * @returns the {@link Upstream}; call `close()` at shutdown.
@@ -198,9 +198,12 @@ class UpstreamClient implements Upstream {
     if (o.query !== undefined) fullPath = withQuery(fullPath, o.query);
 
     const safe = IDEMPOTENT_METHODS.has(method) || keyed || o.idempotent === true;
+    if (o.retry !== undefined && o.retry !== false) {
+      throw new TypeError(`${name}: retry must be false or left out`);
+    }
     return new UpstreamCall<T>(
       this,
-      safe ? this.config.safe : this.config.writes,
+      safe && o.retry === undefined ? this.config.safe : this.config.writes,
       method,
       path,
       fullPath,
