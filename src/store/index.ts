@@ -1,7 +1,8 @@
 /**
- * store/: durable state behind one interface per aggregate (jobs and job events, the messages of resumable
- * streams and the webhook inbox, now; idempotency records, operations, audit and counters follow the same
- * pattern). Imports only core.
+ * store/: durable state behind one interface per aggregate: jobs and job events, the messages of resumable
+ * streams and the webhook inbox as methods of the store; inbound idempotency records, the outbound operation
+ * ledger and the audit log as its facets (`store.idempotency`, `store.operations`, `store.audit`). Counters
+ * follow the same pattern. Imports only core.
  */
 export * from './jobs.js';
 export {
@@ -21,6 +22,43 @@ export {
   type InboxRecord,
   type WebhookInboxStore,
 } from './webhooks.js';
+export {
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  type IdempotencyBegin,
+  type IdempotencyClaim,
+  type IdempotencyRecord,
+  type IdempotencyRef,
+  type IdempotencyStore,
+  type StoredResponse,
+} from './idempotency.js';
+export {
+  MAX_OPERATION_FIELD_LENGTH,
+  OPERATION_LIST_DEFAULT_LIMIT,
+  OPERATION_LIST_MAX_LIMIT,
+  SETTLED_OPERATION_STATES,
+  type NewOperation,
+  type OperationFilter,
+  type OperationPatch,
+  type OperationRecord,
+  type OperationState,
+  type OperationStore,
+  type ReconcileHint,
+} from './operations.js';
+export {
+  AUDIT_GENESIS_HASH,
+  AUDIT_READ_DEFAULT_LIMIT,
+  AUDIT_READ_MAX_LIMIT,
+  type AuditRecord,
+  type AuditSealer,
+  type AuditStore,
+} from './audit.js';
 export { openSqliteStore, type SqliteStoreOptions } from './sqlite/index.js';
 export { openPostgresStore, type PostgresStoreOptions } from './postgres/index.js';
-export { openStore, storeTarget, type OpenStoreOptions, type Store, type StoreTarget } from './open.js';
+export {
+  openStore,
+  storeTarget,
+  type OpenStoreOptions,
+  type Store,
+  type StoreFacets,
+  type StoreTarget,
+} from './open.js';

@@ -1,12 +1,9 @@
 import { nonEmptyString, type Clock } from '../core/index.js';
-import type { JobStore } from './jobs.js';
 import { openPostgresStore } from './postgres/index.js';
 import { openSqliteStore, SQLITE_STORE_DEFAULTS } from './sqlite/index.js';
-import type { StreamEventStore } from './stream-events.js';
-import type { WebhookInboxStore } from './webhooks.js';
+import type { Store } from './store.js';
 
-/** Every aggregate a Breakwater store holds, whichever backend it runs on. */
-export type Store = JobStore & StreamEventStore & WebhookInboxStore;
+export type { Store, StoreFacets } from './store.js';
 
 /** Options of {@link openStore}. */
 export interface OpenStoreOptions {

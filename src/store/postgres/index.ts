@@ -21,8 +21,10 @@ import type {
   NewJob,
   StoreNotification,
 } from '../jobs.js';
+import type { Store, StoreFacets } from '../store.js';
 import type { StreamEventStore, StreamEventsPage } from '../stream-events.js';
 import type { InboxDelivery, InboxFilter, InboxJob, InboxRecord, WebhookInboxStore } from '../webhooks.js';
+import { PostgresAuditStore } from './audit.js';
 import { cancel, retryFailed } from './cancel.js';
 import { claim } from './claim.js';
 import { quoteIdent, storeTypes, type Db } from './db.js';
@@ -30,8 +32,11 @@ import { enqueue } from './enqueue.js';
 import { appendRunEvent, events } from './events.js';
 import { get, list } from './get.js';
 import { heartbeat } from './heartbeat.js';
+import { PostgresIdempotencyStore } from './idempotency.js';
 import { NotificationListener } from './listener.js';
 import { migrate } from './migrate.js';
+import { PostgresOperationStore } from './operations.js';
+import { PgRunner } from './runner.js';
 import { complete, fail, finishCanceled, release } from './settle.js';
 import { nextRunAt, stats } from './stats.js';
 import { appendStreamEvent, pruneStreamEvents, streamEventsAfter, type StreamDb } from './stream-events.js';
@@ -78,9 +83,7 @@ const MAX_SCHEMA_BYTES = 63 - '_jobs'.length;
  * @throws RangeError for a bad option (names it); the connection's error when the database is unreachable
  * or the migration fails (nothing is left open then).
  */
-export async function openPostgresStore(
-  options: PostgresStoreOptions,
-): Promise<JobStore & StreamEventStore & WebhookInboxStore> {
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
   const owner = 'openPostgresStore';
   const url = nonEmptyString(owner, 'url', options.url);
   const clock = clockOption(owner, options.clock);
@@ -117,6 +120,7 @@ export async function openPostgresStore(
   }
   const s = quoteIdent(schema);
   return new PostgresJobStore(
+    new PgRunner(pool, clock, schema),
     { pool, jobs: `${s}.jobs`, events: `${s}.job_events`, clock },
     { pool, streams: `${s}.streams`, streamEvents: `${s}.stream_events`, clock },
     { pool, jobs: `${s}.jobs`, inbox: `${s}.webhook_inbox`, clock },
@@ -127,18 +131,26 @@ export async function openPostgresStore(
 
 /**
  * The {@link JobStore}, {@link StreamEventStore} and {@link WebhookInboxStore} over one pool and one LISTEN
- * connection; each method is in its own file.
+ * connection, with the {@link StoreFacets} on the same pool; each method is in its own file.
  */
-class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
-  private closing: Promise<void> | undefined;
+class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore, StoreFacets {
+  readonly idempotency: PostgresIdempotencyStore;
+  readonly operations: PostgresOperationStore;
+  readonly audit: PostgresAuditStore;
 
   constructor(
+    /** The pool, clock and schema every aggregate shares, and the store's closed state. */
+    private readonly runner: PgRunner,
     private readonly db: Db,
     private readonly streamDb: StreamDb,
     private readonly inboxDb: InboxDb,
     private readonly listener: NotificationListener,
     private readonly notifications: EventSource<StoreNotification>,
-  ) {}
+  ) {
+    this.idempotency = new PostgresIdempotencyStore(runner);
+    this.operations = new PostgresOperationStore(runner);
+    this.audit = new PostgresAuditStore(runner);
+  }
 
   enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
     return this.open().then(() => enqueue(this.db, job));
@@ -254,17 +266,14 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore 
    * every call returns the same promise. Later operations reject.
    */
   close(): Promise<void> {
-    this.closing ??= (async () => {
+    return this.runner.close(async () => {
       await this.listener.close();
       await this.db.pool.end();
-    })();
-    return this.closing;
+    });
   }
 
   /** Resolves while the store is open; rejects with a clear error once {@link close} was called. */
   private open(): Promise<void> {
-    return this.closing === undefined
-      ? Promise.resolve()
-      : Promise.reject(new Error('PostgresJobStore: the store is closed'));
+    return this.runner.run(() => undefined);
   }
 }

@@ -221,6 +221,71 @@ const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX webhook_inbox_source_id ON ${s}.webhook_inbox (source, id);
     `,
   },
+  {
+    version: 6,
+    name: 'idempotency, operations, audit',
+    sql: (s) => `
+      -- Inbound idempotency records, one per (scope, key): begin's INSERT … ON CONFLICT DO UPDATE … WHERE on
+      -- the primary key decides, never a check-then-insert. response is json (not jsonb): json keeps an
+      -- escaped NUL in a body string, which jsonb refuses.
+      CREATE TABLE ${s}.idempotency_records (
+        scope text NOT NULL,
+        key text NOT NULL,
+        fingerprint text NOT NULL,
+        state text NOT NULL CHECK (state IN ('in_progress', 'completed')),
+        token text NOT NULL,
+        response json,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        locked_until bigint NOT NULL,
+        expires_at bigint NOT NULL,
+        PRIMARY KEY (scope, key)
+      );
+      -- prune: the expired records, without a scan.
+      CREATE INDEX idempotency_records_expires_at ON ${s}.idempotency_records (expires_at);
+
+      -- The outbound operation ledger. version is update's compare-and-set token. JSON values are json, not
+      -- jsonb, as stream events are: the request is kept as the caller serialized it (key order too), and an
+      -- escaped NUL in a string is accepted, as on SQLite.
+      CREATE TABLE ${s}.operations (
+        id text COLLATE "C" PRIMARY KEY,
+        action text NOT NULL,
+        target text NOT NULL,
+        key text,
+        request json NOT NULL,
+        correlation_id text NOT NULL,
+        retry_allowed boolean NOT NULL,
+        reconcile json,
+        state text NOT NULL
+          CHECK (state IN ('pending', 'in_flight', 'succeeded', 'failed', 'unknown', 'needs_attention')),
+        attempts integer NOT NULL DEFAULT 0,
+        version integer NOT NULL DEFAULT 1,
+        observation text,
+        result json,
+        error json,
+        evidence json,
+        recovery_deadline_at bigint NOT NULL,
+        next_check_at bigint,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        settled_at bigint
+      );
+      -- begin's key: INSERT … ON CONFLICT on this index. Partial, so operations without a key never collide.
+      CREATE UNIQUE INDEX operations_key ON ${s}.operations (action, key) WHERE key IS NOT NULL;
+      -- The recovery loops' list: operations in some states whose next check is due.
+      CREATE INDEX operations_state_check ON ${s}.operations (state, next_check_at);
+
+      -- The audit chain. seq is assigned by append under a transaction-scoped advisory lock (gapless, in
+      -- commit order); body is bytea, the UTF-8 bytes of the sealer's text: text cannot hold a NUL, and the
+      -- body must be kept exactly as hashed.
+      CREATE TABLE ${s}.audit_log (
+        seq bigint PRIMARY KEY,
+        body bytea NOT NULL,
+        prev_hash text NOT NULL,
+        hash text NOT NULL
+      );
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -24,6 +24,7 @@ import type {
   NewJob,
   StoreNotification,
 } from '../jobs.js';
+import type { Store, StoreFacets } from '../store.js';
 import type { StreamEventStore, StreamEventsPage } from '../stream-events.js';
 import {
   isInboxKey,
@@ -34,7 +35,7 @@ import {
   type InboxRecord,
   type WebhookInboxStore,
 } from '../webhooks.js';
-import { GroupCommit } from './batch.js';
+import { SqliteAuditStore } from './audit.js';
 import { prepareCancel, prepareRetryFailed } from './cancel.js';
 import { prepareClaim, type ClaimOptions } from './claim.js';
 import type { SqliteContext } from './context.js';
@@ -42,8 +43,11 @@ import { prepareEnqueue, prepareInsertJob } from './enqueue.js';
 import { prepareAppendEvent, prepareAppendRunEvent, prepareInsert, prepareReadEvents } from './events.js';
 import { prepareGet, prepareList } from './get.js';
 import { prepareHeartbeat } from './heartbeat.js';
+import { SqliteIdempotencyStore } from './idempotency.js';
 import { migrate } from './migrate.js';
+import { SqliteOperationStore } from './operations.js';
 import { prepareNotifySuccessor } from './ordering.js';
+import { SqliteRunner } from './runner.js';
 import { prepareComplete, prepareFail, prepareFinishCanceled, prepareRelease } from './settle.js';
 import { prepareNextRunAt, prepareStats } from './stats.js';
 import {
@@ -102,17 +106,16 @@ export const SQLITE_STORE_DEFAULTS = {
  * (other processes) are noticed every `watchMs` through `PRAGMA data_version` and announced as
  * `external_change`. A worker also polls `nextRunAt` as a safety net.
  *
- * Operations are synchronous underneath (better-sqlite3). `enqueue`, `claim`, `complete`, `fail` and
- * `acceptWebhook` are group-committed (`batch.ts`): queued, then run together in one transaction on the next turn of the event loop, each
+ * Operations are synchronous underneath (better-sqlite3). `enqueue`, `claim`, `complete`, `fail`,
+ * `acceptWebhook`, `idempotency.begin`, `idempotency.complete` and `audit.append` are group-committed
+ * (`batch.ts`): queued, then run together in one transaction on the next turn of the event loop, each
  * resolving only after that commit; every other operation first commits what is queued, so call order is
  * kept. The others return settled promises. `close()` commits queued work first; after it, operations
  * reject with an Error.
  * @throws RangeError naming the option when an option is invalid; the driver's error when the file cannot be
  *   opened or migrated.
  */
-export async function openSqliteStore(
-  options: SqliteStoreOptions = {},
-): Promise<JobStore & StreamEventStore & WebhookInboxStore> {
+export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise<Store> {
   const owner = 'openSqliteStore';
   const path = nonEmptyString(owner, 'path', options.path ?? SQLITE_STORE_DEFAULTS.path);
   const clock = clockOption(owner, options.clock);
@@ -145,14 +148,16 @@ export async function openSqliteStore(
 
 /**
  * The {@link JobStore}, {@link StreamEventStore} and {@link WebhookInboxStore} over one better-sqlite3
- * connection. Each operation lives in its own file.
+ * connection, with the {@link StoreFacets} on the same connection. Each operation lives in its own file.
  */
-class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
-  private readonly db: Database.Database;
+class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, StoreFacets {
+  readonly idempotency: SqliteIdempotencyStore;
+  readonly operations: SqliteOperationStore;
+  readonly audit: SqliteAuditStore;
+
   private readonly ctx: SqliteContext;
-  private closed = false;
-  /** Group commit of `enqueue`, `complete` and `fail` (see `batch.ts`). */
-  private readonly batch: GroupCommit;
+  /** Runs every operation, the facets' too: the group commit, program order, the closed flag. */
+  private readonly runner: SqliteRunner;
 
   private readonly enqueueTx: (job: NewJob) => { job: JobRecord; created: boolean };
   private readonly getOne: (id: string) => JobRecord | undefined;
@@ -189,11 +194,13 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
   private readonly watch: NodeJS.Timeout | undefined;
 
   constructor(db: Database.Database, clock: Clock, watchMs: number) {
-    this.db = db;
-    this.watch = watchMs > 0 ? this.watchOtherConnections(watchMs) : undefined;
     const ctx: SqliteContext = { db, clock, notifications: new EventSource<StoreNotification>(), outbox: [] };
     this.ctx = ctx;
-    this.batch = new GroupCommit(ctx);
+    this.runner = new SqliteRunner(ctx);
+    this.idempotency = new SqliteIdempotencyStore(this.runner);
+    this.operations = new SqliteOperationStore(this.runner);
+    this.audit = new SqliteAuditStore(this.runner);
+    this.watch = watchMs > 0 ? this.watchOtherConnections(watchMs) : undefined;
     const appendEvent = prepareAppendEvent(ctx);
     const insertEvent = prepareInsert(ctx);
     const insertJob = prepareInsertJob(ctx);
@@ -313,14 +320,7 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
     delivery: InboxDelivery,
     job: InboxJob,
   ): Promise<{ duplicate: boolean; record: InboxRecord }> {
-    if (this.closed) return Promise.reject(closedError());
-    let accept: PreparedAccept;
-    try {
-      accept = prepareAccept(delivery, job);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.batched(this.acceptWebhookTx, accept);
+    return this.runner.prepareThenBatch(() => prepareAccept(delivery, job), this.acceptWebhookTx);
   }
 
   getWebhook(source: string, eventId: string): Promise<InboxRecord | undefined> {
@@ -348,17 +348,9 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
   }
 
   close(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    this.closed = true;
     clearInterval(this.watch);
-    try {
-      // Pending group-commit work is committed (or rejected with its error) before the connection goes.
-      this.batch.flush();
-      this.db.close();
-      return Promise.resolve();
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    // Pending group-commit work is committed (or rejected with its error) before the connection goes.
+    return this.runner.close();
   }
 
   /**
@@ -367,10 +359,10 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
    * logic, hence a real timer rather than the injected clock; unref'd so it never keeps a process alive.
    */
   private watchOtherConnections(everyMs: number): NodeJS.Timeout {
-    const read = this.db.prepare<[], number>('PRAGMA data_version').pluck();
+    const read = this.ctx.db.prepare<[], number>('PRAGMA data_version').pluck();
     let seen = read.get();
     const timer = setInterval(() => {
-      if (this.closed) return;
+      if (this.runner.closed) return;
       let now: number | undefined;
       try {
         now = read.get();
@@ -385,53 +377,15 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore {
     return timer;
   }
 
-  /**
-   * Queues a hot per-job write for the next group commit (`batch.ts`): it resolves once the transaction that
-   * holds it has committed, its notifications already emitted.
-   */
   private batched<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
-    if (this.closed) return Promise.reject(closedError());
-    return this.batch.submit(step, ...args);
+    return this.runner.batched(step, ...args);
   }
 
-  /** Runs a step that changes nothing; its error (or the closed store) becomes a rejection. */
   private read<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
-    if (this.closed) return Promise.reject(closedError());
-    try {
-      this.batch.flush();
-      return Promise.resolve(step(...args));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return this.runner.read(step, ...args);
   }
 
-  /**
-   * Runs a committing step, then emits the notifications it queued: only after the commit, so a listener that
-   * reacts (a worker claiming) finds the change. A step that throws was rolled back; its notifications are
-   * dropped.
-   */
   private write<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
-    if (this.closed) return Promise.reject(closedError());
-    const ctx = this.ctx;
-    let result: R;
-    try {
-      // Commit the queued group-commit work first, so this step sees every call issued before it.
-      this.batch.flush();
-      result = step(...args);
-    } catch (error) {
-      ctx.outbox.length = 0;
-      return Promise.reject(error);
-    }
-    if (ctx.outbox.length > 0) {
-      // Swap before emitting: a listener may run another step, which queues into the fresh outbox.
-      const batch = ctx.outbox;
-      ctx.outbox = [];
-      for (const notification of batch) ctx.notifications.emit(notification);
-    }
-    return Promise.resolve(result);
+    return this.runner.write(step, ...args);
   }
-}
-
-function closedError(): Error {
-  return new Error('SQLite job store: the store is closed');
 }

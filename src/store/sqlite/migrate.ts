@@ -168,6 +168,73 @@ CREATE INDEX webhook_inbox_source_id ON webhook_inbox (source, id);
 CREATE INDEX webhook_inbox_job ON webhook_inbox (job_id);
 `,
   },
+  {
+    version: 6,
+    name: 'idempotency, operations, audit',
+    sql: `
+-- Inbound idempotency records, one per (scope, key): the primary key is what makes begin atomic (an UPSERT
+-- on it decides, never a check-then-insert). response is the stored response as JSON text. Not WITHOUT
+-- ROWID: a row holds a whole response body, and prune deletes by rowid.
+CREATE TABLE idempotency_records (
+  scope        TEXT NOT NULL,
+  key          TEXT NOT NULL,
+  fingerprint  TEXT NOT NULL,
+  state        TEXT NOT NULL CHECK (state IN ('in_progress', 'completed')),
+  token        TEXT NOT NULL,
+  response     TEXT,
+  created_at   INTEGER NOT NULL,
+  updated_at   INTEGER NOT NULL,
+  locked_until INTEGER NOT NULL,
+  expires_at   INTEGER NOT NULL,
+  PRIMARY KEY (scope, key)
+);
+
+-- prune: the expired records, oldest first, without a scan.
+CREATE INDEX idempotency_records_expires_at ON idempotency_records (expires_at);
+
+-- The outbound operation ledger. version is the compare-and-set token of update; JSON values are TEXT,
+-- retry_allowed 0/1.
+CREATE TABLE operations (
+  id                   TEXT PRIMARY KEY,
+  action               TEXT NOT NULL,
+  target               TEXT NOT NULL,
+  key                  TEXT,
+  request              TEXT NOT NULL,
+  correlation_id       TEXT NOT NULL,
+  retry_allowed        INTEGER NOT NULL CHECK (retry_allowed IN (0, 1)),
+  reconcile            TEXT,
+  state                TEXT NOT NULL
+                       CHECK (state IN ('pending', 'in_flight', 'succeeded', 'failed', 'unknown', 'needs_attention')),
+  attempts             INTEGER NOT NULL DEFAULT 0,
+  version              INTEGER NOT NULL DEFAULT 1,
+  observation          TEXT,
+  result               TEXT,
+  error                TEXT,
+  evidence             TEXT,
+  recovery_deadline_at INTEGER NOT NULL,
+  next_check_at        INTEGER,
+  created_at           INTEGER NOT NULL,
+  updated_at           INTEGER NOT NULL,
+  settled_at           INTEGER
+);
+
+-- begin's key: the constraint, not a check-then-insert, makes concurrent begins of one (action, key) create
+-- one operation. Partial, so operations without a key never collide.
+CREATE UNIQUE INDEX operations_key ON operations (action, key) WHERE key IS NOT NULL;
+
+-- The recovery loops' list: operations in some states whose next check is due.
+CREATE INDEX operations_state_check ON operations (state, next_check_at);
+
+-- The audit chain. seq is the rowid (gapless: assigned by append under the write lock); body is the
+-- sealer's text exactly as hashed.
+CREATE TABLE audit_log (
+  seq       INTEGER PRIMARY KEY,
+  body      TEXT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash      TEXT NOT NULL
+);
+`,
+  },
 ];
 
 /**

@@ -1,0 +1,311 @@
+import { BreakwaterError, bool, finite, invalidOption, oneOf, POSITIVE } from '../core/index.js';
+import { AUDIT_READ_DEFAULT_LIMIT, AUDIT_READ_MAX_LIMIT } from './audit.js';
+import {
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  type IdempotencyClaim,
+  type IdempotencyRef,
+  type StoredResponse,
+} from './idempotency.js';
+import {
+  MAX_OPERATION_FIELD_LENGTH,
+  OPERATION_LIST_DEFAULT_LIMIT,
+  OPERATION_LIST_MAX_LIMIT,
+  type NewOperation,
+  type OperationFilter,
+  type OperationPatch,
+  type OperationState,
+} from './operations.js';
+
+/**
+ * Argument checks of the idempotency, operation and audit stores, shared by both backends so they accept and
+ * refuse exactly the same input, always before anything is written. NUL is refused in every string stored as
+ * text because PostgreSQL text cannot hold it. Internal to `store/`.
+ */
+
+/** Every {@link OperationState}, in lifecycle order. */
+export const OPERATION_STATES: readonly OperationState[] = [
+  'pending',
+  'in_flight',
+  'succeeded',
+  'failed',
+  'unknown',
+  'needs_attention',
+];
+
+/** A string the stores keep as a key: 1..`max` UTF-16 code units, no NUL. */
+export function isStoreKey(value: unknown, max = MAX_OPERATION_FIELD_LENGTH): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= max && !value.includes('\0');
+}
+
+/** @throws RangeError naming `owner` and `field` unless `value` {@link isStoreKey}. */
+export function storeKey(
+  owner: string,
+  field: string,
+  value: unknown,
+  max = MAX_OPERATION_FIELD_LENGTH,
+): string {
+  if (isStoreKey(value, max)) return value;
+  throw invalidOption(owner, field, `a string of 1 to ${max} characters without NUL`, value);
+}
+
+/**
+ * `value` as JSON text, computed before any write.
+ * @throws BreakwaterError `invalid_payload` (`details.field`) when it has no JSON form (undefined, a function,
+ *   a symbol, a BigInt, a cycle).
+ */
+export function jsonText(field: string, value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value) as string | undefined;
+  } catch (cause) {
+    throw noJson(field, cause);
+  }
+  if (text === undefined) throw noJson(field, undefined);
+  return text;
+}
+
+function noJson(field: string, cause: unknown): BreakwaterError {
+  return new BreakwaterError('invalid_payload', {
+    message: `The operation's ${field} must be a JSON value.`,
+    details: { field },
+    cause,
+  });
+}
+
+/** A page size: `limit` floored into `[0, max]`; `fallback` when unset or NaN. */
+export function pageLimit(limit: number | undefined, fallback: number, max: number): number {
+  if (limit === undefined || Number.isNaN(limit)) return fallback;
+  return Math.min(Math.max(Math.floor(limit), 0), max);
+}
+
+// ---- idempotency ----------------------------------------------------------------------------------------
+
+/**
+ * A copy of a checked claim (the caller may reuse its object before a queued write runs).
+ * @throws RangeError as `IdempotencyStore.begin` documents.
+ */
+export function checkClaim(claim: IdempotencyClaim): IdempotencyClaim {
+  const owner = 'idempotency.begin';
+  if (typeof claim !== 'object' || claim === null) throw invalidOption(owner, 'claim', 'an object', claim);
+  return {
+    scope: storeKey(owner, 'scope', claim.scope, MAX_IDEMPOTENCY_KEY_LENGTH),
+    key: storeKey(owner, 'key', claim.key, MAX_IDEMPOTENCY_KEY_LENGTH),
+    fingerprint: storeKey(owner, 'fingerprint', claim.fingerprint, MAX_IDEMPOTENCY_KEY_LENGTH),
+    lockMs: finite(owner, 'lockMs', claim.lockMs, POSITIVE),
+    ttlMs: finite(owner, 'ttlMs', claim.ttlMs, POSITIVE),
+  };
+}
+
+/** A ref that can own a record (anything else owns none: `complete` and `release` answer false). */
+export function isIdempotencyRef(ref: IdempotencyRef): boolean {
+  return (
+    typeof ref === 'object' &&
+    ref !== null &&
+    isStoreKey(ref.scope, MAX_IDEMPOTENCY_KEY_LENGTH) &&
+    isStoreKey(ref.key, MAX_IDEMPOTENCY_KEY_LENGTH) &&
+    isStoreKey(ref.token)
+  );
+}
+
+/**
+ * The response as the JSON text stored for replay: exactly its four fields.
+ * @throws RangeError for a status that is not an integer 100..599, headers that are not an object of
+ *   strings, a body that is not a string, or a `bodyEncoding` other than `utf8` / `base64`.
+ */
+export function responseText(response: StoredResponse): string {
+  const owner = 'idempotency.complete';
+  if (typeof response !== 'object' || response === null) {
+    throw invalidOption(owner, 'response', 'an object', response);
+  }
+  const status = finite(owner, 'response.status', response.status, { min: 100, max: 599, integer: true });
+  const { headers, body } = response;
+  if (
+    typeof headers !== 'object' ||
+    headers === null ||
+    Array.isArray(headers) ||
+    !Object.values(headers).every((value) => typeof value === 'string')
+  ) {
+    throw invalidOption(owner, 'response.headers', 'an object of string values', headers);
+  }
+  if (typeof body !== 'string') throw invalidOption(owner, 'response.body', 'a string', body);
+  const bodyEncoding = oneOf(owner, 'response.bodyEncoding', response.bodyEncoding, ['utf8', 'base64']);
+  return JSON.stringify({ status, headers: { ...headers }, body, bodyEncoding });
+}
+
+// ---- operations -----------------------------------------------------------------------------------------
+
+/** A new operation checked and serialized, with its id: what both backends insert. */
+export interface PreparedOperation {
+  id: string;
+  action: string;
+  target: string;
+  key: string | null;
+  request: string;
+  correlationId: string;
+  retryAllowed: boolean;
+  /** JSON text of the hint, or null. */
+  reconcile: string | null;
+  recoveryDeadlineAt: number;
+}
+
+/** @throws RangeError / BreakwaterError `invalid_payload` as `OperationStore.begin` documents. */
+export function prepareOperation(operation: NewOperation, newOperationId: string): PreparedOperation {
+  const owner = 'operations.begin';
+  if (typeof operation !== 'object' || operation === null) {
+    throw invalidOption(owner, 'operation', 'an object', operation);
+  }
+  const id = operation.id === undefined ? newOperationId : storeKey(owner, 'id', operation.id);
+  const { reconcile } = operation;
+  if (
+    reconcile !== null &&
+    !(typeof reconcile === 'object' && isStoreKey(reconcile.method) && typeof reconcile.path === 'string')
+  ) {
+    throw invalidOption(owner, 'reconcile', 'null or an object { method, path } of strings', reconcile);
+  }
+  return {
+    id,
+    action: storeKey(owner, 'action', operation.action),
+    target: storeKey(owner, 'target', operation.target),
+    key: operation.key === undefined ? null : storeKey(owner, 'key', operation.key),
+    correlationId:
+      operation.correlationId === undefined ? id : storeKey(owner, 'correlationId', operation.correlationId),
+    retryAllowed: bool(owner, 'retryAllowed', operation.retryAllowed),
+    reconcile: reconcile === null ? null : JSON.stringify({ method: reconcile.method, path: reconcile.path }),
+    recoveryDeadlineAt: finite(owner, 'recoveryDeadlineAt', operation.recoveryDeadlineAt),
+    request: jsonText('request', operation.request),
+  };
+}
+
+/**
+ * A patch checked and serialized: `set*` says whether a nullable field is written (absent or `undefined`
+ * fields are left as they are); JSON fields are text.
+ */
+export interface PreparedPatch {
+  state: OperationState | null;
+  attempts: number | null;
+  setObservation: boolean;
+  observation: string | null;
+  setResult: boolean;
+  result: string | null;
+  setError: boolean;
+  error: string | null;
+  setEvidence: boolean;
+  evidence: string | null;
+  setNextCheckAt: boolean;
+  nextCheckAt: number | null;
+}
+
+/**
+ * @throws RangeError for an `expectedVersion` that is not an integer >= 1, an unknown `state`, a negative or
+ *   non-integer `attempts`, an `observation` that is not null or a 1..255 string without NUL, a `nextCheckAt`
+ *   that is not null or finite; BreakwaterError `invalid_payload` for a result, error or evidence with no
+ *   JSON form.
+ */
+export function preparePatch(expectedVersion: number, patch: OperationPatch): PreparedPatch {
+  const owner = 'operations.update';
+  finite(owner, 'expectedVersion', expectedVersion, { min: 1, integer: true });
+  if (typeof patch !== 'object' || patch === null) throw invalidOption(owner, 'patch', 'an object', patch);
+  const { observation, nextCheckAt } = patch;
+  const json = (field: 'result' | 'error' | 'evidence') =>
+    patch[field] === undefined ? null : jsonText(field, patch[field]);
+  return {
+    state: patch.state === undefined ? null : oneOf(owner, 'state', patch.state, OPERATION_STATES),
+    attempts:
+      patch.attempts === undefined
+        ? null
+        : finite(owner, 'attempts', patch.attempts, { min: 0, integer: true }),
+    setObservation: observation !== undefined,
+    observation: observation == null ? null : storeKey(owner, 'observation', observation),
+    setResult: patch.result !== undefined,
+    result: json('result'),
+    setError: patch.error !== undefined,
+    error: json('error'),
+    setEvidence: patch.evidence !== undefined,
+    evidence: json('evidence'),
+    setNextCheckAt: nextCheckAt !== undefined,
+    nextCheckAt: nextCheckAt == null ? null : finite(owner, 'nextCheckAt', nextCheckAt),
+  };
+}
+
+/** A filter checked: `states` deduplicated (an empty list matches nothing), `limit` resolved. */
+export interface PreparedFilter {
+  states: OperationState[] | undefined;
+  action: string | undefined;
+  dueBy: number | undefined;
+  beforeId: string | undefined;
+  limit: number;
+}
+
+/** @throws RangeError for an unknown state, a `dueBy` that is not finite, a non-string `action` / `beforeId`. */
+export function prepareFilter(filter: OperationFilter = {}): PreparedFilter {
+  const owner = 'operations.list';
+  const { action, beforeId, dueBy } = filter;
+  if (action !== undefined && typeof action !== 'string')
+    throw invalidOption(owner, 'action', 'a string', action);
+  if (beforeId !== undefined && typeof beforeId !== 'string') {
+    throw invalidOption(owner, 'beforeId', 'a string', beforeId);
+  }
+  return {
+    states:
+      filter.states === undefined
+        ? undefined
+        : [...new Set(filter.states.map((state) => oneOf(owner, 'states', state, OPERATION_STATES)))],
+    action,
+    dueBy: dueBy === undefined ? undefined : finite(owner, 'dueBy', dueBy),
+    beforeId,
+    limit: pageLimit(filter.limit, OPERATION_LIST_DEFAULT_LIMIT, OPERATION_LIST_MAX_LIMIT),
+  };
+}
+
+/**
+ * True when the filter can match nothing (a limit of 0, an empty `states`, an `action` no operation can
+ * have): the store answers `[]` without a query. Also keeps NUL away from PostgreSQL.
+ */
+export function matchesNothing(filter: PreparedFilter): boolean {
+  return (
+    filter.limit === 0 ||
+    filter.states?.length === 0 ||
+    (filter.action !== undefined && !isStoreKey(filter.action)) ||
+    (filter.beforeId !== undefined && filter.beforeId.includes('\0'))
+  );
+}
+
+// ---- audit ----------------------------------------------------------------------------------------------
+
+/** Longest audit hash. */
+export const MAX_AUDIT_HASH_LENGTH = 128;
+
+/**
+ * The sealer's result, checked (a copy: the store keeps exactly these two strings).
+ * @throws RangeError for a `body` that is not a string or a `hash` that is not 1..128 characters without NUL.
+ */
+export function checkSealed(
+  sealed: { body: string; hash: string },
+  seq: number,
+): { body: string; hash: string } {
+  const owner = `audit.append (seq ${seq})`;
+  if (typeof sealed !== 'object' || sealed === null)
+    throw invalidOption(owner, 'sealer result', 'an object', sealed);
+  if (typeof sealed.body !== 'string') throw invalidOption(owner, 'body', 'a string', sealed.body);
+  return { body: sealed.body, hash: storeKey(owner, 'hash', sealed.hash, MAX_AUDIT_HASH_LENGTH) };
+}
+
+/** The sealers as an array copy (the caller may reuse its array before a queued append runs). */
+export function sealerList<T>(sealers: readonly T[]): T[] {
+  if (!Array.isArray(sealers)) throw new TypeError('audit.append: sealers must be an array of functions');
+  return [...sealers];
+}
+
+/**
+ * `read`'s arguments resolved: `afterSeq` floored (default 0), `limit` floored into `[0, 10 000]` (default 1000).
+ * @throws RangeError for an `afterSeq` that is not a finite number.
+ */
+export function auditPage(
+  afterSeq: number | undefined,
+  limit: number | undefined,
+): { afterSeq: number; limit: number } {
+  return {
+    afterSeq: afterSeq === undefined ? 0 : Math.floor(finite('audit.read', 'afterSeq', afterSeq)),
+    limit: pageLimit(limit, AUDIT_READ_DEFAULT_LIMIT, AUDIT_READ_MAX_LIMIT),
+  };
+}

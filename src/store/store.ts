@@ -1,0 +1,24 @@
+import type { AuditStore } from './audit.js';
+import type { IdempotencyStore } from './idempotency.js';
+import type { JobStore } from './jobs.js';
+import type { OperationStore } from './operations.js';
+import type { StreamEventStore } from './stream-events.js';
+import type { WebhookInboxStore } from './webhooks.js';
+
+/**
+ * The aggregates added after the job store hang off the store as properties (facets) rather than as more
+ * flat methods: `store.idempotency.begin(…)`, `store.operations.update(…)`, `store.audit.append(…)`. They
+ * share the store's connection (SQLite) or pool (PostgreSQL), its clock and its lifetime: after the store's
+ * `close()` every facet method rejects with an Error.
+ */
+export interface StoreFacets {
+  /** Inbound `Idempotency-Key` records (`idempotency.ts`). */
+  readonly idempotency: IdempotencyStore;
+  /** The outbound operation ledger (`operations.ts`). */
+  readonly operations: OperationStore;
+  /** The hash-chained audit log (`audit.ts`). */
+  readonly audit: AuditStore;
+}
+
+/** Every aggregate a Breakwater store holds, whichever backend it runs on. */
+export type Store = JobStore & StreamEventStore & WebhookInboxStore & StoreFacets;
