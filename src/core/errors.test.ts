@@ -9,7 +9,7 @@ import {
   type ErrorKind,
 } from './errors.js';
 
-/** Every stable code with the kind and status DESIGN.md gives it (internal_error is the non-Breakwater one). */
+/** Every stable code with the kind and status DESIGN.md gives it (internal_error is the non-Breakwater one; idempotency_key_invalid the malformed-header 400 of operations/). */
 const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
   timeout: ['transient', 504],
   deadline_exceeded: ['transient', 504],
@@ -23,6 +23,7 @@ const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
   idempotency_key_missing: ['permanent', 400],
   idempotency_key_mismatch: ['permanent', 422],
   idempotency_in_progress: ['transient', 409],
+  idempotency_key_invalid: ['permanent', 400],
   invalid_signature: ['permanent', 401],
   stale_timestamp: ['permanent', 401],
   payload_too_large: ['permanent', 413],
@@ -37,9 +38,9 @@ const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
 const CODES = Object.keys(ERROR_CODES) as ErrorCode[];
 
 describe('ERROR_CODES', () => {
-  it('has exactly the codes of DESIGN.md plus internal_error, in order', () => {
+  it('has exactly the codes of DESIGN.md plus internal_error and idempotency_key_invalid, in order', () => {
     expect(CODES).toEqual(Object.keys(EXPECTED));
-    expect(CODES).toHaveLength(21);
+    expect(CODES).toHaveLength(22);
   });
 
   it.each(CODES)('%s has its kind, status, a title and a sentence', (code) => {

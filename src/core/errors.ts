@@ -94,6 +94,13 @@ export const ERROR_CODES = {
     title: 'Idempotent request in progress',
     sentence: 'The same request is still being processed; wait for it to finish before retrying.',
   },
+  idempotency_key_invalid: {
+    kind: 'permanent',
+    status: 400,
+    title: 'Idempotency key invalid',
+    sentence:
+      'The Idempotency-Key header must be one string of 1 to 255 visible characters; send it once, with a valid key.',
+  },
   invalid_signature: {
     kind: 'permanent',
     status: 401,

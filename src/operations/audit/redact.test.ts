@@ -1,0 +1,149 @@
+import { describe, expect, it } from 'vitest';
+import { BreakwaterError } from '../../core/index.js';
+import { isSecretKey, redact, redactText } from './redact.js';
+
+describe('redact', () => {
+  it('replaces secret members, nested and in arrays, whatever their value', () => {
+    expect(
+      redact({
+        headers: {
+          Authorization: 'Bearer abc',
+          cookie: 'sid=1',
+          'Set-Cookie': ['a=1', 'b=2'],
+          'content-type': 'application/json',
+        },
+        user: {
+          name: 'Ada',
+          password: 'hunter2',
+          passwordHash: 'x',
+          profile: { api_key: 'k1', apiKey: 'k2' },
+        },
+        items: [
+          { token: { value: 1 }, id: 'i1' },
+          { access_token: 't', refresh_token: null },
+        ],
+        'X-API-Key': 'k3',
+        apikey: 'k4',
+        client_secret: 's',
+        'stripe-signature': 't=1,v1=abc',
+        signature: 'sig',
+        max_tokens: 100,
+        tokens_used: 42,
+      }),
+    ).toEqual({
+      headers: {
+        Authorization: '[redacted]',
+        cookie: '[redacted]',
+        'Set-Cookie': '[redacted]',
+        'content-type': 'application/json',
+      },
+      user: {
+        name: 'Ada',
+        password: '[redacted]',
+        passwordHash: '[redacted]',
+        profile: { api_key: '[redacted]', apiKey: '[redacted]' },
+      },
+      items: [
+        { token: '[redacted]', id: 'i1' },
+        { access_token: '[redacted]', refresh_token: '[redacted]' },
+      ],
+      'X-API-Key': '[redacted]',
+      apikey: '[redacted]',
+      client_secret: '[redacted]',
+      'stripe-signature': '[redacted]',
+      signature: '[redacted]',
+      max_tokens: 100,
+      tokens_used: 42,
+    });
+  });
+
+  it('masks card-like numbers in strings, keeping the last 4 digits and the separators', () => {
+    expect(redactText('card 4242 4242 4242 4242 ok')).toBe('card **** **** **** 4242 ok');
+    expect(redactText('4111-1111-1111-1111')).toBe('****-****-****-1111');
+    expect(redactText('n=4111111111111111;')).toBe('n=************1111;');
+    expect(redactText('amex 378282246310005')).toBe('amex ***********0005');
+    expect(redactText('6011000990139424 and 5555555555554444')).toBe('************9424 and ************4444');
+  });
+
+  it('leaves digits alone that are not card-like', () => {
+    // Fails the Luhn check.
+    expect(redactText('4242 4242 4242 4241')).toBe('4242 4242 4242 4241');
+    // Too short, and too long (a card number inside a longer run is not one).
+    expect(redactText('order 424242424242')).toBe('order 424242424242');
+    expect(redactText('42424242424242424242')).toBe('42424242424242424242');
+    expect(redactText('4242 4242 4242 4242 4242')).toBe('4242 4242 4242 4242 4242');
+    // Two separators in a row break the number.
+    expect(redactText('4242  4242 4242 4242')).toBe('4242  4242 4242 4242');
+  });
+
+  it('masks card-like integers', () => {
+    expect(redact({ pan: 4242424242424242, amount: 1999, at: 1717171717170 })).toEqual({
+      pan: '************4242',
+      amount: 1999,
+      at: 1717171717170,
+    });
+  });
+
+  it('redacts bearer credentials in free text, any case', () => {
+    expect(redactText('sent Authorization: Bearer eyJhbGciOi.J9.x-_~+/== to upstream')).toBe(
+      'sent Authorization: Bearer [redacted] to upstream',
+    );
+    expect(redactText('bearer abc123')).toBe('bearer [redacted]');
+    expect(redact(['Bearer t1', { note: 'BEARER t2' }])).toEqual([
+      'Bearer [redacted]',
+      { note: 'BEARER [redacted]' },
+    ]);
+  });
+
+  it('follows JSON: toJSON honoured, primitives kept, the input untouched', () => {
+    const input = { when: new Date(Date.UTC(2024, 0, 2)), ok: true, n: null, password: 'p' };
+    expect(redact(input)).toEqual({
+      when: '2024-01-02T00:00:00.000Z',
+      ok: true,
+      n: null,
+      password: '[redacted]',
+    });
+    expect(input.password).toBe('p');
+    expect(redact('plain')).toBe('plain');
+    expect(redact(7)).toBe(7);
+  });
+
+  it('keeps a __proto__ member a plain member', () => {
+    const out = redact(JSON.parse('{"__proto__":{"token":"t"}}')) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(out, '__proto__')?.value).toEqual({ token: '[redacted]' });
+  });
+
+  it('rejects a cycle as invalid_payload', () => {
+    const a: Record<string, unknown> = {};
+    a.self = a;
+    expect(() => redact(a)).toThrow(BreakwaterError);
+  });
+});
+
+describe('isSecretKey', () => {
+  it.each([
+    'authorization',
+    'Proxy-Authorization',
+    'cookie',
+    'set-cookie',
+    'password',
+    'db_passwd',
+    'secret',
+    'clientSecret',
+    'token',
+    'id_token',
+    'api_key',
+    'apiKey',
+    'x-api-key',
+    'APIKEY',
+    'signature',
+    'webhook-signature',
+    'credentials',
+  ])('%s is secret', (key) => expect(isSecretKey(key)).toBe(true));
+
+  it.each(['max_tokens', 'tokens', 'secretary', 'key', 'api', 'signed_at', 'author', 'name', 'monkey'])(
+    '%s is not',
+    (key) => expect(isSecretKey(key)).toBe(false),
+  );
+});

@@ -1,0 +1,330 @@
+/**
+ * The `Idempotency-Key` route option for Fastify (draft-ietf-httpapi-idempotency-key-header; DESIGN:
+ * "Idempotency and operations"). operations/ cannot import server/, so problems are answered here as
+ * problem+json through core's `toProblem`, in the server's shape (`instance` is the path, `Retry-After` in
+ * whole seconds).
+ */
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  RouteOptions,
+  onErrorHookHandler,
+  onResponseHookHandler,
+  onSendHookHandler,
+  preHandlerHookHandler,
+} from 'fastify';
+import {
+  BreakwaterError,
+  POSITIVE,
+  PROBLEM_CONTENT_TYPE,
+  bool,
+  clockOption,
+  finite,
+  invalidOption,
+  isBreakwaterError,
+  optionalFn,
+  retryAfterHeader,
+  toProblem,
+  type Clock,
+} from '../../core/index.js';
+import type { IdempotencyRef, IdempotencyStore, StoredResponse } from '../../store/index.js';
+import { checkFingerprintFields, requestFingerprint, type FingerprintFields } from './fingerprint.js';
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from './key.js';
+import { IDEMPOTENCY_DEFAULTS, finishIdempotent, startIdempotent, storedBody } from './run.js';
+import { defaultIdempotencyScope } from './scope.js';
+
+/** A route's `config.idempotency`: `true` for the plugin's defaults, or overrides. */
+export interface IdempotencyRouteConfig {
+  /** Answer 400 `idempotency_key_missing` to a request without the header (default: the plugin's, false). */
+  required?: boolean;
+  /** Which request fields make the fingerprint (default: the plugin's; method, path, whole body). */
+  fields?: FingerprintFields;
+  /** The client identity keys belong to (default: the plugin's; {@link defaultIdempotencyScope}). */
+  scope?: (request: FastifyRequest) => string;
+  /** ms, > 0 (default: the plugin's; {@link IDEMPOTENCY_DEFAULTS}). */
+  lockMs?: number;
+  /** ms, > 0 (default: the plugin's; {@link IDEMPOTENCY_DEFAULTS}). */
+  ttlMs?: number;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Makes the route honour `Idempotency-Key` (see `registerIdempotency`). */
+    idempotency?: boolean | IdempotencyRouteConfig;
+  }
+}
+
+/** Options of {@link registerIdempotency}: the store, and the defaults of every route's config. */
+export interface IdempotencyPluginOptions extends IdempotencyRouteConfig {
+  store: IdempotencyStore;
+  /** For the 409's `retry_after_ms` (default the system clock; give the store's). */
+  clock?: Clock;
+  /**
+   * Response headers stored and replayed besides `content-type` and `location` (names, any case). Never
+   * `set-cookie` (a session must not be handed to a retry) nor hop-by-hop or framing headers: those are
+   * refused with a RangeError.
+   */
+  replayHeaders?: readonly string[];
+}
+
+/** Headers that may never be stored for replay. */
+const NEVER_REPLAYED = new Set([
+  'set-cookie',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'content-length',
+  IDEMPOTENT_REPLAYED_HEADER,
+]);
+
+interface RouteSettings {
+  required: boolean;
+  fields: FingerprintFields | undefined;
+  scope: (request: FastifyRequest) => string;
+  lockMs: number;
+  ttlMs: number;
+}
+
+type RequestState =
+  | { kind: 'run'; ref: IdempotencyRef; failure: { error: unknown } | undefined; settled: boolean }
+  | { kind: 'answered' };
+
+/**
+ * Registers the `config.idempotency` route option on `app`, for the routes declared after this call in
+ * `app` and its child contexts. Such a route, for a request that carries `Idempotency-Key`:
+ * - preHandler (after auth, parsing and validation): parses the key (400 `idempotency_key_invalid`: empty,
+ *   over 255 characters, sent twice), fingerprints the request, claims the key in the scope of the client;
+ *   answers 409 `idempotency_in_progress` (with `Retry-After`) or 422 `idempotency_key_mismatch` as
+ *   problem+json, or replays a completed response: its status, stored headers and body, plus
+ *   `Idempotent-Replayed: true`; the handler does not run;
+ * - onSend (the route's last): captures the status, the allowed headers and the payload, and stores them
+ *   (awaited, before the response leaves) or releases the key per `shouldReleaseIdempotency`: a handler
+ *   that threw or answered 408/409/425/429/503 releases, except an unknown outcome (a thrown BreakwaterError
+ *   with `outcome: 'unknown'`, Fastify's handler timeout on a non-safe method, or a problem saying so). A stream
+ *   payload cannot be stored: the key is released and a warning logged;
+ * - onResponse: releases a key that onSend never settled (a hijacked reply).
+ * A request without the header on a `required` route is answered 400 `idempotency_key_missing`; on another
+ * route it runs normally.
+ *
+ * @throws RangeError for a bad option, here or (for a route's config) when the route is declared.
+ */
+export function registerIdempotency(app: FastifyInstance, options: IdempotencyPluginOptions): void {
+  const owner = 'registerIdempotency';
+  const store = options.store;
+  if (typeof store?.begin !== 'function') throw invalidOption(owner, 'store', 'an IdempotencyStore', store);
+  const clock = clockOption(owner, options.clock);
+  const allowed = replayHeaderSet(owner, options.replayHeaders);
+  const defaults = settings(owner, options, {
+    required: false,
+    fields: undefined,
+    scope: defaultIdempotencyScope,
+    lockMs: IDEMPOTENCY_DEFAULTS.lockMs,
+    ttlMs: IDEMPOTENCY_DEFAULTS.ttlMs,
+  });
+  const states = new WeakMap<FastifyRequest, RequestState>();
+
+  const answer = (request: FastifyRequest, reply: FastifyReply, error: BreakwaterError): FastifyReply => {
+    states.set(request, { kind: 'answered' });
+    const retryAfter = retryAfterHeader(error);
+    if (retryAfter !== undefined) void reply.header('retry-after', retryAfter);
+    return reply
+      .code(error.status)
+      .header('content-type', `${PROBLEM_CONTENT_TYPE}; charset=utf-8`)
+      .send(JSON.stringify(toProblem(error, pathOf(request))));
+  };
+
+  const preHandlerFor = (route: RouteSettings): preHandlerHookHandler =>
+    async function idempotencyPreHandler(request, reply) {
+      let key: string | undefined;
+      try {
+        key = parseIdempotencyKey(headerLines(request));
+      } catch (error) {
+        if (isBreakwaterError(error)) return answer(request, reply, error);
+        throw error;
+      }
+      if (key === undefined) {
+        if (route.required) return answer(request, reply, new BreakwaterError('idempotency_key_missing'));
+        return;
+      }
+      const fingerprint = requestFingerprint(
+        { method: request.method, url: request.url, body: request.body, headers: request.headers },
+        route.fields,
+      );
+      let start;
+      try {
+        start = await startIdempotent({
+          ...route,
+          store,
+          clock,
+          key,
+          fingerprint,
+          scope: route.scope(request),
+        });
+      } catch (error) {
+        if (isBreakwaterError(error) && error.code.startsWith('idempotency_')) {
+          return answer(request, reply, error);
+        }
+        throw error;
+      }
+      if (start.outcome === 'replay') {
+        states.set(request, { kind: 'answered' });
+        const { response } = start;
+        void reply.code(response.status).headers(response.headers).header(IDEMPOTENT_REPLAYED_HEADER, 'true');
+        return reply.send(response.body === '' ? undefined : storedBody(response));
+      }
+      states.set(request, { kind: 'run', ref: start.ref, failure: undefined, settled: false });
+      if (start.takenOver) {
+        request.log.warn(
+          { idempotency_scope: start.ref.scope },
+          'idempotency key taken over after its lock ran out',
+        );
+      }
+    };
+
+  const onError: onErrorHookHandler = async function idempotencyOnError(request, _reply, error) {
+    const state = states.get(request);
+    if (state?.kind === 'run') state.failure = { error: asFailure(request, error) };
+  };
+
+  const onSend: onSendHookHandler<unknown> = async function idempotencyOnSend(request, reply, payload) {
+    const state = states.get(request);
+    if (state?.kind !== 'run' || state.settled) return payload;
+    state.settled = true;
+    const response = capture(reply, payload, allowed);
+    if (response === undefined) {
+      request.log.warn('a streamed response cannot be stored for replay: the idempotency key was released');
+    }
+    await settle(request, state, response);
+    return payload;
+  };
+
+  const onResponse: onResponseHookHandler = async function idempotencyOnResponse(request) {
+    const state = states.get(request);
+    if (state?.kind !== 'run' || state.settled) return;
+    state.settled = true;
+    await settle(request, state, undefined);
+  };
+
+  const settle = async (
+    request: FastifyRequest,
+    state: { ref: IdempotencyRef; failure: { error: unknown } | undefined },
+    response: StoredResponse | undefined,
+  ): Promise<void> => {
+    try {
+      const settled = await finishIdempotent(store, state.ref, response, state.failure);
+      if (settled === 'not_owner') {
+        request.log.warn(
+          'idempotency key was taken over while this request ran: its response was not stored',
+        );
+      }
+    } catch (error) {
+      // The work is done and the client should get its answer; a retry after the lock runs out may run again.
+      request.log.error({ err: error }, 'idempotency record could not be settled');
+    }
+  };
+
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const config = route.config?.idempotency;
+    if (config === undefined || config === false) return;
+    const where = `${owner} (route ${route.method.toString()} ${route.url})`;
+    if (config !== true && (typeof config !== 'object' || config === null)) {
+      throw invalidOption(where, 'config.idempotency', 'true, false or an object', config);
+    }
+    const own = settings(where, config === true ? {} : config, defaults);
+    route.preHandler = [...hooks(route.preHandler), preHandlerFor(own)];
+    route.onError = [...hooks(route.onError), onError];
+    route.onSend = [...hooks(route.onSend), onSend];
+    route.onResponse = [...hooks(route.onResponse), onResponse];
+  });
+}
+
+function settings(owner: string, config: IdempotencyRouteConfig, base: RouteSettings): RouteSettings {
+  checkFingerprintFields(owner, 'fields', config.fields);
+  return {
+    required: config.required === undefined ? base.required : bool(owner, 'required', config.required),
+    fields: config.fields ?? base.fields,
+    scope: optionalFn(owner, 'scope', config.scope) ?? base.scope,
+    lockMs: config.lockMs === undefined ? base.lockMs : finite(owner, 'lockMs', config.lockMs, POSITIVE),
+    ttlMs: config.ttlMs === undefined ? base.ttlMs : finite(owner, 'ttlMs', config.ttlMs, POSITIVE),
+  };
+}
+
+function replayHeaderSet(owner: string, names: readonly string[] | undefined): ReadonlySet<string> {
+  const allowed = new Set(['content-type', 'location']);
+  for (const name of names ?? []) {
+    const lower = typeof name === 'string' ? name.toLowerCase() : '';
+    if (lower === '' || NEVER_REPLAYED.has(lower)) {
+      throw invalidOption(
+        owner,
+        'replayHeaders',
+        'header names other than set-cookie and hop-by-hop ones',
+        names,
+      );
+    }
+    allowed.add(lower);
+  }
+  return allowed;
+}
+
+/** The response as stored, or undefined for a payload that cannot be (a stream). */
+function capture(
+  reply: FastifyReply,
+  payload: unknown,
+  allowed: ReadonlySet<string>,
+): StoredResponse | undefined {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    const lower = name.toLowerCase();
+    if (!allowed.has(lower) || value === undefined) continue;
+    headers[lower] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  const status = reply.statusCode;
+  if (payload === undefined || payload === null) return { status, headers, body: '', bodyEncoding: 'utf8' };
+  if (typeof payload === 'string') return { status, headers, body: payload, bodyEncoding: 'utf8' };
+  if (Buffer.isBuffer(payload))
+    return { status, headers, body: payload.toString('base64'), bodyEncoding: 'base64' };
+  return undefined;
+}
+
+/** Every line of the header as sent (Node joins repeated unknown headers with ", "; the raw list keeps them apart). */
+function headerLines(request: FastifyRequest): string[] | string | undefined {
+  const raw = request.raw.rawHeaders;
+  if (!Array.isArray(raw)) return request.headers[IDEMPOTENCY_KEY_HEADER];
+  const lines: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() === IDEMPOTENCY_KEY_HEADER) lines.push(raw[i + 1]!);
+  }
+  return lines.length === 0 ? undefined : lines;
+}
+
+/** Methods whose repetition has no further effect (RFC 9110, section 9.2.1). */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
+
+/**
+ * A thrown error as the release rule reads it: Fastify's handler timeout on a write means the handler may
+ * still finish its work, so it counts as an unknown outcome (as the server answers it, `outcome_unknown`).
+ */
+function asFailure(request: FastifyRequest, error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'FST_ERR_HANDLER_TIMEOUT' && !SAFE_METHODS.has(request.method.toUpperCase())) {
+    return new BreakwaterError('outcome_unknown', { cause: error });
+  }
+  return error;
+}
+
+function hooks<H>(existing: H | H[] | undefined): H[] {
+  if (existing === undefined) return [];
+  return Array.isArray(existing) ? existing : [existing];
+}
+
+/** The request path without its query (a query may carry tokens that do not belong in a problem body). */
+function pathOf(request: FastifyRequest): string {
+  const url = request.raw.url ?? '/';
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
