@@ -72,6 +72,7 @@ export {
   type StoreNotification,
 } from './store/index.js';
 export * from './jobs/index.js';
+export * from './operations/index.js';
 export * from './upstream/index.js';
 export * from './webhooks/index.js';
 export {

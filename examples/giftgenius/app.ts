@@ -29,7 +29,7 @@ operation_id instead of starting a new one.`;
 export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): BreakwaterApp {
   return defineApp({
     async setup(context): Promise<AppParts> {
-      const { env, clock, jobs, role, log } = context;
+      const { env, clock, jobs, operations, role, log } = context;
       const given = {
         gift: settings.giftUrl ?? env.GIFT_URL,
         commerce: settings.commerceUrl ?? env.COMMERCE_URL,
@@ -76,7 +76,7 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
         name: 'giftgenius',
         version: '1.0.0',
         instructions: INSTRUCTIONS,
-        tools: giftGeniusTools(upstreams),
+        tools: giftGeniusTools(upstreams, operations),
         upstreams: [upstreams.gift, upstreams.commerce, upstreams.analytics],
         webhooks,
         close: async () => services?.close(),

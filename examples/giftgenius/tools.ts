@@ -7,13 +7,14 @@
 import { z } from 'zod';
 import {
   BreakwaterError,
-  isBreakwaterError,
   jobTool,
-  newId,
+  operationError,
   resilientTool,
   type McpTool,
+  type OperationLedger,
 } from '../../src/index.js';
 import { DEEP_ANALYSIS_JOB } from './analysis.js';
+import { createOrderAction, type Order } from './checkout.js';
 import { CHECKOUT_UNKNOWN, type GiftGeniusUpstreams } from './upstreams.js';
 
 /** A gift as the gift service ranks it. */
@@ -25,14 +26,7 @@ export interface Gift {
   reason: string;
 }
 
-/** An order as the commerce service answers it. */
-export interface Order {
-  order_id: string;
-  status: string;
-  amount_usd: number;
-  product_id: string;
-  quantity: number;
-}
+export type { Order } from './checkout.js';
 
 const suggestInput = {
   interests: z
@@ -57,8 +51,11 @@ const checkoutInput = {
     .describe('Resume an earlier checkout whose outcome was unknown: pass its operation_id, never a new one'),
 };
 
-export function giftGeniusTools(upstreams: GiftGeniusUpstreams): McpTool[] {
+export function giftGeniusTools(upstreams: GiftGeniusUpstreams, operations: OperationLedger): McpTool[] {
   const { gift, commerce, analytics } = upstreams;
+  const createOrder = createOrderAction(commerce);
+  // Registered now, so this process recovers checkouts left unsettled (also by an earlier run).
+  operations.define(createOrder);
 
   async function suggest(
     args: { interests: string[]; budget_usd: number; recipient?: string; limit?: number },
@@ -83,46 +80,24 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams): McpTool[] {
   }
 
   /**
-   * Places an order under an operation id made before the first call and sent as the Idempotency-Key, so
-   * the upstream's retry and a later resume never create a second order. After an unknown outcome (the
-   * request may have been committed), the order is looked up by that key instead of being resent blindly.
+   * Places an order through the operation ledger (docs/operations.md): the operation is persisted before
+   * the first call and its id is the order's Idempotency-Key, so a retry, a resume or a restart never creates
+   * a second order; after a silent attempt the order is looked up by that id instead of being resent blindly.
+   * A result other than `succeeded` becomes the tool's error, with `outcome`, `operation_id` and `reconcile`.
    */
   async function placeOrder(
     args: { product_id: string; quantity: number; customer_id: string; operation_id?: string },
     signal: AbortSignal,
-    correlationId: string,
   ): Promise<Order & { operation_id: string; reconciled: boolean }> {
-    const operationId = args.operation_id ?? `op_${newId()}`;
-    const body = { product_id: args.product_id, quantity: args.quantity, customer_id: args.customer_id };
-    try {
-      const response = await commerce.post<Order>('/orders', body, {
-        idempotencyKey: operationId,
-        signal,
-        correlationId,
-      });
-      return { ...response.body, operation_id: operationId, reconciled: false };
-    } catch (error) {
-      if (!isBreakwaterError(error)) throw error;
-      const stillRunning = isInProgress(error);
-      if (error.outcome !== 'unknown' && !stillRunning) throw withOperation(error, operationId);
-      const found = await lookUp(operationId, signal, correlationId).catch(() => undefined);
-      if (found !== undefined) return { ...found, operation_id: operationId, reconciled: true };
-      throw stillRunning ? unknownOutcome(error, operationId) : withOperation(error, operationId);
-    }
-  }
-
-  async function lookUp(key: string, signal: AbortSignal, correlationId: string): Promise<Order | undefined> {
-    try {
-      const response = await commerce.get<Order>('/orders', {
-        query: { idempotency_key: key },
-        signal,
-        correlationId,
-      });
-      return response.body;
-    } catch (error) {
-      if (isBreakwaterError(error) && error.details?.upstream_status === 404) return undefined;
-      throw error;
-    }
+    const request = { product_id: args.product_id, quantity: args.quantity, customer_id: args.customer_id };
+    const result = await operations.execute(createOrder, request, {
+      operationId: args.operation_id,
+      signal,
+      actor: 'mcp:checkout',
+    });
+    if (result.outcome !== 'succeeded') throw operationError(result, { unknown: CHECKOUT_UNKNOWN });
+    const reconciled = result.transport_observation === 'lookup_succeeded';
+    return { ...result.result!, operation_id: result.operation_id, reconciled };
   }
 
   return [
@@ -150,7 +125,7 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams): McpTool[] {
         'Orders a product for a customer. Returns the order, or an error whose outcome says whether the order may exist: after outcome "unknown", call checkout again with the same operation_id to resume safely.',
       inputSchema: checkoutInput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-      handler: (args, ctx) => placeOrder(args, ctx.signal, ctx.correlationId),
+      handler: (args, ctx) => placeOrder(args, ctx.signal),
     }),
     resilientTool({
       name: 'suggest_and_checkout',
@@ -184,49 +159,9 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams): McpTool[] {
             operation_id: args.operation_id,
           },
           ctx.signal,
-          ctx.correlationId,
         );
         return { gift: best, order };
       },
     }),
   ];
-}
-
-/**
- * The shop's 409 `idempotency_in_progress`: an earlier request under this operation's key (this call's own
- * first attempt, whose connection was cut, or the call being resumed) is still running there and may yet
- * place the order. That is an unknown outcome, not a rejection: telling the model "rejected" could make it
- * start a second checkout under a new operation id.
- */
-function isInProgress(error: BreakwaterError): boolean {
-  const body = error.details?.['upstream_body'] as { code?: unknown } | undefined;
-  return error.details?.['upstream_status'] === 409 && body?.code === 'idempotency_in_progress';
-}
-
-/** A checkout whose order may or may not exist: the model is told to resume it with its operation id. */
-function unknownOutcome(error: BreakwaterError, operationId: string): BreakwaterError {
-  return new BreakwaterError('outcome_unknown', {
-    message: CHECKOUT_UNKNOWN.sentence,
-    kind: 'transient',
-    outcome: 'unknown',
-    operationId,
-    source: error.source,
-    details: { ...error.details, dependency_code: CHECKOUT_UNKNOWN.code },
-    cause: error,
-  });
-}
-
-/** The same failure, carrying the operation id the model needs to resume or reconcile. */
-function withOperation(error: BreakwaterError, operationId: string): BreakwaterError {
-  return new BreakwaterError(error.code, {
-    message: error.message,
-    kind: error.kind,
-    status: error.status,
-    retryAfterMs: error.retryAfterMs,
-    outcome: error.outcome,
-    operationId,
-    source: error.source,
-    details: error.details,
-    cause: error.cause,
-  });
 }

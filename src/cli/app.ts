@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import type { Clock, Jobs, Store, Upstream } from '../index.js';
 import type { McpTool } from '../mcp/index.js';
+import type { AuditLog, OperationLedger } from '../operations/index.js';
 import type { WebhookDeclarations } from '../webhooks/index.js';
 
 /** What an app's `setup` gets. */
@@ -15,6 +16,14 @@ export interface AppContext {
   store: Store;
   /** The jobs runtime: define the app's job types here (`jobs.defineJob`); the gateway starts the worker. */
   jobs: Jobs;
+  /**
+   * The operation ledger: run side-effecting calls through `operations.execute(action, request)`, and
+   * `operations.define(action)` every action at setup so this process recovers its unsettled operations
+   * (docs/operations.md).
+   */
+  operations: OperationLedger;
+  /** The tamper-evident audit log (`audit.record({ actor, action, target, … })`). */
+  audit: AuditLog;
   clock: Clock;
   /** The gateway's public base URL, e.g. `http://127.0.0.1:8787` (job status and event URLs use it). */
   publicUrl: string;

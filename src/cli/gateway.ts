@@ -18,6 +18,7 @@ import {
   type ServerLoggerOptions,
   type Store,
 } from '../index.js';
+import { OperationLedger, createAuditLog, type AuditLog, type LedgerLog } from '../operations/index.js';
 import { createWebhookIngress, type WebhookIngress } from '../webhooks/index.js';
 import type { AppParts, BreakwaterApp } from './app.js';
 
@@ -64,6 +65,9 @@ export interface Gateway {
   http: FastifyInstance;
   store: Store;
   jobs: Jobs;
+  /** The operation ledger the app's side-effecting actions run through; its recovery loop runs here. */
+  operations: OperationLedger;
+  audit: AuditLog;
   parts: AppParts;
   /** The names of the MCP tools served, `get_job_status` and `cancel_job` included. */
   toolNames: string[];
@@ -102,13 +106,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const listenPort = port === 0 ? await freePort(host) : port;
     const url = `http://${urlHost(host)}:${listenPort}`;
     const publicUrl = options.publicUrl ?? url;
+    const env = options.env ?? process.env;
+    const { audit, operations } = operationsRuntime(store, clock, env, log);
+    // Runs just before the store closes: records still queued are appended, not rejected.
+    cleanups.push(() => audit.flush());
     const parts = await options.app.setup({
       store,
       jobs,
+      operations,
+      audit,
       clock,
       publicUrl,
       role: 'serve',
-      env: options.env ?? process.env,
+      env,
       log,
     });
     cleanups.push(() => parts.close?.() ?? Promise.resolve());
@@ -158,6 +168,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     pruner.unref();
     cleanups.push(async () => clearInterval(pruner));
     if (options.worker !== false) jobs.start();
+    // Unsettled operations of the app's actions are looked up (and escalated) from every process.
+    const recovery = operations.startRecovery();
+    cleanups.push(async () => recovery.dispose());
 
     let closing: Promise<void> | undefined;
     return {
@@ -166,6 +179,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       http,
       store,
       jobs,
+      operations,
+      audit,
       parts,
       toolNames: mcp.server.tools.map((tool) => tool.name),
       webhooks,
@@ -187,6 +202,8 @@ export type WorkerOptions = Pick<GatewayOptions, 'app' | 'store' | 'graceMs' | '
 export interface WorkerProcess {
   store: Store;
   jobs: Jobs;
+  operations: OperationLedger;
+  audit: AuditLog;
   parts: AppParts;
   /** Stops claiming, lets running jobs finish up to the grace period, then closes the app and the store. */
   close(): Promise<void>;
@@ -204,16 +221,23 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
   const store =
     typeof options.store === 'object' ? options.store : await openStore({ url: options.store, clock });
   const jobs = createJobs({ store, clock });
+  const env = options.env ?? process.env;
+  const log = options.log ?? ((line: string) => console.log(line));
   let parts: AppParts;
+  let operations: OperationLedger;
+  let audit: AuditLog;
   try {
+    ({ audit, operations } = operationsRuntime(store, clock, env, log));
     parts = await options.app.setup({
       store,
       jobs,
+      operations,
+      audit,
       clock,
       publicUrl: options.publicUrl ?? `http://${GATEWAY_DEFAULTS.host}:${GATEWAY_DEFAULTS.port}`,
       role: 'worker',
-      env: options.env ?? process.env,
-      log: options.log ?? ((line: string) => console.log(line)),
+      env,
+      log,
     });
     // The app's webhook handlers run here too (one job type per source); nothing is served.
     if (parts.webhooks !== undefined) createWebhookIngress({ ...parts.webhooks, store, jobs, clock });
@@ -222,19 +246,52 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
     throw error;
   }
   jobs.start();
+  const recovery = operations.startRecovery();
   let closing: Promise<void> | undefined;
   return {
     store,
     jobs,
+    operations,
+    audit,
     parts,
     close: () =>
       (closing ??= (async () => {
+        recovery.dispose();
         await jobs.stop({ graceMs });
         await parts.close?.().catch(() => undefined);
         for (const upstream of parts.upstreams ?? []) await upstream.close().catch(() => undefined);
+        await audit.flush().catch(() => undefined);
         if (ownsStore) await store.close();
       })()),
   };
+}
+
+/**
+ * The audit log and the operation ledger of a process. `BREAKWATER_AUDIT_KEY` (at least 16 bytes), when set,
+ * keys the audit chain with HMAC-SHA-256; use the same key in every process and for `breakwater audit verify`.
+ * The ledger's warnings (an operation escalated to `needs_attention`) go to the operator's log.
+ */
+function operationsRuntime(
+  store: Store,
+  clock: Clock,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): { audit: AuditLog; operations: OperationLedger } {
+  const key = env.BREAKWATER_AUDIT_KEY;
+  const audit = createAuditLog({
+    store: store.audit,
+    clock,
+    hmacKey: key === undefined || key === '' ? undefined : key,
+  });
+  const warn: LedgerLog['warn'] = (fields, message) => log(`warning: ${message} ${describeFields(fields)}`);
+  return { audit, operations: new OperationLedger({ store: store.operations, audit, clock, log: { warn } }) };
+}
+
+/** `key=value` pairs of a log line's fields (an error by its message). */
+function describeFields(fields: object): string {
+  return Object.entries(fields)
+    .map(([key, value]) => `${key}=${value instanceof Error ? value.message : JSON.stringify(value)}`)
+    .join(' ');
 }
 
 /** A failed prune is retried at the next interval; the operator hears of it as a process warning. */

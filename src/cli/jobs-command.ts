@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { createJobs, type JobRecord, type JobStatus } from '../index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
+import { iso, short, table } from './format.js';
 
 export const JOBS_USAGE = `Usage: breakwater jobs <list|show|cancel|retry> [options]
 
@@ -139,15 +140,7 @@ function formatTable(jobs: JobRecord[]): string {
       iso(j.updatedAt),
     ]),
   ];
-  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
-  return rows
-    .map((row) =>
-      row
-        .map((cell, col) => cell.padEnd(widths[col]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return table(rows);
 }
 
 function formatJob(job: JobRecord, events: string[]): string {
@@ -168,14 +161,4 @@ function formatJob(job: JobRecord, events: string[]): string {
   }
   lines.push(`events:`, ...(events.length > 0 ? events : ['  (none)']));
   return lines.join('\n');
-}
-
-function iso(ms: number | null | undefined): string {
-  return ms === null || ms === undefined ? '-' : new Date(ms).toISOString();
-}
-
-/** A JSON value on one line, cut at 200 characters. */
-function short(value: unknown): string {
-  const text = JSON.stringify(value) ?? 'null';
-  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `breakwater` command: `serve` (the gateway), `worker` (a worker-only process), `jobs` (the queue from a
- * terminal), `demo` (the policies in four seconds) and `version`. Exit codes: 0 done, 1 failed (a message
+ * terminal), `webhooks`, `ops` and `audit` (the inbox, the operation ledger and the audit log), `demo` (the policies in four seconds) and `version`. Exit codes: 0 done, 1 failed (a message
  * says why), 2 bad command line.
  */
 import { readFileSync } from 'node:fs';
@@ -14,6 +14,8 @@ Commands:
   worker      run a worker only: claim and run jobs, no HTTP
   jobs        list, show, cancel or retry jobs (breakwater jobs --help)
   webhooks    list, show or replay stored webhook events (breakwater webhooks --help)
+  ops         list, show or reconcile side-effecting operations (breakwater ops --help)
+  audit       verify the tamper-evident audit log, or print its newest records (breakwater audit --help)
   demo        run a resilience pipeline against a flaky in-process service and print what happens
   version     print the version
 
@@ -57,6 +59,14 @@ export async function main(argv: string[]): Promise<number> {
       case 'webhooks': {
         const { runWebhooksCommand } = await import('./webhooks-command.js');
         return await runWebhooksCommand(rest);
+      }
+      case 'ops': {
+        const { runOpsCommand } = await import('./ops-command.js');
+        return await runOpsCommand(rest);
+      }
+      case 'audit': {
+        const { runAuditCommand } = await import('./audit-command.js');
+        return await runAuditCommand(rest);
       }
       case 'jobs': {
         const { runJobsCommand } = await import('./jobs-command.js');

@@ -7,6 +7,7 @@ import type { JobRecord } from '../index.js';
 import type { InboxRecord } from '../store/index.js';
 import { replayStoredWebhook } from '../webhooks/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
+import { iso, table } from './format.js';
 
 export const WEBHOOKS_USAGE = `Usage: breakwater webhooks <list|show|replay> [options]
 
@@ -102,15 +103,7 @@ function formatTable(records: InboxRecord[]): string {
     ['SOURCE', 'EVENT ID', 'TYPE', 'RECEIVED', 'JOB', 'REPLAYS'],
     ...records.map((r) => [r.source, r.eventId, r.eventType, iso(r.receivedAt), r.jobId, String(r.replays)]),
   ];
-  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
-  return rows
-    .map((row) =>
-      row
-        .map((cell, col) => cell.padEnd(widths[col]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return table(rows);
 }
 
 function formatRecord(record: InboxRecord, job: JobRecord | undefined): string {
@@ -127,8 +120,4 @@ function formatRecord(record: InboxRecord, job: JobRecord | undefined): string {
   const body = record.body.length > 2_000 ? `${record.body.slice(0, 1_999)}…` : record.body;
   lines.push('body:', body);
   return lines.join('\n');
-}
-
-function iso(ms: number | null | undefined): string {
-  return ms === null || ms === undefined ? '-' : new Date(ms).toISOString();
 }

@@ -43,6 +43,25 @@ describe('errorResult', () => {
     });
   });
 
+  it("an operation's reconcile hint and transport observation reach the model; malformed ones do not", () => {
+    const reconcile = { method: 'GET', path: '/orders?idempotency_key=op_2' };
+    const error = new BreakwaterError('outcome_unknown', {
+      operationId: 'op_2',
+      details: { reconcile, transport_observation: 'ECONNRESET' },
+    });
+    const info = toolErrorInfo(error);
+    expect([info.operation_id, info.reconcile, info.transport_observation]).toEqual([
+      'op_2',
+      reconcile,
+      'ECONNRESET',
+    ]);
+    const malformed = new BreakwaterError('outcome_unknown', {
+      details: { reconcile: { method: 'GET' }, transport_observation: 7 },
+    });
+    expect(toolErrorInfo(malformed)).not.toHaveProperty('reconcile');
+    expect(toolErrorInfo(malformed)).not.toHaveProperty('transport_observation');
+  });
+
   it('classifies a foreign error without repeating its message', () => {
     const info = toolErrorInfo(new Error('connect to 10.0.0.3:5432 failed for user admin'));
     expect(info).toEqual({

@@ -63,6 +63,12 @@ export function toolErrorInfo(error: unknown, options: ErrorResultOptions = {}):
     outcome: err.outcome,
   };
   if (err.operationId !== undefined) info.operation_id = err.operationId;
+  const reconcile = err.details?.['reconcile'] as { method?: unknown; path?: unknown } | null | undefined;
+  if (typeof reconcile?.method === 'string' && typeof reconcile.path === 'string') {
+    info.reconcile = { method: reconcile.method, path: reconcile.path };
+  }
+  const observation = err.details?.['transport_observation'];
+  if (typeof observation === 'string') info.transport_observation = observation;
   return info;
 }
 

@@ -39,6 +39,13 @@ export interface ToolErrorInfo {
   retry_after_ms: number | null;
   outcome: 'failed' | 'unknown';
   operation_id?: string;
+  /**
+   * For an operation (DESIGN: "Idempotency and operations"): how its outcome can be looked up, from the
+   * error's `details.reconcile` (`{ method, path }`), and what the transport saw last
+   * (`details.transport_observation`: `ECONNRESET`, `lookup_not_found`, …).
+   */
+  reconcile?: { method: string; path: string };
+  transport_observation?: string;
 }
 
 /** MCP task statuses (spec 2025-11-25, "Tasks"). */

@@ -32,7 +32,8 @@ beforeEach(async () => {
   // A short commerce breaker, so a test that opens it can wait for it to let a trial call through.
   gw = await startGiftGenius(defer, backends, {
     dbPath: tempDb(defer),
-    settings: { commerceOpenMs: 200 },
+    // Short commerce timeouts and breaker, so the lost-checkout stories take a second, not ten.
+    settings: { commerceOpenMs: 200, commerceTimeoutMs: 1_000 },
     gateway: { graceMs: 200 },
   });
   mcp = await connect(defer, gw.mcpUrl);
@@ -213,7 +214,16 @@ describe('GiftGenius tools over MCP', () => {
       retry_after_ms: null,
       outcome: 'unknown',
       operation_id: expect.stringMatching(/^op_/),
+      reconcile: { method: 'GET', path: `/orders?idempotency_key=${error.operation_id}` },
+      transport_observation: 'timeout',
     });
+    // The ledger holds it as unknown, with the failed lookup as evidence.
+    const held = await gw.store.operations.get(error.operation_id);
+    expect([held?.state, held?.attempts, (held?.evidence as { last_lookup?: string }).last_lookup]).toEqual([
+      'unknown',
+      1,
+      'lookup failed: timeout',
+    ]);
 
     // Only once nothing hangs any more is the fault cleared, so no abandoned request is handled late.
     await until(() => commerce.faults.hanging() === 0, 'the hanging commerce requests to end');
@@ -232,38 +242,34 @@ describe('GiftGenius tools over MCP', () => {
     expect((await orders()).map((o) => o['order_id'])).toEqual([resumed.structuredContent.order_id]);
   });
 
-  it('checkout resumed while the first request under its key still runs: unknown, then one order', async () => {
+  it('a late twin of a lost checkout places the order: the resume finds it by lookup, one order', async () => {
     const commerce = backends.services.commerce;
     commerce.faults.set({ hang: true });
-    // Another client's request under the key is held by the shop (it has claimed the key).
-    const key = 'op_e2e_in_flight';
     const body = { product_id: 'p005', quantity: 1, customer_id: 'cus_race' };
-    const first = fetch(`${commerce.url}/orders`, {
+    const lost = await mcp.call('checkout', body);
+    const key = lost.structuredContent.error.operation_id as string;
+    await until(() => commerce.faults.hanging() === 0, 'the abandoned requests to end');
+    // The first request's twin (delayed in the network) reaches the shop late and holds the key there.
+    const twin = fetch(`${commerce.url}/orders`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': key },
       body: JSON.stringify(body),
     });
-    first.catch(() => undefined); // it fails only when the test does: the services close under it
-    await until(() => commerce.faults.hanging() === 1, 'the first request to hang');
+    twin.catch(() => undefined); // it fails only when the test does: the services close under it
+    await until(() => commerce.faults.hanging() === 1, 'the twin to hang');
 
-    const answer = await mcp.call('checkout', { ...body, operation_id: key });
-    // 409 idempotency_in_progress is not a rejection: the first request may still place the order.
-    expect(answer.structuredContent.error).toEqual({
-      code: 'checkout_outcome_unknown',
-      category: 'outcome_unknown',
-      message: CHECKOUT_UNKNOWN_SENTENCE,
-      retryable: false,
-      retry_after_ms: null,
-      outcome: 'unknown',
-      operation_id: key,
-    });
-
-    await until(() => commerce.faults.hanging() === 1, 'only the first request to hang');
-    commerce.faults.clear(); // the first request is handled now: the order is placed
-    expect((await first).status).toBe(201);
+    commerce.faults.clear(); // the twin is handled now: the order is placed under the operation's key
+    expect((await twin).status).toBe(201);
     await untilNoBreakerOpen();
     const resumed = await mcp.call('checkout', { ...body, operation_id: key });
-    expect(resumed.structuredContent).toMatchObject({ ...body, status: 'confirmed', operation_id: key });
+    expect(resumed.structuredContent).toMatchObject({
+      ...body,
+      status: 'confirmed',
+      operation_id: key,
+      reconciled: true,
+    });
     expect((await orders()).map((o) => o['order_id'])).toEqual([resumed.structuredContent.order_id]);
+    const held = await gw.store.operations.get(key);
+    expect([held?.state, held?.attempts, held?.observation]).toEqual(['succeeded', 1, 'lookup_succeeded']);
   });
 });

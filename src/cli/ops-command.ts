@@ -1,0 +1,194 @@
+/**
+ * `breakwater ops list|show|reconcile`: the operation ledger from a terminal, straight against the store.
+ * `reconcile` needs no app loaded: it schedules the operation for a lookup now, and the recovery loop of a
+ * running gateway or worker that defines its action performs it (docs/operations.md).
+ */
+import { parseArgs } from 'node:util';
+import { requestReconcile } from '../operations/index.js';
+import type { OperationRecord, OperationState, Store } from '../store/index.js';
+import { CliError, EXIT, openExistingStoreForCli } from './context.js';
+import { iso, short, table } from './format.js';
+
+const STATES: readonly OperationState[] = [
+  'pending',
+  'in_flight',
+  'succeeded',
+  'failed',
+  'unknown',
+  'needs_attention',
+];
+
+export const OPS_USAGE = `Usage: breakwater ops <list|show|reconcile> [options]
+
+Subcommands:
+  list               the newest operations first
+  show <id>          one operation with its evidence
+  reconcile <id>     look an unsettled operation up now (by a running gateway or worker that defines its
+                     action) and wait for the answer; never resends a request past its recovery deadline
+
+Options:
+  --db <url>         the store: postgres://… or a SQLite path (default: $DATABASE_URL, $BREAKWATER_DB,
+                     then ./data/breakwater.db)
+  --state <state>    list: only this state (${STATES.join(', ')}); may be repeated
+  --action <name>    list: only this action, e.g. commerce.create_order
+  --limit <n>        list: at most n operations (default 20, at most 1000)
+  --wait <ms>        reconcile: how long to wait for the lookup (default 30000)
+  --json             print JSON instead of text
+  -h, --help         show this help`;
+
+/** Runs `breakwater ops ...`; resolves with the exit code. Output goes to `out`. */
+export async function runOpsCommand(
+  argv: string[],
+  out: (line: string) => void = console.log,
+): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        db: { type: 'string' },
+        state: { type: 'string', multiple: true },
+        action: { type: 'string' },
+        limit: { type: 'string' },
+        wait: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}\n\n${OPS_USAGE}`, EXIT.usage);
+  }
+  const { positionals, values } = parsed;
+  const [sub, id, ...extra] = positionals;
+  if (values.help === true || sub === undefined) {
+    out(OPS_USAGE);
+    return sub === undefined && values.help !== true ? EXIT.usage : EXIT.ok;
+  }
+  if (!['list', 'show', 'reconcile'].includes(sub)) {
+    throw new CliError(`unknown ops subcommand '${sub}'\n\n${OPS_USAGE}`, EXIT.usage);
+  }
+  if (sub === 'list' ? id !== undefined : id === undefined) {
+    const problem = sub === 'list' ? `unexpected argument '${id}'` : `ops ${sub} needs an operation id`;
+    throw new CliError(`${problem}\n\n${OPS_USAGE}`, EXIT.usage);
+  }
+  if (extra.length > 0) throw new CliError(`unexpected argument '${extra[0]}'\n\n${OPS_USAGE}`, EXIT.usage);
+  const states = (values.state ?? []).map((state) => {
+    if (!STATES.includes(state as OperationState)) {
+      throw new CliError(`--state must be one of ${STATES.join(', ')}, got '${state}'`, EXIT.usage);
+    }
+    return state as OperationState;
+  });
+  const limit = integerFlag('--limit', values.limit, 20, 1, 1000);
+  const waitMs = integerFlag('--wait', values.wait, 30_000, 0, 600_000);
+  const json = values.json === true;
+
+  const store = await openExistingStoreForCli(values.db);
+  try {
+    if (sub === 'list') {
+      const records = await store.operations.list({
+        states: states.length > 0 ? states : undefined,
+        action: values.action,
+        limit,
+      });
+      out(json ? JSON.stringify(records, null, 2) : formatTable(records));
+      return EXIT.ok;
+    }
+    if (sub === 'show') {
+      const record = await store.operations.get(id!);
+      if (record === undefined) throw new CliError(`there is no operation ${id}`);
+      out(json ? JSON.stringify(record, null, 2) : formatOperation(record));
+      return EXIT.ok;
+    }
+    return await reconcile(store, id!, waitMs, json, out);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Schedules the lookup, then polls until the operation settles or was looked at, or `waitMs` passes. */
+async function reconcile(
+  store: Store,
+  id: string,
+  waitMs: number,
+  json: boolean,
+  out: (line: string) => void,
+): Promise<number> {
+  const scheduled = await requestReconcile(store.operations, id, Date.now());
+  if (scheduled === undefined) throw new CliError(`there is no operation ${id}`);
+  let record = scheduled;
+  const until = Date.now() + waitMs;
+  // Settled, or looked at by a recovery pass (a newer version with the lookup's evidence).
+  while (record.settledAt === null && record.version === scheduled.version && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    record = (await store.operations.get(id)) ?? record;
+  }
+  if (json) {
+    out(JSON.stringify(record, null, 2));
+  } else if (record.settledAt !== null) {
+    out(`operation ${id} is ${record.state}${record.state === scheduled.state ? '' : ' after the lookup'}`);
+    out(formatOperation(record));
+  } else if (record.version !== scheduled.version) {
+    out(`operation ${id} was looked up and is still ${record.state}`);
+    out(formatOperation(record));
+  } else {
+    out(
+      `operation ${id} is still ${record.state}: no running gateway or worker looked it up within ${waitMs} ms ` +
+        `(one must run with the app that defines ${record.action})`,
+    );
+  }
+  return record.settledAt !== null ? EXIT.ok : EXIT.failed;
+}
+
+function integerFlag(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const value = raw === undefined ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new CliError(`${name} must be an integer from ${min} to ${max}, got '${raw}'`, EXIT.usage);
+  }
+  return value;
+}
+
+function formatTable(records: OperationRecord[]): string {
+  if (records.length === 0) return 'no operations';
+  return table([
+    ['ID', 'ACTION', 'STATE', 'ATTEMPTS', 'CREATED', 'OBSERVATION'],
+    ...records.map((r) => [
+      r.id,
+      r.action,
+      r.state,
+      String(r.attempts),
+      iso(r.createdAt),
+      r.observation ?? '-',
+    ]),
+  ]);
+}
+
+function formatOperation(record: OperationRecord): string {
+  const lines = [
+    `id:             ${record.id}`,
+    `action:         ${record.action}`,
+    `target:         ${record.target}`,
+    `state:          ${record.state}`,
+    `attempts:       ${record.attempts}`,
+    `retry allowed:  ${record.retryAllowed ? 'yes (after a lookup found nothing)' : 'no'}`,
+    `observation:    ${record.observation ?? '-'}`,
+    `created:        ${iso(record.createdAt)}`,
+    `updated:        ${iso(record.updatedAt)}`,
+    `deadline:       ${iso(record.recoveryDeadlineAt)}`,
+    `next check:     ${iso(record.nextCheckAt)}`,
+    `settled:        ${iso(record.settledAt)}`,
+    `lookup:         ${record.reconcile === null ? '-' : `${record.reconcile.method} ${record.reconcile.path}`}`,
+    `request:        ${short(record.request)}`,
+  ];
+  if (record.result !== null) lines.push(`result:         ${short(record.result)}`);
+  if (record.error !== null) lines.push(`error:          ${short(record.error)}`);
+  if (record.evidence !== null) lines.push(`evidence:       ${short(record.evidence, 600)}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,7 @@
+/**
+ * operations/: inbound idempotency keys, the outbound operation ledger and the audit log (DESIGN:
+ * "Idempotency and operations"). Imports only core, policy and store.
+ */
+export * from './idempotency/index.js';
+export * from './audit/index.js';
+export * from './ledger/index.js';

@@ -1,0 +1,16 @@
+export { LEDGER_DEFAULTS } from './decide.js';
+export { OperationLedger } from './ledger.js';
+export { requestReconcile } from './reconcile.js';
+export { UNKNOWN_SENTENCE, operationError, type OperationErrorTexts } from './result.js';
+export type {
+  AnyOperationAction,
+  ExecuteOptions,
+  LedgerLog,
+  NeedsAttentionEvent,
+  OperationAuditSink,
+  OperationLedgerOptions,
+  LookupResult,
+  OperationAction,
+  OperationCallContext,
+  OperationResult,
+} from './types.js';

@@ -1,0 +1,381 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BreakwaterError, FakeClock } from '../../core/index.js';
+import { openStore, type Store } from '../../store/index.js';
+import { OperationLedger } from './ledger.js';
+import type { LookupResult, OperationAction, OperationCallContext } from './types.js';
+
+/**
+ * The ledger on a real SQLite store, with a scripted service: each `send` and `lookup` takes the next step of
+ * its script (a function of the call), so every history (not sent, refused, done, cut off) is exact.
+ */
+interface Order {
+  order_id: string;
+  sku: string;
+}
+type Req = { sku: string };
+
+type SendStep = (ctx: OperationCallContext<Req>) => Promise<Order>;
+type LookupStep = (ctx: OperationCallContext<Req>) => Promise<LookupResult<Order>>;
+
+const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
+
+class ScriptedService {
+  readonly calls: string[] = [];
+  readonly orders = new Map<string, Order>();
+  sends: SendStep[] = [];
+  lookups: LookupStep[] = [];
+
+  private plain: OperationAction<Req, Order> | undefined;
+
+  /** The action; without overrides always the same object (a ledger refuses two actions of one name). */
+  action(overrides?: Partial<OperationAction<Req, Order>>): OperationAction<Req, Order> {
+    if (overrides === undefined) return (this.plain ??= this.build({}));
+    return this.build(overrides);
+  }
+
+  private build(overrides: Partial<OperationAction<Req, Order>>): OperationAction<Req, Order> {
+    return {
+      name: 'shop.create_order',
+      target: 'POST shop /orders',
+      retryAllowed: true,
+      reconcile: (id) => ({ method: 'GET', path: `/orders?idempotency_key=${id}` }),
+      send: (ctx) => {
+        this.calls.push(
+          `send#${ctx.attempt} ${ctx.operationId === ctx.correlationId ? 'id=corr' : 'id!=corr'}`,
+        );
+        const step = this.sends.shift();
+        if (step === undefined) throw new Error('unexpected send');
+        return step(ctx);
+      },
+      lookup: (ctx) => {
+        this.calls.push('lookup');
+        const step = this.lookups.shift();
+        if (step === undefined) throw new Error('unexpected lookup');
+        return step(ctx);
+      },
+      ...overrides,
+    };
+  }
+}
+
+/** The service takes the order (keyed by operation id) and answers. */
+const accept: SendStep = async (ctx) => ({
+  order_id: `ord_${ctx.operationId.slice(-4)}`,
+  sku: ctx.request.sku,
+});
+/** The connection drops after the request was written. */
+const cutOff: SendStep = async () => {
+  throw new BreakwaterError('outcome_unknown', {
+    kind: 'transient',
+    outcome: 'unknown',
+    details: { reason: 'ECONNRESET' },
+  });
+};
+/** The service could not be reached: nothing was written. */
+const refusedConnection: SendStep = async () => {
+  throw new BreakwaterError('upstream_unavailable', {
+    kind: 'transient',
+    outcome: 'failed',
+    details: { reason: 'ECONNREFUSED' },
+  });
+};
+const rejected: SendStep = async () => {
+  throw new BreakwaterError('upstream_error', {
+    kind: 'permanent',
+    message: 'The shop could not accept this order: out of stock.',
+    details: { reason: 'http_409' },
+  });
+};
+const found: LookupStep = async (ctx) => ({
+  state: 'succeeded',
+  result: { order_id: `ord_${ctx.operationId.slice(-4)}`, sku: ctx.request.sku },
+});
+const notFound: LookupStep = async () => ({ state: 'not_found' });
+
+let clock: FakeClock;
+let store: Store;
+let service: ScriptedService;
+let warnings: string[];
+let audit: { action: string; operationId?: string }[];
+
+function ledger(): OperationLedger {
+  return new OperationLedger({
+    store: store.operations,
+    clock,
+    log: { warn: (_fields, message) => warnings.push(message) },
+    audit: {
+      record: async (entry) => {
+        audit.push({ action: entry.action, operationId: entry.operationId });
+      },
+    },
+  });
+}
+
+beforeEach(async () => {
+  clock = new FakeClock(T0);
+  store = await openStore({ url: ':memory:', clock });
+  service = new ScriptedService();
+  warnings = [];
+  audit = [];
+});
+
+afterEach(async () => {
+  await store.close();
+});
+
+describe('OperationLedger.execute', () => {
+  it('persists the operation before the first call and sends its id as key and correlation id', async () => {
+    const seenInLedger: string[] = [];
+    service.sends = [
+      async (ctx) => {
+        const stored = await store.operations.get(ctx.operationId);
+        seenInLedger.push(`${stored?.state} attempts=${stored?.attempts}`);
+        return accept(ctx);
+      },
+    ];
+    const result = await ledger().execute(service.action(), { sku: 'kite' });
+    expect(seenInLedger).toEqual(['in_flight attempts=1']);
+    expect(service.calls).toEqual(['send#1 id=corr']);
+    expect(result).toEqual({
+      outcome: 'succeeded',
+      state: 'succeeded',
+      operation_id: result.operation_id,
+      correlation_id: result.operation_id,
+      transport_observation: 'response_received',
+      retry_allowed: false,
+      reconcile: { method: 'GET', path: `/orders?idempotency_key=${result.operation_id}` },
+      result: { order_id: `ord_${result.operation_id.slice(-4)}`, sku: 'kite' },
+      attempts: 1,
+    });
+    expect(result.operation_id).toMatch(/^op_[0-9a-f-]{36}$/);
+    expect(audit.map((a) => a.action)).toEqual([
+      'operation.begin',
+      'operation.attempt',
+      'operation.succeeded',
+    ]);
+  });
+
+  it('a failure before the request was written: failed, retry allowed, and a resume sends again', async () => {
+    service.sends = [refusedConnection];
+    const ops = ledger();
+    const first = await ops.execute(service.action(), { sku: 'kite' });
+    expect([first.outcome, first.state, first.retry_allowed, first.transport_observation]).toEqual([
+      'failed',
+      'pending',
+      true,
+      'ECONNREFUSED',
+    ]);
+    service.sends = [accept];
+    const again = await ops.execute(service.action(), { sku: 'kite' }, { operationId: first.operation_id });
+    expect([again.outcome, again.attempts, again.operation_id]).toEqual(['succeeded', 2, first.operation_id]);
+    expect(service.calls).toEqual(['send#1 id=corr', 'send#2 id=corr']);
+  });
+
+  it('a refusal settles it failed; a resume answers the same without sending', async () => {
+    service.sends = [rejected];
+    const ops = ledger();
+    const first = await ops.execute(service.action(), { sku: 'kite' });
+    expect([first.outcome, first.state, first.retry_allowed, first.error]).toEqual([
+      'failed',
+      'failed',
+      false,
+      { code: 'upstream_error', message: 'The shop could not accept this order: out of stock.' },
+    ]);
+    const again = await ops.execute(service.action(), { sku: 'kite' }, { operationId: first.operation_id });
+    expect(again).toEqual(first);
+    expect(service.calls).toEqual(['send#1 id=corr']);
+  });
+
+  it('cut off after writing, a lookup that finds the order settles it succeeded, no resend', async () => {
+    service.sends = [cutOff];
+    service.lookups = [found];
+    const result = await ledger().execute(service.action(), { sku: 'kite' });
+    expect([result.outcome, result.transport_observation, result.attempts]).toEqual([
+      'succeeded',
+      'lookup_succeeded',
+      1,
+    ]);
+    expect(service.calls).toEqual(['send#1 id=corr', 'lookup']);
+    expect(audit.map((a) => a.action)).toEqual([
+      'operation.begin',
+      'operation.attempt',
+      'operation.unknown',
+      'operation.reconciled',
+    ]);
+  });
+
+  it('cut off, nothing found, resending allowed: resent under the same id after the lookup', async () => {
+    service.sends = [cutOff, accept];
+    service.lookups = [notFound];
+    const result = await ledger().execute(service.action(), { sku: 'kite' });
+    expect([result.outcome, result.attempts]).toEqual(['succeeded', 2]);
+    expect(service.calls).toEqual(['send#1 id=corr', 'lookup', 'send#2 id=corr']);
+  });
+
+  it('cut off, nothing found, resending not allowed: unknown until not_found can be believed, then failed', async () => {
+    const action = service.action({ retryAllowed: false, notFoundAfterMs: 30_000 });
+    service.sends = [cutOff];
+    service.lookups = [notFound, notFound];
+    const ops = ledger();
+    const result = await ops.execute(action, { sku: 'kite' });
+    expect([result.outcome, result.state, result.retry_allowed, result.error?.code]).toEqual([
+      'unknown',
+      'unknown',
+      false,
+      'outcome_unknown',
+    ]);
+    clock.tick(29_000);
+    expect(await ops.recover()).toBe(1); // due after checkEveryMs (5 s)
+    expect((await store.operations.get(result.operation_id))?.state).toBe('unknown');
+    clock.tick(1_000);
+    // The second lookup came 29 s after the attempt: not yet believed; its next check is 5 s later.
+    expect(await ops.recover()).toBe(0);
+    service.lookups = [notFound];
+    clock.tick(4_000);
+    expect(await ops.recover()).toBe(1);
+    const settled = await store.operations.get(result.operation_id);
+    expect([settled?.state, settled?.error]).toEqual([
+      'failed',
+      { code: 'not_accepted', message: 'The service never received this request, so nothing happened.' },
+    ]);
+    expect(service.calls).toEqual(['send#1 id=corr', 'lookup', 'lookup', 'lookup']);
+  });
+
+  it('a lookup that fails leaves it unknown; the recovery pass looks again and settles it', async () => {
+    service.sends = [cutOff];
+    service.lookups = [
+      async () => {
+        throw new BreakwaterError('upstream_unavailable', { details: { reason: 'ECONNREFUSED' } });
+      },
+    ];
+    const ops = ledger();
+    const result = await ops.execute(service.action(), { sku: 'kite' });
+    expect(result.outcome).toBe('unknown');
+    const stored = await store.operations.get(result.operation_id);
+    expect([stored?.nextCheckAt, (stored?.evidence as { last_lookup: string }).last_lookup]).toEqual([
+      T0 + 5_000,
+      'lookup failed: ECONNREFUSED',
+    ]);
+    service.lookups = [found];
+    clock.tick(4_999);
+    expect(await ops.recover()).toBe(0);
+    clock.tick(1);
+    expect(await ops.recover()).toBe(1);
+    expect((await store.operations.get(result.operation_id))?.state).toBe('succeeded');
+  });
+
+  it('past its recovery deadline an unsettled operation needs attention, with the evidence, a warning and an event', async () => {
+    const action = service.action({ lookup: undefined, recoveryMs: 60_000 });
+    service.sends = [cutOff];
+    const ops = ledger();
+    const escalated: string[] = [];
+    ops.onNeedsAttention(({ record }) => escalated.push(record.id));
+    const result = await ops.execute(action, { sku: 'kite' });
+    expect(result.outcome).toBe('unknown');
+    clock.tick(60_000);
+    await ops.recover();
+    const stored = await store.operations.get(result.operation_id);
+    expect(stored?.state).toBe('needs_attention');
+    expect(stored?.evidence).toEqual({
+      last_attempt_at: T0,
+      escalated_at: T0 + 60_000,
+      created_at: T0,
+      deadline_at: T0 + 60_000,
+      target: 'POST shop /orders',
+      attempts: 1,
+      last_observation: 'ECONNRESET',
+      lookup: { method: 'GET', path: `/orders?idempotency_key=${result.operation_id}` },
+    });
+    expect([escalated, ops.escalated, warnings]).toEqual([
+      [result.operation_id],
+      1,
+      ['operation outcome still unknown past its recovery deadline: needs attention'],
+    ]);
+    // A resume does not send: it answers unknown.
+    const resumed = await ops.execute(action, { sku: 'kite' }, { operationId: result.operation_id });
+    expect([resumed.outcome, resumed.state]).toEqual(['unknown', 'needs_attention']);
+    expect(service.calls).toEqual(['send#1 id=corr']);
+  });
+
+  it('reconcile settles a needs_attention operation on a confirmed result, never resending', async () => {
+    const action = service.action({ recoveryMs: 10_000 });
+    service.sends = [cutOff];
+    service.lookups = [async () => ({ state: 'in_progress' })];
+    const ops = ledger();
+    const result = await ops.execute(action, { sku: 'kite' });
+    clock.tick(10_000);
+    await ops.recover();
+    service.lookups = [notFound];
+    const looked = await ops.reconcile(result.operation_id);
+    expect([looked.outcome, looked.state, looked.error?.code]).toEqual(['failed', 'failed', 'not_accepted']);
+    expect(service.calls).toEqual(['send#1 id=corr', 'lookup', 'lookup']);
+  });
+
+  it('an attempt in flight elsewhere is not sent twice; once it went silent, recovery looks it up', async () => {
+    const ops = ledger();
+    let release!: () => void;
+    service.sends = [
+      (ctx) =>
+        new Promise<Order>((resolve) => {
+          release = () => resolve({ order_id: 'late', sku: ctx.request.sku });
+        }),
+    ];
+    const action = service.action({ attemptTimeoutMs: 20_000 });
+    const first = ops.execute(action, { sku: 'kite' });
+    await clock.tickAsync(0);
+    const [flying] = await store.operations.list({ states: ['in_flight'] });
+    const resumed = await ops.execute(action, { sku: 'kite' }, { operationId: flying!.id });
+    expect([resumed.outcome, resumed.state]).toEqual(['unknown', 'in_flight']);
+    clock.tick(20_000);
+    service.lookups = [found];
+    expect(await ops.recover()).toBe(1);
+    expect((await store.operations.get(flying!.id))?.state).toBe('succeeded');
+    // The original call answers late: the ledger keeps what the lookup settled.
+    release();
+    const late = await first;
+    expect([late.outcome, late.result]).toEqual([
+      'succeeded',
+      { order_id: `ord_${flying!.id.slice(-4)}`, sku: 'kite' },
+    ]);
+    expect(service.calls).toEqual(['send#1 id=corr', 'lookup']);
+  });
+
+  it('a resume with another request is refused (422), an unknown id is not_found (404)', async () => {
+    service.sends = [cutOff];
+    service.lookups = [async () => ({ state: 'in_progress' })];
+    const ops = ledger();
+    const result = await ops.execute(service.action(), { sku: 'kite' });
+    const mismatch = ops.execute(service.action(), { sku: 'yo-yo' }, { operationId: result.operation_id });
+    await expect(mismatch).rejects.toMatchObject({ code: 'idempotency_key_mismatch', status: 422 });
+    const missing = ops.execute(service.action(), { sku: 'kite' }, { operationId: 'op_nope' });
+    await expect(missing).rejects.toMatchObject({ code: 'not_found', status: 404 });
+    expect(service.calls).toEqual(['send#1 id=corr', 'lookup']);
+  });
+
+  it('the same caller key resumes the same operation', async () => {
+    service.sends = [accept];
+    const ops = ledger();
+    const first = await ops.execute(service.action(), { sku: 'kite' }, { key: 'idem-1' });
+    const second = await ops.execute(service.action(), { sku: 'kite' }, { key: 'idem-1' });
+    expect(second).toEqual(first);
+    expect(service.calls).toEqual(['send#1 id=corr']);
+  });
+
+  it('two resumes of one unknown operation at once: one lookup and one resend between them', async () => {
+    service.sends = [cutOff];
+    service.lookups = [async () => ({ state: 'in_progress' })];
+    const ops = ledger();
+    const result = await ops.execute(service.action(), { sku: 'kite' });
+    service.lookups = [notFound, notFound];
+    service.sends = [accept, accept];
+    const both = await Promise.all([
+      ops.execute(service.action(), { sku: 'kite' }, { operationId: result.operation_id }),
+      ops.execute(service.action(), { sku: 'kite' }, { operationId: result.operation_id }),
+    ]);
+    const sends = service.calls.filter((call) => call.startsWith('send'));
+    expect(sends).toEqual(['send#1 id=corr', 'send#2 id=corr']);
+    // The loser of each race re-reads: it sees the winner's attempt in flight (unknown) or its success.
+    for (const r of both) expect(['succeeded', 'unknown']).toContain(r.outcome);
+    expect(both.some((r) => r.outcome === 'succeeded')).toBe(true);
+  });
+});

@@ -1,0 +1,430 @@
+import {
+  BreakwaterError,
+  EventSource,
+  clockOption,
+  finite,
+  fingerprint,
+  neverAbortedSignal,
+  newId,
+  POSITIVE,
+  type Clock,
+  type Disposable,
+  type Listener,
+} from '../../core/index.js';
+import type { OperationPatch, OperationRecord, OperationStore } from '../../store/index.js';
+import { LEDGER_DEFAULTS, decideFailure, decideLookup, observationOf, waitPatch } from './decide.js';
+import { evidenceOf, toResult, type Evidence } from './result.js';
+import type {
+  AnyOperationAction,
+  ExecuteOptions,
+  LedgerLog,
+  NeedsAttentionEvent,
+  OperationAction,
+  OperationAuditSink,
+  OperationCallContext,
+  OperationLedgerOptions,
+  OperationResult,
+} from './types.js';
+
+/**
+ * The outbound operation ledger (DESIGN: "Idempotency and operations"). `execute` persists the intent and
+ * an operation id before any network call, then sends with that id as idempotency key and correlation id
+ * (on every attempt, also after a restart), and tells the three histories apart:
+ * - the request never reached the service (a transient failure before it was written): the operation stays
+ *   `pending`; the result is `failed` with `retry_allowed: true`;
+ * - the service refused it (a permanent error) or did it: settled `failed` / `succeeded`;
+ * - it went silent after it may have been written: `unknown`. The ledger then looks it up (the action's
+ *   `lookup`, same id) and continues only on a confirmed result; it resends only when the action allows it and
+ *   the lookup found nothing; past the recovery deadline a recovery pass (`recover`, or the loop of
+ *   `startRecovery`) marks it `needs_attention` with the evidence, logs a warning and emits an event.
+ *
+ * Every transition is a compare-and-set on the stored version, so several processes may execute, resume and
+ * recover the same operations: one wins each step, the others re-read.
+ */
+export class OperationLedger {
+  private readonly store: OperationStore;
+  private readonly actions = new Map<string, AnyOperationAction>();
+  private readonly audit: OperationAuditSink | undefined;
+  private readonly log: LedgerLog | undefined;
+  private readonly clock: Clock;
+  private readonly checkEveryMs: number;
+  private readonly attention = new EventSource<NeedsAttentionEvent>();
+  /** Operations marked `needs_attention` by this process (a counter for metrics). */
+  escalated = 0;
+
+  /** @throws RangeError for a bad option; TypeError for two different actions of one name. */
+  constructor(options: OperationLedgerOptions) {
+    const owner = 'OperationLedger';
+    this.store = options.store;
+    this.audit = options.audit;
+    this.log = options.log;
+    this.clock = clockOption(owner, options.clock);
+    this.checkEveryMs = finite(
+      owner,
+      'checkEveryMs',
+      options.checkEveryMs ?? LEDGER_DEFAULTS.checkEveryMs,
+      POSITIVE,
+    );
+    for (const action of options.actions ?? []) this.define(action);
+  }
+
+  /** Subscribes to operations escalated to `needs_attention` by this process. */
+  onNeedsAttention(listener: Listener<NeedsAttentionEvent>): Disposable {
+    return this.attention.on(listener);
+  }
+
+  /**
+   * Runs `action` with `request`, or resumes the operation `options.operationId` / `options.key`.
+   * @returns the result contract; a failure of the call is a result (`failed` or `unknown`), not a rejection.
+   * @throws BreakwaterError `not_found` (404) for an `operationId` the ledger does not hold for this action;
+   *   `idempotency_key_mismatch` (422) when a resumed operation was begun with another request;
+   *   `invalid_payload` for a request with no JSON form; the store's error when the ledger cannot be written
+   *   (then nothing was sent).
+   */
+  async execute<Req, Res>(
+    action: OperationAction<Req, Res>,
+    request: Req,
+    options: ExecuteOptions = {},
+  ): Promise<OperationResult<Res>> {
+    this.define(action);
+    const stored = action.redact === undefined ? request : action.redact(request);
+    const actor = options.actor ?? 'breakwater';
+    let record: OperationRecord;
+    if (options.operationId !== undefined) {
+      const found = await this.store.get(options.operationId);
+      if (found === undefined || found.action !== action.name) {
+        throw new BreakwaterError('not_found', {
+          message: `No ${action.name} operation has the id ${options.operationId}; start a new one without an operation id.`,
+          operationId: options.operationId,
+        });
+      }
+      record = found;
+    } else {
+      const id = newId('op');
+      const begun = await this.store.begin({
+        id,
+        action: action.name,
+        target: action.target,
+        request: stored,
+        retryAllowed: action.retryAllowed,
+        reconcile: action.reconcile?.(id) ?? null,
+        recoveryDeadlineAt: this.clock.now() + (action.recoveryMs ?? LEDGER_DEFAULTS.recoveryMs),
+        key: options.key,
+      });
+      record = begun.record;
+      if (begun.created) await this.auditStep(actor, 'operation.begin', record, { request: stored });
+    }
+    if (fingerprint(record.request) !== fingerprint(stored)) {
+      throw new BreakwaterError('idempotency_key_mismatch', {
+        message: `Operation ${record.id} was started with a different request; resume it with the same one, or start a new operation.`,
+        operationId: record.id,
+      });
+    }
+    const result = await this.drive(action, record, options.signal ?? neverAbortedSignal, actor, true);
+    return result as OperationResult<Res>;
+  }
+
+  /**
+   * Looks an unsettled operation up now (`breakwater ops reconcile`): settles it on a confirmed result, and
+   * — past its deadline or in `needs_attention` — never resends: a `not_found` then settles it `failed`.
+   * @throws BreakwaterError `not_found` for an unknown id; Error when its action is not registered here.
+   */
+  async reconcile(operationId: string, actor = 'breakwater'): Promise<OperationResult> {
+    const record = await this.store.get(operationId);
+    if (record === undefined) {
+      throw new BreakwaterError('not_found', {
+        message: `No operation has the id ${operationId}.`,
+        operationId,
+      });
+    }
+    const action = this.actions.get(record.action);
+    if (action === undefined) {
+      throw new Error(
+        `The action ${record.action} of operation ${operationId} is not registered in this process.`,
+      );
+    }
+    if (record.state === 'succeeded' || record.state === 'failed') return toResult(record, action);
+    const manual = record.state === 'needs_attention' || this.clock.now() >= record.recoveryDeadlineAt;
+    const after = await this.lookupStep(action, record, neverAbortedSignal, actor, manual);
+    return toResult(after.record, action);
+  }
+
+  /**
+   * One recovery pass: every operation due for a look (`unknown`, a silent `in_flight`, an abandoned
+   * `pending`) is reconciled, resent (when allowed and nothing was accepted) or, past its deadline,
+   * escalated to `needs_attention`. Resolves how many operations it looked at.
+   */
+  async recover(limit = 100): Promise<number> {
+    const due = await this.store.list({
+      states: ['unknown', 'in_flight', 'pending', 'needs_attention'],
+      dueBy: this.clock.now(),
+      limit,
+    });
+    for (const record of due) {
+      const action = this.actions.get(record.action);
+      if (action === undefined) continue;
+      try {
+        await this.recoverOne(action, record);
+      } catch (error) {
+        this.log?.warn(
+          { err: error, operation_id: record.id },
+          'operation recovery step failed; retrying later',
+        );
+      }
+    }
+    return due.length;
+  }
+
+  /**
+   * Runs {@link recover} every `everyMs` (default `checkEveryMs`) on the ledger's clock until disposed.
+   * A pass that throws is logged; the next one runs anyway.
+   */
+  startRecovery(everyMs = this.checkEveryMs): Disposable {
+    let stopped = false;
+    const tick = (): void => {
+      void this.recover()
+        .catch((error: unknown) => this.log?.warn({ err: error }, 'operation recovery pass failed'))
+        .finally(() => {
+          if (!stopped) timer = this.clock.setTimeout(tick, everyMs);
+        });
+    };
+    let timer = this.clock.setTimeout(tick, everyMs);
+    return {
+      dispose: () => {
+        stopped = true;
+        this.clock.clearTimeout(timer);
+      },
+    };
+  }
+
+  /**
+   * Registers an action, so operations of it are recovered by this process (`execute` registers its action
+   * too). @throws TypeError for another action object under a name already registered.
+   */
+  define(action: AnyOperationAction): void {
+    const known = this.actions.get(action.name);
+    if (known === undefined) this.actions.set(action.name, action);
+    else if (known !== action) {
+      throw new TypeError(`OperationLedger: two different actions are named ${action.name}`);
+    }
+  }
+
+  private async recoverOne(action: AnyOperationAction, record: OperationRecord): Promise<void> {
+    if (record.state === 'needs_attention') {
+      // Scheduled by requestReconcile (`breakwater ops reconcile`): look it up, never resend.
+      await this.lookupStep(action, record, neverAbortedSignal, 'system', true);
+      return;
+    }
+    const now = this.clock.now();
+    if (now >= record.recoveryDeadlineAt) {
+      if (record.state === 'pending') {
+        // Every attempt failed before it was written: nothing happened, and nobody came back for it.
+        await this.transition(record, 'system', 'operation.failed', {
+          state: 'failed',
+          error: {
+            code: 'not_sent',
+            message: 'No attempt reached the service before the recovery deadline.',
+          },
+          nextCheckAt: null,
+        });
+        return;
+      }
+      await this.escalate(record);
+      return;
+    }
+    if (record.state === 'pending') return; // not due before its deadline (nextCheckAt is the deadline)
+    await this.drive(action, record, neverAbortedSignal, 'system', false);
+  }
+
+  private async escalate(record: OperationRecord): Promise<void> {
+    const now = this.clock.now();
+    const evidence = {
+      ...evidenceOf(record),
+      escalated_at: now,
+      created_at: record.createdAt,
+      deadline_at: record.recoveryDeadlineAt,
+      target: record.target,
+      attempts: record.attempts,
+      last_observation: record.observation,
+      lookup: record.reconcile,
+    };
+    const updated = await this.transition(record, 'system', 'operation.needs_attention', {
+      state: 'needs_attention',
+      evidence,
+      nextCheckAt: null,
+    });
+    if (updated === undefined) return;
+    this.escalated++;
+    this.log?.warn(
+      { operation_id: record.id, action: record.action, target: record.target, evidence },
+      'operation outcome still unknown past its recovery deadline: needs attention',
+    );
+    this.attention.emit({ record: updated });
+  }
+
+  /**
+   * Moves an operation until it settles or must wait: sends a `pending` one, looks up an `unknown` one (or an
+   * `in_flight` one whose attempt went silent). Each step is a compare-and-set; a lost race re-reads.
+   */
+  private async drive(
+    action: AnyOperationAction,
+    start: OperationRecord,
+    signal: AbortSignal,
+    actor: string,
+    caller: boolean,
+  ): Promise<OperationResult> {
+    let record = start;
+    const maxAttempts = action.maxAttempts ?? LEDGER_DEFAULTS.maxAttempts;
+    // Each pass sends at most once, and sends only while attempts < maxAttempts: the loop ends.
+    for (let pass = 0; pass <= maxAttempts + 1; pass++) {
+      const now = this.clock.now();
+      if (record.state === 'succeeded' || record.state === 'failed' || record.state === 'needs_attention')
+        break;
+      if (record.state === 'in_flight' && record.nextCheckAt !== null && now < record.nextCheckAt) break;
+      if (signal.aborted) break;
+      if (record.state === 'pending') {
+        if (record.attempts >= maxAttempts || (!caller && record.error !== null)) break;
+        const next = await this.attemptStep(action, record, signal, actor);
+        if (next.reread) {
+          record = next.record;
+          continue;
+        }
+        record = next.record;
+        // Only an unknown attempt goes on (to a lookup); pending/settled results go back to the caller.
+        if (record.state !== 'unknown') break;
+        continue;
+      }
+      // unknown, or in_flight gone silent
+      const looked = await this.lookupStep(action, record, signal, actor, false);
+      record = looked.record;
+      if (!looked.again) break;
+    }
+    return toResult(record, action);
+  }
+
+  /** Sends one attempt: CAS to `in_flight`, audit, send, CAS to the outcome. */
+  private async attemptStep(
+    action: AnyOperationAction,
+    record: OperationRecord,
+    signal: AbortSignal,
+    actor: string,
+  ): Promise<{ record: OperationRecord; reread: boolean }> {
+    const now = this.clock.now();
+    const attempt = record.attempts + 1;
+    const flying = await this.store.update(record.id, record.version, {
+      state: 'in_flight',
+      attempts: attempt,
+      nextCheckAt: now + (action.attemptTimeoutMs ?? LEDGER_DEFAULTS.attemptTimeoutMs),
+      evidence: { ...evidenceOf(record), last_attempt_at: now } satisfies Evidence,
+    });
+    if (flying === undefined) return { record: await this.reread(record), reread: true };
+    await this.auditStep(actor, 'operation.attempt', flying, { attempt });
+    let patch: OperationPatch;
+    let step: string;
+    try {
+      const result: unknown = await action.send(this.context(flying, signal));
+      patch = {
+        state: 'succeeded',
+        result: result ?? null,
+        observation: 'response_received',
+        nextCheckAt: null,
+      };
+      step = 'operation.succeeded';
+    } catch (error) {
+      ({ patch, step } = decideFailure(error, flying, this.clock.now()));
+    }
+    const settled = await this.transition(flying, actor, step, patch);
+    return settled === undefined
+      ? { record: await this.reread(flying), reread: true }
+      : { record: settled, reread: false };
+  }
+
+  /**
+   * Looks the operation up and settles it on a confirmed result. `again: true` when the caller should go on
+   * with the returned record: it went back to `pending` for a resend (allowed and nothing accepted), or
+   * another writer moved it first (re-read). `manual`: never resend, and a `not_found` settles
+   * it `failed` (it is past its deadline: no request is still in transit).
+   */
+  private async lookupStep(
+    action: AnyOperationAction,
+    record: OperationRecord,
+    signal: AbortSignal,
+    actor: string,
+    manual: boolean,
+  ): Promise<{ record: OperationRecord; again: boolean }> {
+    const now = this.clock.now();
+    let patch: OperationPatch;
+    let step: string;
+    let resend = false;
+    let data: Record<string, unknown> | undefined;
+    if (action.lookup === undefined) {
+      ({ patch, step } = { patch: waitPatch(record, now, this.checkEveryMs), step: 'operation.unknown' });
+    } else {
+      try {
+        const found = await action.lookup(this.context(record, signal));
+        ({ patch, step, resend } = decideLookup(action, record, found, now, manual, this.checkEveryMs));
+        data = { found: found.state };
+      } catch (error) {
+        const last_lookup = `lookup failed: ${observationOf(error)}`;
+        const evidence: Evidence = { ...evidenceOf(record), last_lookup_at: now, last_lookup };
+        patch = { ...waitPatch(record, now, this.checkEveryMs), evidence };
+        step = 'operation.lookup_failed';
+      }
+    }
+    const updated = await this.transition(record, actor, step, patch, data);
+    if (updated === undefined) return { record: await this.reread(record), again: true };
+    return { record: updated, again: resend };
+  }
+
+  private context(record: OperationRecord, signal: AbortSignal): OperationCallContext<unknown> {
+    return {
+      operationId: record.id,
+      correlationId: record.correlationId,
+      request: record.request,
+      attempt: record.attempts,
+      signal,
+    };
+  }
+
+  /** CAS update plus its audit record; undefined when another writer moved the operation first. */
+  private async transition(
+    record: OperationRecord,
+    actor: string,
+    step: string,
+    patch: OperationPatch,
+    data?: Record<string, unknown>,
+  ): Promise<OperationRecord | undefined> {
+    const updated = await this.store.update(record.id, record.version, patch);
+    if (updated !== undefined) {
+      await this.auditStep(actor, step, updated, {
+        ...data,
+        state: updated.state,
+        observation: updated.observation,
+      });
+    }
+    return updated;
+  }
+
+  private async reread(record: OperationRecord): Promise<OperationRecord> {
+    const again = await this.store.get(record.id);
+    if (again === undefined) throw new Error(`operation ${record.id} vanished from the ledger`);
+    return again;
+  }
+
+  private async auditStep(
+    actor: string,
+    step: string,
+    record: OperationRecord,
+    data: unknown,
+  ): Promise<void> {
+    if (this.audit === undefined) return;
+    await this.audit.record({
+      actor,
+      action: step,
+      target: record.target,
+      operationId: record.id,
+      correlationId: record.correlationId,
+      data,
+    });
+  }
+}

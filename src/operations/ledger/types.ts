@@ -1,0 +1,152 @@
+import type { Clock } from '../../core/index.js';
+import type { OperationRecord, OperationStore, ReconcileHint } from '../../store/index.js';
+
+/** What `send` and `lookup` receive. */
+export interface OperationCallContext<Req> {
+  /** The operation id: send it as the `Idempotency-Key` of every attempt (the service deduplicates on it). */
+  readonly operationId: string;
+  /** Send it as `X-Correlation-ID`. */
+  readonly correlationId: string;
+  /** The request as given to `execute` (for a resumed operation: as stored, i.e. as `redact` returned it). */
+  readonly request: Req;
+  /** 1 for the first attempt, counted across processes and restarts. */
+  readonly attempt: number;
+  /** Aborted when the caller gives up; the call must stop. */
+  readonly signal: AbortSignal;
+}
+
+/** What a status lookup found at the service. */
+export type LookupResult<Res> =
+  /** The service accepted the operation and it is done: this is its result. */
+  | { state: 'succeeded'; result: Res }
+  /** The service has it and refused it (e.g. payment declined). */
+  | { state: 'failed'; error: { code: string; message: string } }
+  /** The service has it and is still working on it: look again later. */
+  | { state: 'in_progress' }
+  /** The service holds nothing under this operation id. */
+  | { state: 'not_found' };
+
+/**
+ * A side-effecting action the ledger runs (DESIGN: "Idempotency and operations"). `Req` is what the caller
+ * passes (JSON); `Res` is the result (JSON).
+ */
+export interface OperationAction<Req, Res> {
+  /** Stable name, stored with every operation: `commerce.create_order`. 1..255 characters. */
+  readonly name: string;
+  /** Where it goes, for people reading the ledger: `POST commerce /orders`. 1..255 characters. */
+  readonly target: string;
+  /**
+   * Whether a request may be resent once a status lookup shows the service accepted nothing under the
+   * operation id. Say true only when the service deduplicates on the `Idempotency-Key` (a late first request
+   * and the resend then still make one effect). Never guessed by the ledger.
+   */
+  readonly retryAllowed: boolean;
+  /** How long after `begin` the ledger keeps trying to settle an operation, ms (default 15 minutes). */
+  readonly recoveryMs?: number;
+  /**
+   * How long an attempt may run before a recovery loop in another process treats it as silent (`unknown`),
+   * ms (default 60 000). Must exceed the longest time `send` can take, retries and queueing included.
+   */
+  readonly attemptTimeoutMs?: number;
+  /**
+   * With `retryAllowed: false`, how long after the last attempt a `not_found` lookup must come before it is
+   * believed (the request may still be in transit): earlier, the operation stays `unknown`, ms (default 30 000).
+   */
+  readonly notFoundAfterMs?: number;
+  /** Most attempts per operation, the first included (default 3). */
+  readonly maxAttempts?: number;
+  /** The request as stored in the ledger and audit log: drop secrets here (default: as given). */
+  readonly redact?: (request: Req) => unknown;
+  /** How a person (or the model) looks the outcome up: `{ method: 'GET', path: '/orders?idempotency_key=op_…' }`. */
+  readonly reconcile?: (operationId: string) => ReconcileHint;
+  /**
+   * Performs the call. Resolve with the result on success. Reject with a `BreakwaterError` (as `upstream/`
+   * does) so the ledger can tell the histories apart: outcome `failed` + kind `transient` means the request
+   * never reached the service; `permanent` means the service refused it; outcome `unknown` means it may have
+   * been written. Any other error counts as `unknown`.
+   */
+  readonly send: (ctx: OperationCallContext<Req>) => Promise<Res>;
+  /**
+   * The status lookup by operation id. Without one, an `unknown` operation can only wait for its recovery
+   * deadline and be escalated. A rejection means the lookup itself failed (the operation stays `unknown`).
+   */
+  readonly lookup?: (ctx: OperationCallContext<Req>) => Promise<LookupResult<Res>>;
+}
+
+/** An action of any request and result type, for registries. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyOperationAction = OperationAction<any, any>;
+
+/**
+ * The result contract of a side-effecting call (DESIGN: "Idempotency and operations"), in the wire's
+ * snake_case so a tool can return it as it is.
+ */
+export interface OperationResult<Res = unknown> {
+  /** `succeeded` or `failed`: settled, or (failed, `retry_allowed`) provably never reached the service; `unknown`: may have happened. */
+  outcome: 'succeeded' | 'failed' | 'unknown';
+  /** The ledger's state: also `pending`, `in_flight` or `needs_attention`. */
+  state: string;
+  operation_id: string;
+  correlation_id: string;
+  /** What the transport saw last: `http_201`, `ECONNRESET`, `timeout`, `lookup_found`, … or null. */
+  transport_observation: string | null;
+  /**
+   * True only when sending again under the same `operation_id` is safe now: the last attempt provably never
+   * reached the service, or a lookup found nothing and the action allows resending.
+   */
+  retry_allowed: boolean;
+  /** How to look the outcome up (the action's lookup), or null. */
+  reconcile: ReconcileHint | null;
+  /** The result of a succeeded operation. */
+  result?: Res;
+  /**
+   * Why it failed or is unknown: a code, a sentence a model can repeat, and the dependency's own code when
+   * the failure carried one (`payment_service_unavailable`).
+   */
+  error?: { code: string; message: string; dependency_code?: string };
+  attempts: number;
+}
+
+/** Where audit records go: `operations/audit`'s `AuditLog` fits. */
+export interface OperationAuditSink {
+  record(entry: {
+    actor: string;
+    action: string;
+    target: string;
+    operationId?: string;
+    correlationId?: string;
+    data?: unknown;
+  }): Promise<unknown>;
+}
+
+/** A pino-compatible logger (Fastify's `app.log` fits). */
+export interface LedgerLog {
+  warn(fields: object, message: string): void;
+}
+
+/** Emitted when an operation could not be settled by its recovery deadline. */
+export interface NeedsAttentionEvent {
+  readonly record: OperationRecord;
+}
+
+export interface OperationLedgerOptions {
+  store: OperationStore;
+  /** Every action this process may run or recover (an operation of an unregistered action is left alone). */
+  actions?: readonly AnyOperationAction[];
+  audit?: OperationAuditSink;
+  log?: LedgerLog;
+  clock?: Clock;
+  /** How soon an `unknown` operation is looked up again, ms (default 5 000). */
+  checkEveryMs?: number;
+}
+
+export interface ExecuteOptions {
+  /** Resume this operation (after `unknown`): never a new id. Its request must be the same. */
+  operationId?: string;
+  /** A caller key unique per action (e.g. an inbound `Idempotency-Key`): the same key resumes the same operation. */
+  key?: string;
+  /** Aborting stops waiting; an attempt cut off in flight leaves the operation `unknown`. */
+  signal?: AbortSignal;
+  /** Who acts, for the audit log (default `breakwater`). */
+  actor?: string;
+}
