@@ -18,9 +18,10 @@ import {
   type ServerLoggerOptions,
   type Store,
 } from '../index.js';
-import { OperationLedger, createAuditLog, type AuditLog, type LedgerLog } from '../operations/index.js';
+import type { AuditLog, OperationLedger } from '../operations/index.js';
 import { createWebhookIngress, type WebhookIngress } from '../webhooks/index.js';
 import type { AppParts, BreakwaterApp } from './app.js';
+import { auditAdminActions, auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
 
 /** Options of {@link startGateway}. */
 export interface GatewayOptions {
@@ -161,6 +162,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       clock,
     });
     cleanups.push(() => closeGracefully(http, { graceMs }));
+    auditAdminActions(http, audit);
+    auditJobsAndWebhooks(audit, jobs, webhooks);
     await http.listen({ host, port: listenPort });
 
     const pruneEveryMs = options.pruneEveryMs ?? GATEWAY_DEFAULTS.pruneEveryMs;
@@ -241,6 +244,7 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
     });
     // The app's webhook handlers run here too (one job type per source); nothing is served.
     if (parts.webhooks !== undefined) createWebhookIngress({ ...parts.webhooks, store, jobs, clock });
+    auditJobsAndWebhooks(audit, jobs, undefined);
   } catch (error) {
     if (ownsStore) await store.close();
     throw error;
@@ -264,34 +268,6 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
         if (ownsStore) await store.close();
       })()),
   };
-}
-
-/**
- * The audit log and the operation ledger of a process. `BREAKWATER_AUDIT_KEY` (at least 16 bytes), when set,
- * keys the audit chain with HMAC-SHA-256; use the same key in every process and for `breakwater audit verify`.
- * The ledger's warnings (an operation escalated to `needs_attention`) go to the operator's log.
- */
-function operationsRuntime(
-  store: Store,
-  clock: Clock,
-  env: NodeJS.ProcessEnv,
-  log: (line: string) => void,
-): { audit: AuditLog; operations: OperationLedger } {
-  const key = env.BREAKWATER_AUDIT_KEY;
-  const audit = createAuditLog({
-    store: store.audit,
-    clock,
-    hmacKey: key === undefined || key === '' ? undefined : key,
-  });
-  const warn: LedgerLog['warn'] = (fields, message) => log(`warning: ${message} ${describeFields(fields)}`);
-  return { audit, operations: new OperationLedger({ store: store.operations, audit, clock, log: { warn } }) };
-}
-
-/** `key=value` pairs of a log line's fields (an error by its message). */
-function describeFields(fields: object): string {
-  return Object.entries(fields)
-    .map(([key, value]) => `${key}=${value instanceof Error ? value.message : JSON.stringify(value)}`)
-    .join(' ');
 }
 
 /** A failed prune is retried at the next interval; the operator hears of it as a process warning. */

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { createJobs, type JobRecord, type JobStatus } from '../index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';
+import { auditCliAction } from './operations-runtime.js';
 
 export const JOBS_USAGE = `Usage: breakwater jobs <list|show|cancel|retry> [options]
 
@@ -110,6 +111,7 @@ export async function runJobsCommand(
     const job = await (sub === 'cancel' ? jobs.cancel(jobId) : jobs.retry(jobId)).catch((error: unknown) => {
       throw new CliError((error as Error).message);
     });
+    await auditCliAction(store, sub === 'cancel' ? 'admin.job_cancel' : 'admin.job_retry', jobId);
     if (json) out(JSON.stringify(job, null, 2));
     else if (sub === 'cancel') out(cancelMessage(job));
     else out(`job ${job.id} is pending again (attempts reset)`);

@@ -8,6 +8,7 @@ import { requestReconcile } from '../operations/index.js';
 import type { OperationRecord, OperationState, Store } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';
+import { auditCliAction } from './operations-runtime.js';
 
 const STATES: readonly OperationState[] = [
   'pending',
@@ -117,6 +118,7 @@ async function reconcile(
 ): Promise<number> {
   const scheduled = await requestReconcile(store.operations, id, Date.now());
   if (scheduled === undefined) throw new CliError(`there is no operation ${id}`);
+  await auditCliAction(store, 'admin.operation_reconcile', id, { state: scheduled.state });
   let record = scheduled;
   const until = Date.now() + waitMs;
   // Settled, or looked at by a recovery pass (a newer version with the lookup's evidence).

@@ -8,6 +8,7 @@ import type { InboxRecord } from '../store/index.js';
 import { replayStoredWebhook } from '../webhooks/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, table } from './format.js';
+import { auditCliAction } from './operations-runtime.js';
 
 export const WEBHOOKS_USAGE = `Usage: breakwater webhooks <list|show|replay> [options]
 
@@ -86,6 +87,7 @@ export async function runWebhooksCommand(
     }
     const replayed = await replayStoredWebhook(store, source!, eventId!);
     if (replayed === undefined) throw missing();
+    await auditCliAction(store, 'admin.webhook_replay', `${source}/${eventId}`, { job_id: replayed.jobId });
     out(
       json
         ? JSON.stringify(replayed, null, 2)

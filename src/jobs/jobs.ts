@@ -1,4 +1,5 @@
-import { BreakwaterError, finite, NON_NEGATIVE } from '../core/index.js';
+import { BreakwaterError, EventSource, finite, NON_NEGATIVE } from '../core/index.js';
+import type { JobEvent } from '../store/index.js';
 import { followJob, jobEvents, type FollowDeps } from './follow.js';
 import { JOBS_DEFAULTS, type Jobs, type JobsOptions } from './types.js';
 import { resolveJobsOptions, resolveJobType, toNewJob, type JobType } from './validate.js';
@@ -19,7 +20,8 @@ export function createJobs(options: JobsOptions): Jobs {
   const resolved = resolveJobsOptions(options);
   const { store, clock } = resolved;
   const types = new Map<string, JobType>();
-  const worker = new Worker({ ...resolved, types, warn });
+  const ends = new EventSource<JobEvent>();
+  const worker = new Worker({ ...resolved, types, warn, ends });
   const follow: FollowDeps = { store, clock, pollMs: resolved.pollMs, warn };
 
   function mustExist<T>(id: string, found: T | undefined): T {
@@ -74,6 +76,8 @@ export function createJobs(options: JobsOptions): Jobs {
       finite('events', 'fromSeq', fromSeq, { ...NON_NEGATIVE, integer: true });
       return jobEvents(follow, jobId, fromSeq);
     },
+
+    onSettled: (listener) => ends.on(listener),
 
     start: () => worker.start(),
 

@@ -4,9 +4,10 @@ import {
   classify,
   isBreakwaterError,
   type Clock,
+  type EventSource,
   type TimerHandle,
 } from '../core/index.js';
-import type { Claim, JobError, JobStore, LeaseRef } from '../store/index.js';
+import type { Claim, JobError, JobEvent, JobStore, LeaseRef } from '../store/index.js';
 import { ProgressThrottle } from './progress.js';
 import type { JobContext } from './types.js';
 import type { JobType } from './validate.js';
@@ -19,6 +20,8 @@ export interface RunDeps {
   heartbeatMs: number;
   /** Reports a store failure that the run survives (a heartbeat or settle that threw). */
   warn(message: string, error: unknown): void;
+  /** Hears every terminal event this run's settle wrote (see `Jobs.onSettled`). */
+  ends: EventSource<JobEvent>;
 }
 
 /** Longest stored error message, in characters. */
@@ -229,29 +232,36 @@ export class JobRun {
   }
 
   private async settle(outcome: { ok: true; value: unknown } | { ok: false; error: unknown }): Promise<void> {
+    const event = await this.writeEnd(outcome);
+    const ends = this.deps.ends;
+    if (event !== undefined && ends.hasListeners && TERMINAL_EVENTS.has(event.type)) ends.emit(event);
+  }
+
+  /** Writes the run's end; resolves the event written (undefined for a release or a stale lease). */
+  private async writeEnd(
+    outcome: { ok: true; value: unknown } | { ok: false; error: unknown },
+  ): Promise<JobEvent | undefined> {
     const { store } = this.deps;
-    if (this.cancelRequested) {
-      await store.finishCanceled(this.lease);
-    } else if (this.timeoutError !== undefined) {
-      await this.fail(this.timeoutError);
-    } else if (outcome.ok) {
+    if (this.cancelRequested) return store.finishCanceled(this.lease);
+    if (this.timeoutError !== undefined) return this.fail(this.timeoutError);
+    if (outcome.ok) {
       const result = outcome.value === undefined ? null : outcome.value;
       try {
         canonicalJson(result);
       } catch (error) {
         const message = `The result of the job is not JSON-serializable: ${(error as Error).message}`;
-        await this.fail(new BreakwaterError('invalid_payload', { message, cause: error }));
-        return;
+        return this.fail(new BreakwaterError('invalid_payload', { message, cause: error }));
       }
-      await store.complete(this.lease, result);
-    } else if (this.shutdown) {
-      await store.release(this.lease);
-    } else {
-      await this.fail(outcome.error);
+      return store.complete(this.lease, result);
     }
+    if (this.shutdown) {
+      await store.release(this.lease);
+      return undefined;
+    }
+    return this.fail(outcome.error);
   }
 
-  private async fail(cause: unknown): Promise<void> {
+  private async fail(cause: unknown): Promise<JobEvent | undefined> {
     const { store, clock } = this.deps;
     const c = classify(cause);
     const error: JobError = {
@@ -268,16 +278,15 @@ export class JobRun {
     const { attempts, maxAttempts } = this.claim.job;
     // `retryable`, not just `transient`: our own rate/spend limits and an unknown outcome of a write
     // (a POST cut off mid-flight) are never repeated blindly (DESIGN: "Classification").
-    if (!c.retryable || attempts >= maxAttempts) {
-      await store.fail(this.lease, error);
-      return;
-    }
+    if (!c.retryable || attempts >= maxAttempts) return store.fail(this.lease, error);
     const planned = this.jobType.backoff.next(attempts, 0);
     const hintMs = Math.min(c.retryAfterMs ?? 0, MAX_RETRY_HINT_MS);
     const delayMs = Math.max(Number.isFinite(planned) && planned > 0 ? planned : 0, hintMs);
-    await store.fail(this.lease, error, clock.now() + Math.ceil(delayMs));
+    return store.fail(this.lease, error, clock.now() + Math.ceil(delayMs));
   }
 }
+
+const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['job.completed', 'job.failed', 'job.canceled']);
 
 /** A retry hint (`Retry-After`) is honoured up to one hour: a larger one would park the job for good. */
 const MAX_RETRY_HINT_MS = 3_600_000;

@@ -148,6 +148,13 @@ export interface Jobs {
    * Replays the job's stored events with `seq > fromSeq`, then follows new ones, in seq order, each once,
    * until the terminal event (`job.completed`, `job.failed`, `job.canceled`), after which it ends itself.
    */
+  /**
+   * Hears each terminal event (`job.completed`, `job.failed`, `job.canceled`) that this runtime's worker
+   * wrote, right after its commit: one call per job end, in the process that ran it (never for a pending job
+   * canceled by `cancel`, nor for runs of other processes). For audit logs and metrics; a listener that
+   * throws breaks nothing.
+   */
+  onSettled(listener: (event: JobEvent) => void): Disposable;
   subscribe(
     jobId: string,
     fromSeq: number,

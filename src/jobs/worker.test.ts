@@ -172,6 +172,36 @@ describe('jobs worker', () => {
     ]);
   });
 
+  it('onSettled hears each terminal event its worker wrote, once; not retries, not a pending cancel', async () => {
+    h = await harness();
+    const ends: [string, string][] = [];
+    h.jobs.onSettled((event) => ends.push([event.type, event.jobId]));
+    let calls = 0;
+    h.jobs.defineJob(
+      'flaky',
+      () => {
+        calls++;
+        if (calls === 1) throw new BreakwaterError('upstream_unavailable');
+        return 'ok';
+      },
+      { maxAttempts: 2, backoff: fixedBackoff(0) },
+    );
+    h.jobs.defineJob('strict', () => {
+      throw new BreakwaterError('upstream_error');
+    });
+    const waiting = await h.jobs.enqueue('strict', {}, { delayMs: 60_000 });
+    await h.jobs.cancel(waiting);
+    h.jobs.start();
+    const flaky = await h.jobs.enqueue('flaky', {});
+    await flush(h.clock);
+    const strict = await h.jobs.enqueue('strict', {});
+    await flush(h.clock);
+    expect(ends).toEqual([
+      ['job.completed', flaky],
+      ['job.failed', strict],
+    ]);
+  });
+
   it('a TypeError is classified fatal and not retried', async () => {
     h = await harness();
     h.jobs.defineJob('bug', () => {

@@ -1,6 +1,6 @@
 import { AsyncResource } from 'node:async_hooks';
-import { Deadline, type Clock, type Disposable, type TimerHandle } from '../core/index.js';
-import type { Claim, JobStore, StoreNotification } from '../store/index.js';
+import { Deadline, type Clock, type Disposable, type EventSource, type TimerHandle } from '../core/index.js';
+import type { Claim, JobEvent, JobStore, StoreNotification } from '../store/index.js';
 import { JobRun } from './run.js';
 import type { JobType } from './validate.js';
 
@@ -15,6 +15,8 @@ export interface WorkerDeps {
   /** The defined types (read on every pump, so a type defined after `start()` is picked up). */
   types: ReadonlyMap<string, JobType>;
   warn(message: string, error: unknown): void;
+  /** Hears every terminal event a run of this worker wrote (see `Jobs.onSettled`). */
+  ends: EventSource<JobEvent>;
 }
 
 /**

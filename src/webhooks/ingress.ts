@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import {
   BreakwaterError,
+  EventSource,
   POSITIVE_INTEGER,
   classify,
   clockOption,
@@ -12,6 +13,7 @@ import {
   invalidOption,
   isBreakwaterError,
   type Clock,
+  type Disposable,
 } from '../core/index.js';
 import type { RateLimitStore } from '../policy/index.js';
 import { Admission, defaultRateLimitStore } from './admission.js';
@@ -98,6 +100,11 @@ export interface WebhookIngress {
    *   stored body no longer passes the source's schema.
    */
   replay(source: string, eventId: string): Promise<InboxRecord>;
+  /**
+   * Hears each delivery stored for the first time (not duplicates), right after its commit and before the
+   * 2xx is sent: for audit logs and metrics. A listener that throws breaks nothing.
+   */
+  onAccepted(listener: (receipt: WebhookReceipt) => void): Disposable;
   /** The store, for the admin routes. */
   readonly store: WebhookInboxStore;
 }
@@ -152,6 +159,7 @@ export function createWebhookIngress(options: WebhookIngressOptions): WebhookIng
     sources.set(source.name, { source, admission });
   }
   const handlers = new HandlerTable(new Set(sources.keys()), options.handlers ?? []);
+  const accepted = new EventSource<WebhookReceipt>();
   if (options.jobs !== undefined) {
     if (typeof options.jobs.defineJob !== 'function') {
       throw invalidOption(owner, 'jobs', 'a jobs runtime with defineJob (createJobs)', options.jobs);
@@ -199,8 +207,12 @@ export function createWebhookIngress(options: WebhookIngressOptions): WebhookIng
     } catch (error) {
       throw storeFailed(error);
     }
-    if (!result.duplicate) admission.accepted();
-    return { duplicate: result.duplicate, eventId, eventType, record: result.record };
+    const receipt = { duplicate: result.duplicate, eventId, eventType, record: result.record };
+    if (!result.duplicate) {
+      admission.accepted();
+      if (accepted.hasListeners) accepted.emit(receipt);
+    }
+    return receipt;
   }
 
   async function replay(name: string, eventId: string): Promise<InboxRecord> {
@@ -240,6 +252,7 @@ export function createWebhookIngress(options: WebhookIngressOptions): WebhookIng
     admit: (name) => find(name).admission.check(),
     receive,
     replay,
+    onAccepted: (listener) => accepted.on(listener),
     routes: (app) => webhookRoutes(app, ingress, { admin: options.admin ?? WEBHOOK_INGRESS_DEFAULTS.admin }),
   };
   return ingress;

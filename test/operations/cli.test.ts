@@ -93,6 +93,15 @@ describe('breakwater ops', () => {
     expect(answer.out.split('\n')[0]).toBe(`operation ${result.operation_id} is failed after the lookup`);
     const settled = await store.operations.get(result.operation_id);
     expect([settled?.state, (settled?.error as { code: string }).code]).toEqual(['failed', 'not_accepted']);
+    // The admin's request is in the audit log, with who asked.
+    const [record] = await store.audit.read();
+    expect(JSON.parse(record!.body)).toMatchObject({
+      seq: 1,
+      actor: expect.stringMatching(/^cli:/),
+      action: 'admin.operation_reconcile',
+      target: result.operation_id,
+      data: { state: 'needs_attention' },
+    });
   });
 
   it('reconcile with nobody running the action says so and exits 1', async () => {

@@ -84,6 +84,17 @@ describe('breakwater webhooks', () => {
     };
     expect(after.jobId).not.toBe(before.jobId);
     expect(after).toMatchObject({ replays: 1, job: { status: 'pending', type: 'webhook.payments' } });
+    // The replay is an admin action in the audit log.
+    const store = await openSqliteStore({ path: db });
+    const bodies = (await store.audit.read()).map((r) => JSON.parse(r.body) as Record<string, unknown>);
+    await store.close();
+    expect(bodies).toEqual([
+      expect.objectContaining({
+        action: 'admin.webhook_replay',
+        target: 'payments/evt_1',
+        data: { job_id: after.jobId },
+      }),
+    ]);
   });
 
   it('says what is wrong: unknown event (1), bad command line (2), no database (1)', async () => {

@@ -79,6 +79,20 @@ describe('POST /webhooks/:source: each answer', () => {
     expect(runs[0]!.receivedAt).toBe(record!.receivedAt);
   });
 
+  it('onAccepted hears a first delivery once, before its 200, and never its duplicate', async () => {
+    const { url, store, ingress } = await startIngress(defer, { sources: [payments()] });
+    const heard: [string, boolean, boolean][] = [];
+    ingress.onAccepted((receipt) => {
+      heard.push([receipt.eventId, receipt.duplicate, receipt.record.jobId.startsWith('job_')]);
+    });
+    const body = stripeEvent('evt_heard', 'payment_intent.succeeded', { id: 'pi_2' });
+    expect((await deliverStripe(url, 'payments', body)).status).toBe(200);
+    expect(heard).toEqual([['evt_heard', false, true]]);
+    expect((await deliverStripe(url, 'payments', body)).body).toMatchObject({ duplicate: true });
+    expect(heard).toHaveLength(1);
+    expect(await store.getWebhook('payments', 'evt_heard')).toBeDefined();
+  });
+
   it('404 for an unknown source, before reading the body', async () => {
     const { url } = await startIngress(defer, { sources: [payments()] });
     const answer = await post(`${url}/webhooks/nope`, '{}');

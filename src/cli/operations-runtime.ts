@@ -1,0 +1,120 @@
+/**
+ * The operation ledger and audit log of a gateway or worker process, and what they record on their own:
+ * job ends, accepted webhook deliveries and admin actions over HTTP.
+ */
+import { userInfo } from 'node:os';
+import type { FastifyInstance } from 'fastify';
+import type { Clock, Jobs, Store } from '../index.js';
+import { OperationLedger, createAuditLog, type AuditLog, type LedgerLog } from '../operations/index.js';
+import type { WebhookIngress } from '../webhooks/index.js';
+
+/**
+ * The audit log and the operation ledger of a process. `BREAKWATER_AUDIT_KEY` (at least 16 bytes), when set,
+ * keys the audit chain with HMAC-SHA-256; use the same key in every process and for `breakwater audit verify`.
+ * The ledger's warnings (an operation escalated to `needs_attention`) go to the operator's log.
+ */
+export function operationsRuntime(
+  store: Store,
+  clock: Clock,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): { audit: AuditLog; operations: OperationLedger } {
+  const key = env.BREAKWATER_AUDIT_KEY;
+  const audit = createAuditLog({
+    store: store.audit,
+    clock,
+    hmacKey: key === undefined || key === '' ? undefined : key,
+  });
+  const warn: LedgerLog['warn'] = (fields, message) => log(`warning: ${message} ${describeFields(fields)}`);
+  return { audit, operations: new OperationLedger({ store: store.operations, audit, clock, log: { warn } }) };
+}
+
+/** The admin routes whose successful calls are audited, by route pattern. */
+const AUDITED_ROUTES: Readonly<Record<string, string>> = {
+  '/jobs/:id/cancel': 'admin.job_cancel',
+  '/admin/webhooks/:source/:eventId/replay': 'admin.webhook_replay',
+};
+
+/** Audits each admin action over HTTP that succeeded (actor: the client's address). */
+export function auditAdminActions(http: FastifyInstance, audit: AuditLog): void {
+  http.addHook('onResponse', async (request, reply) => {
+    const action = AUDITED_ROUTES[request.routeOptions.url ?? ''];
+    if (action === undefined || request.method !== 'POST' || reply.statusCode >= 400) return;
+    await audit
+      .record({ actor: `http:${request.ip}`, action, target: request.url.split('?', 1)[0]! })
+      .catch((error: unknown) => warnAuditFailed(action, error));
+  });
+}
+
+/**
+ * Audits what this process settled: each job end its worker wrote and each webhook delivery it stored. The
+ * record is appended right after the state's own commit (not in its transaction, so the hot paths pay no
+ * extra fsync): a crash in between loses the audit line, never the state.
+ */
+export function auditJobsAndWebhooks(
+  audit: AuditLog,
+  jobs: Jobs,
+  webhooks: WebhookIngress | undefined,
+): void {
+  jobs.onSettled((event) => {
+    const error = (event.payload as { error?: { code?: unknown } } | null)?.error;
+    audit
+      .record({
+        actor: 'worker',
+        action: event.type,
+        target: event.jobId,
+        data: typeof error?.code === 'string' ? { seq: event.seq, error: error.code } : { seq: event.seq },
+      })
+      .catch((err: unknown) => warnAuditFailed(event.type, err));
+  });
+  webhooks?.onAccepted((receipt) => {
+    const { source, id, jobId } = receipt.record;
+    audit
+      .record({
+        actor: `webhook:${source}`,
+        action: 'webhook.accepted',
+        target: `${source}/${receipt.eventId}`,
+        data: { event_type: receipt.eventType, inbox_id: id, job_id: jobId },
+      })
+      .catch((err: unknown) => warnAuditFailed('webhook.accepted', err));
+  });
+}
+
+function warnAuditFailed(action: string, error: unknown): void {
+  const warning = new Error(
+    `audit: recording ${action} failed: ${(error as Error)?.message ?? String(error)}`,
+    {
+      cause: error,
+    },
+  );
+  warning.name = 'BreakwaterAuditWarning';
+  process.emitWarning(warning);
+}
+
+/** `key=value` pairs of a log line's fields (an error by its message). */
+function describeFields(fields: object): string {
+  return Object.entries(fields)
+    .map(([key, value]) => `${key}=${value instanceof Error ? value.message : JSON.stringify(value)}`)
+    .join(' ');
+}
+
+/**
+ * Audits an admin action taken from the command line (actor `cli:<user>`), appended and committed before
+ * the command exits. A failure to record it is a warning; the action itself already happened.
+ */
+export async function auditCliAction(
+  store: Store,
+  action: string,
+  target: string,
+  data?: unknown,
+): Promise<void> {
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // no passwd entry (a container): keep 'unknown'
+  }
+  await createAuditLog({ store: store.audit })
+    .record({ actor: `cli:${user}`, action, target, data })
+    .catch((error: unknown) => warnAuditFailed(action, error));
+}
