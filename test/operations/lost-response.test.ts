@@ -18,6 +18,7 @@ import {
   type Upstream,
 } from '../../src/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
+import { TEST_DATABASE_URL, describePostgres, testSchemas } from '../support/postgres.js';
 import { startLossyProxy, type LossyProxy, type ProxyFate } from './lossy-proxy.js';
 
 const CHECKOUTS = 1_000;
@@ -70,69 +71,84 @@ async function ordersByKey(): Promise<Map<string, string[]>> {
   return byKey;
 }
 
-describe('lost responses: 1,000 checkouts through a lossy proxy', () => {
-  it('one order per succeeded operation, none resent without a lookup, every operation settled or escalated', async () => {
-    const clock = new FakeClock(Date.UTC(2026, 10, 30, 12));
-    store = await openStore({ url: ':memory:', clock });
-    const ledger = new OperationLedger({ store: store.operations, clock });
-    const action = createOrderAction(upstream);
+/**
+ * The proof on one backend: `open` gives the ledger's store (its clock is the fake one, so deadlines can be
+ * passed without waiting; the network timeouts stay real).
+ */
+async function proveLostResponses(open: (clock: FakeClock) => Promise<Store>): Promise<void> {
+  const clock = new FakeClock(Date.UTC(2026, 10, 30, 12));
+  store = await open(clock);
+  const ledger = new OperationLedger({ store: store.operations, clock });
+  const action = createOrderAction(upstream);
 
-    const results: OperationResult[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < CHECKOUTS) {
-          const i = next++;
-          const request: OrderRequest = {
-            product_id: 'p001',
-            quantity: 1 + (i % 3),
-            customer_id: `cus_${i}`,
-          };
-          results.push(await ledger.execute(action, request));
-        }
-      }),
-    );
-    expect(results).toHaveLength(CHECKOUTS);
-
-    // What is still open is looked at by recovery passes (lookups; resends where allowed), then escalated.
-    clock.tick(31_000);
-    await ledger.recover(CHECKOUTS);
-    clock.tick(10 * 60_000);
-    await ledger.recover(CHECKOUTS);
-
-    const operations = await store.operations.list({ limit: CHECKOUTS });
-    expect(operations).toHaveLength(CHECKOUTS);
-    const orders = await ordersByKey();
-    const states: Record<string, number> = {};
-    for (const op of operations) {
-      states[op.state] = (states[op.state] ?? 0) + 1;
-      const placed = orders.get(op.id) ?? [];
-      if (op.state === 'succeeded') {
-        // Exactly one order under the operation's key, and it is the one the ledger recorded.
-        expect(placed).toEqual([(op.result as { order_id: string }).order_id]);
-      } else {
-        // Failed (a lookup proved nothing was accepted) or escalated: no order at the shop.
-        expect(['failed', 'needs_attention']).toContain(op.state);
-        expect(placed).toEqual([]);
+  const results: OperationResult[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < CHECKOUTS) {
+        const i = next++;
+        const request: OrderRequest = { product_id: 'p001', quantity: 1 + (i % 3), customer_id: `cus_${i}` };
+        results.push(await ledger.execute(action, request));
       }
-      // Never resent blindly: between two POSTs of one key there is always a lookup.
-      const seen = proxy.log.get(op.id) ?? [];
-      const methods = seen.map((entry) => entry.split(':')[0]).join(' ');
-      expect(methods).not.toMatch(/POST POST/);
-      expect(op.attempts).toBe(seen.filter((entry) => entry.startsWith('POST')).length);
+    }),
+  );
+  expect(results).toHaveLength(CHECKOUTS);
+
+  // What is still open is looked at by recovery passes (lookups; resends where allowed), then escalated.
+  clock.tick(31_000);
+  await ledger.recover(CHECKOUTS);
+  clock.tick(10 * 60_000);
+  await ledger.recover(CHECKOUTS);
+
+  const operations = await store.operations.list({ limit: CHECKOUTS });
+  expect(operations).toHaveLength(CHECKOUTS);
+  const orders = await ordersByKey();
+  const states: Record<string, number> = {};
+  for (const op of operations) {
+    states[op.state] = (states[op.state] ?? 0) + 1;
+    const placed = orders.get(op.id) ?? [];
+    if (op.state === 'succeeded') {
+      // Exactly one order under the operation's key, and it is the one the ledger recorded.
+      expect(placed).toEqual([(op.result as { order_id: string }).order_id]);
+    } else {
+      // Failed (a lookup proved nothing was accepted) or escalated: no order at the shop.
+      expect(['failed', 'needs_attention']).toContain(op.state);
+      expect(placed).toEqual([]);
     }
-    const total = [...orders.values()].reduce((n, ids) => n + ids.length, 0);
-    expect(total).toBe(states['succeeded']);
-    // The proxy really lost answers and requests, and the ledger settled them by lookups.
-    const fates = [...proxy.log.values()].flat();
-    const dropped = fates.filter((f) => f === 'POST:drop_response').length;
-    const lostRequests = fates.filter((f) => f === 'POST:drop_request').length;
-    console.info(
-      `lost-response proof: states ${JSON.stringify(states)}, responses dropped ${dropped}, requests dropped ${lostRequests}`,
-    );
-    expect(dropped).toBeGreaterThan(100);
-    expect(lostRequests).toBeGreaterThan(20);
-    const reconciled = operations.filter((op) => op.observation === 'lookup_succeeded').length;
-    expect(reconciled).toBe(dropped);
+    // Never resent blindly: between two POSTs of one key there is always a lookup.
+    const seen = proxy.log.get(op.id) ?? [];
+    const methods = seen.map((entry) => entry.split(':')[0]).join(' ');
+    expect(methods).not.toMatch(/POST POST/);
+    expect(op.attempts).toBe(seen.filter((entry) => entry.startsWith('POST')).length);
+  }
+  const total = [...orders.values()].reduce((n, ids) => n + ids.length, 0);
+  expect(total).toBe(states['succeeded']);
+  // The proxy really lost answers and requests, and the ledger settled them by lookups.
+  const fates = [...proxy.log.values()].flat();
+  const dropped = fates.filter((f) => f === 'POST:drop_response').length;
+  const lostRequests = fates.filter((f) => f === 'POST:drop_request').length;
+  console.info(
+    `lost-response proof: states ${JSON.stringify(states)}, responses dropped ${dropped}, requests dropped ${lostRequests}`,
+  );
+  expect(dropped).toBeGreaterThan(100);
+  expect(lostRequests).toBeGreaterThan(20);
+  const reconciled = operations.filter((op) => op.observation === 'lookup_succeeded').length;
+  expect(reconciled).toBe(dropped);
+}
+
+describe('lost responses: 1,000 checkouts through a lossy proxy', () => {
+  it('SQLite: one order per succeeded operation, none resent without a lookup, all settled or escalated', async () => {
+    await proveLostResponses((clock) => openStore({ url: ':memory:', clock }));
   });
 });
+
+describePostgres('lost responses on PostgreSQL')(
+  'lost responses: 1,000 checkouts through a lossy proxy',
+  () => {
+    const schemas = testSchemas('bw_lost');
+    it('PostgreSQL: one order per succeeded operation, none resent without a lookup, all settled or escalated', async () => {
+      const schema = await schemas.create();
+      await proveLostResponses((clock) => openStore({ url: TEST_DATABASE_URL, schema, clock }));
+    });
+  },
+);
