@@ -66,10 +66,12 @@ export function prepareClaim(
 ): (options: ClaimOptions) => Claim[] {
   const { db } = ctx;
   const typeFilter = 'AND type IN (SELECT value FROM json_each(?))';
+  // INDEXED BY jobs_lease: only the expired leases are read (usually none). Left to itself the planner takes
+  // jobs_status_id and reads every running job on every claim: thousands with a large worker pool.
   const expiredSql = (filter: string) =>
     `SELECT id, priority, run_at AS runAt, next_seq AS nextSeq, attempts, max_attempts AS maxAttempts,
             cancel_requested_at AS cancelRequestedAt, ordering_key AS orderingKey
-       FROM jobs
+       FROM jobs INDEXED BY jobs_lease
       WHERE status = 'in_progress' AND lease_expires_at <= ? ${filter}
       ${CLAIM_ORDER}`;
   // INDEXED BY: walking jobs_claim in claim order stops after LIMIT rows; without it (no ANALYZE data)
