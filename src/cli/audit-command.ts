@@ -2,9 +2,9 @@
  * `breakwater audit verify|tail`: the tamper-evident audit log from a terminal, straight against the store.
  * A keyed chain (`BREAKWATER_AUDIT_KEY` in the processes that wrote it) verifies only with the same key.
  */
-import { parseArgs } from 'node:util';
 import { verifyAudit } from '../operations/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
+import { integerOption, parseSubcommand } from './subcommand.js';
 
 export const AUDIT_USAGE = `Usage: breakwater audit <verify|tail> [options]
 
@@ -28,36 +28,19 @@ export async function runAuditCommand(
   out: (line: string) => void = console.log,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        db: { type: 'string' },
-        limit: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    throw new CliError(`${(error as Error).message}\n\n${AUDIT_USAGE}`, EXIT.usage);
-  }
-  const { positionals, values } = parsed;
-  const [sub, ...extra] = positionals;
-  if (values.help === true || sub === undefined) {
-    out(AUDIT_USAGE);
-    return sub === undefined && values.help !== true ? EXIT.usage : EXIT.ok;
-  }
-  if (sub !== 'verify' && sub !== 'tail') {
-    throw new CliError(`unknown audit subcommand '${sub}'\n\n${AUDIT_USAGE}`, EXIT.usage);
-  }
-  if (extra.length > 0) throw new CliError(`unexpected argument '${extra[0]}'\n\n${AUDIT_USAGE}`, EXIT.usage);
-  const limit = values.limit === undefined ? 20 : Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-    throw new CliError(`--limit must be an integer from 1 to 1000, got '${values.limit}'`, EXIT.usage);
-  }
+  const parsed = parseSubcommand(
+    argv,
+    {
+      command: 'audit',
+      usage: AUDIT_USAGE,
+      subcommands: { verify: [], tail: [] },
+      options: { limit: { type: 'string' } },
+    },
+    out,
+  );
+  if ('exit' in parsed) return parsed.exit;
+  const { sub, values } = parsed;
+  const limit = integerOption('--limit', values.limit, 20, 1, 1000);
   const key = env.BREAKWATER_AUDIT_KEY;
   const store = await openExistingStoreForCli(values.db);
   try {

@@ -2,10 +2,10 @@
  * `breakwater jobs list|show|cancel|retry`: the job queue from a terminal, straight against the store (no
  * server needs to run). Every subcommand takes `--db` and `--json`.
  */
-import { parseArgs } from 'node:util';
 import { createJobs, type JobRecord, type JobStatus } from '../index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';
+import { choiceOptions, integerOption, parseSubcommand } from './subcommand.js';
 import { auditCliAction } from './operations-runtime.js';
 
 export const JOBS_USAGE = `Usage: breakwater jobs <list|show|cancel|retry> [options]
@@ -32,52 +32,25 @@ export async function runJobsCommand(
   argv: string[],
   out: (line: string) => void = console.log,
 ): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
+  const parsed = parseSubcommand(
+    argv,
+    {
+      command: 'jobs',
+      usage: JOBS_USAGE,
+      subcommands: { list: [], show: ['a job id'], cancel: ['a job id'], retry: ['a job id'] },
       options: {
-        db: { type: 'string' },
         status: { type: 'string', multiple: true },
         type: { type: 'string' },
         limit: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
       },
-    });
-  } catch (error) {
-    throw new CliError(`${(error as Error).message}\n\n${JOBS_USAGE}`, EXIT.usage);
-  }
-  const { positionals, values } = parsed;
-  const [sub, id, ...extra] = positionals;
-  if (values.help === true || sub === undefined) {
-    out(JOBS_USAGE);
-    return sub === undefined && values.help !== true ? EXIT.usage : EXIT.ok;
-  }
-  if (!['list', 'show', 'cancel', 'retry'].includes(sub)) {
-    throw new CliError(`unknown jobs subcommand '${sub}'\n\n${JOBS_USAGE}`, EXIT.usage);
-  }
-  if (sub !== 'list' && id === undefined) {
-    throw new CliError(`jobs ${sub} needs a job id\n\n${JOBS_USAGE}`, EXIT.usage);
-  }
-  if (extra.length > 0 || (sub === 'list' && id !== undefined)) {
-    throw new CliError(
-      `unexpected argument '${sub === 'list' ? id : extra[0]}'\n\n${JOBS_USAGE}`,
-      EXIT.usage,
-    );
-  }
-  const statuses = (values.status ?? []).map((status) => {
-    if (!STATUSES.includes(status as JobStatus)) {
-      throw new CliError(`--status must be one of ${STATUSES.join(', ')}, got '${status}'`, EXIT.usage);
-    }
-    return status as JobStatus;
-  });
-  const limit = values.limit === undefined ? 20 : Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-    throw new CliError(`--limit must be an integer from 1 to 1000, got '${values.limit}'`, EXIT.usage);
-  }
+    },
+    out,
+  );
+  if ('exit' in parsed) return parsed.exit;
+  const { sub, args, values } = parsed;
+  const id = args[0];
+  const statuses = choiceOptions('--status', values.status, STATUSES);
+  const limit = integerOption('--limit', values.limit, 20, 1, 1000);
 
   const store = await openExistingStoreForCli(values.db);
   const jobs = createJobs({ store });

@@ -3,11 +3,11 @@
  * `reconcile` needs no app loaded: it schedules the operation for a lookup now, and the recovery loop of a
  * running gateway or worker that defines its action performs it (docs/operations.md).
  */
-import { parseArgs } from 'node:util';
 import { requestReconcile } from '../operations/index.js';
 import type { OperationRecord, OperationState, Store } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';
+import { choiceOptions, integerOption, parseSubcommand } from './subcommand.js';
 import { auditCliAction } from './operations-runtime.js';
 
 const STATES: readonly OperationState[] = [
@@ -42,47 +42,27 @@ export async function runOpsCommand(
   argv: string[],
   out: (line: string) => void = console.log,
 ): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
+  const parsed = parseSubcommand(
+    argv,
+    {
+      command: 'ops',
+      usage: OPS_USAGE,
+      subcommands: { list: [], show: ['an operation id'], reconcile: ['an operation id'] },
       options: {
-        db: { type: 'string' },
         state: { type: 'string', multiple: true },
         action: { type: 'string' },
         limit: { type: 'string' },
         wait: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
       },
-    });
-  } catch (error) {
-    throw new CliError(`${(error as Error).message}\n\n${OPS_USAGE}`, EXIT.usage);
-  }
-  const { positionals, values } = parsed;
-  const [sub, id, ...extra] = positionals;
-  if (values.help === true || sub === undefined) {
-    out(OPS_USAGE);
-    return sub === undefined && values.help !== true ? EXIT.usage : EXIT.ok;
-  }
-  if (!['list', 'show', 'reconcile'].includes(sub)) {
-    throw new CliError(`unknown ops subcommand '${sub}'\n\n${OPS_USAGE}`, EXIT.usage);
-  }
-  if (sub === 'list' ? id !== undefined : id === undefined) {
-    const problem = sub === 'list' ? `unexpected argument '${id}'` : `ops ${sub} needs an operation id`;
-    throw new CliError(`${problem}\n\n${OPS_USAGE}`, EXIT.usage);
-  }
-  if (extra.length > 0) throw new CliError(`unexpected argument '${extra[0]}'\n\n${OPS_USAGE}`, EXIT.usage);
-  const states = (values.state ?? []).map((state) => {
-    if (!STATES.includes(state as OperationState)) {
-      throw new CliError(`--state must be one of ${STATES.join(', ')}, got '${state}'`, EXIT.usage);
-    }
-    return state as OperationState;
-  });
-  const limit = integerFlag('--limit', values.limit, 20, 1, 1000);
-  const waitMs = integerFlag('--wait', values.wait, 30_000, 0, 600_000);
+    },
+    out,
+  );
+  if ('exit' in parsed) return parsed.exit;
+  const { sub, args, values } = parsed;
+  const id = args[0];
+  const states = choiceOptions('--state', values.state, STATES);
+  const limit = integerOption('--limit', values.limit, 20, 1, 1000);
+  const waitMs = integerOption('--wait', values.wait, 30_000, 0, 600_000);
   const json = values.json === true;
 
   const store = await openExistingStoreForCli(values.db);
@@ -141,20 +121,6 @@ async function reconcile(
     );
   }
   return record.settledAt !== null ? EXIT.ok : EXIT.failed;
-}
-
-function integerFlag(
-  name: string,
-  raw: string | undefined,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const value = raw === undefined ? fallback : Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new CliError(`${name} must be an integer from ${min} to ${max}, got '${raw}'`, EXIT.usage);
-  }
-  return value;
 }
 
 function formatTable(records: OperationRecord[]): string {

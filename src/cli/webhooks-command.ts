@@ -2,12 +2,12 @@
  * `breakwater webhooks list|show|replay`: the webhook inbox from a terminal, straight against the store (no
  * server needs to run). Every subcommand takes `--db` and `--json`.
  */
-import { parseArgs } from 'node:util';
 import type { JobRecord } from '../index.js';
 import type { InboxRecord } from '../store/index.js';
 import { replayStoredWebhook } from '../webhooks/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, table } from './format.js';
+import { integerOption, parseSubcommand } from './subcommand.js';
 import { auditCliAction } from './operations-runtime.js';
 
 export const WEBHOOKS_USAGE = `Usage: breakwater webhooks <list|show|replay> [options]
@@ -30,45 +30,24 @@ export async function runWebhooksCommand(
   argv: string[],
   out: (line: string) => void = console.log,
 ): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        db: { type: 'string' },
-        source: { type: 'string' },
-        limit: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
+  const parsed = parseSubcommand(
+    argv,
+    {
+      command: 'webhooks',
+      usage: WEBHOOKS_USAGE,
+      subcommands: {
+        list: [],
+        show: ['a source', 'an event id'],
+        replay: ['a source', 'an event id'],
       },
-    });
-  } catch (error) {
-    throw new CliError(`${(error as Error).message}\n\n${WEBHOOKS_USAGE}`, EXIT.usage);
-  }
-  const { positionals, values } = parsed;
-  const [sub, source, eventId, ...extra] = positionals;
-  if (values.help === true || sub === undefined) {
-    out(WEBHOOKS_USAGE);
-    return sub === undefined && values.help !== true ? EXIT.usage : EXIT.ok;
-  }
-  if (!['list', 'show', 'replay'].includes(sub)) {
-    throw new CliError(`unknown webhooks subcommand '${sub}'\n\n${WEBHOOKS_USAGE}`, EXIT.usage);
-  }
-  if (sub === 'list' && source !== undefined) {
-    throw new CliError(`unexpected argument '${source}' (use --source)\n\n${WEBHOOKS_USAGE}`, EXIT.usage);
-  }
-  if (sub !== 'list' && (source === undefined || eventId === undefined)) {
-    throw new CliError(`webhooks ${sub} needs a source and an event id\n\n${WEBHOOKS_USAGE}`, EXIT.usage);
-  }
-  if (extra.length > 0) {
-    throw new CliError(`unexpected argument '${extra[0]}'\n\n${WEBHOOKS_USAGE}`, EXIT.usage);
-  }
-  const limit = values.limit === undefined ? 20 : Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-    throw new CliError(`--limit must be an integer from 1 to 1000, got '${values.limit}'`, EXIT.usage);
-  }
+      options: { source: { type: 'string' }, limit: { type: 'string' } },
+    },
+    out,
+  );
+  if ('exit' in parsed) return parsed.exit;
+  const { sub, args, values } = parsed;
+  const [source, eventId] = args;
+  const limit = integerOption('--limit', values.limit, 20, 1, 1000);
   const store = await openExistingStoreForCli(values.db);
   const json = values.json === true;
   try {
