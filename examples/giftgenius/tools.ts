@@ -12,6 +12,7 @@ import {
   resilientTool,
   type McpTool,
   type OperationLedger,
+  type ToolContext,
 } from '../../src/index.js';
 import { DEEP_ANALYSIS_JOB } from './analysis.js';
 import { createOrderAction, type Order } from './checkout.js';
@@ -87,13 +88,15 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams, operations: Oper
    */
   async function placeOrder(
     args: { product_id: string; quantity: number; customer_id: string; operation_id?: string },
-    signal: AbortSignal,
+    ctx: ToolContext,
   ): Promise<Order & { operation_id: string; reconciled: boolean }> {
     const request = { product_id: args.product_id, quantity: args.quantity, customer_id: args.customer_id };
     const result = await operations.execute(createOrder, request, {
       operationId: args.operation_id,
-      signal,
+      signal: ctx.signal,
       actor: 'mcp:checkout',
+      // Cut off by the tool's deadline, the answer still names the operation to resume.
+      onOperation: (id, reconcile) => ctx.operation(id, reconcile),
     });
     if (result.outcome !== 'succeeded') throw operationError(result, { unknown: CHECKOUT_UNKNOWN });
     const reconciled = result.transport_observation === 'lookup_succeeded';
@@ -125,7 +128,7 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams, operations: Oper
         'Orders a product for a customer. Returns the order, or an error whose outcome says whether the order may exist: after outcome "unknown", call checkout again with the same operation_id to resume safely.',
       inputSchema: checkoutInput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-      handler: (args, ctx) => placeOrder(args, ctx.signal),
+      handler: (args, ctx) => placeOrder(args, ctx),
     }),
     resilientTool({
       name: 'suggest_and_checkout',
@@ -158,7 +161,7 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams, operations: Oper
             customer_id: args.customer_id,
             operation_id: args.operation_id,
           },
-          ctx.signal,
+          ctx,
         );
         return { gift: best, order };
       },

@@ -4,6 +4,7 @@
  */
 import { verifyAudit } from '../operations/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
+import { auditKey } from './operations-runtime.js';
 import { integerOption, parseSubcommand } from './subcommand.js';
 
 export const AUDIT_USAGE = `Usage: breakwater audit <verify|tail> [options]
@@ -41,7 +42,7 @@ export async function runAuditCommand(
   if ('exit' in parsed) return parsed.exit;
   const { sub, values } = parsed;
   const limit = integerOption('--limit', values.limit, 20, 1, 1000);
-  const key = env.BREAKWATER_AUDIT_KEY;
+  const key = auditKey(env);
   const store = await openExistingStoreForCli(values.db);
   try {
     if (sub === 'tail') {
@@ -52,7 +53,7 @@ export async function runAuditCommand(
     }
     let result;
     try {
-      result = await verifyAudit(store.audit, { hmacKey: key === undefined || key === '' ? undefined : key });
+      result = await verifyAudit(store.audit, { hmacKey: key });
     } catch (error) {
       if (error instanceof RangeError)
         throw new CliError(`BREAKWATER_AUDIT_KEY: ${error.message}`, EXIT.usage);

@@ -41,7 +41,10 @@ export interface GatewayOptions {
   logger?: boolean | ServerLoggerOptions;
   /** Grace period of shutdown for in-flight requests and running jobs, ms (default 10 000). */
   graceMs?: number;
-  /** How often old resumable-stream messages are pruned, ms (default 300 000). */
+  /**
+   * How often expired state is pruned, ms (default 300 000): resumable-stream messages past their retention,
+   * idempotency records past their lifetime, counters past their window.
+   */
   pruneEveryMs?: number;
   clock?: Clock;
   env?: NodeJS.ProcessEnv;
@@ -167,7 +170,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     await http.listen({ host, port: listenPort });
 
     const pruneEveryMs = options.pruneEveryMs ?? GATEWAY_DEFAULTS.pruneEveryMs;
-    const pruner = setInterval(() => void store.pruneStreamEvents().catch(warnPruneFailed), pruneEveryMs);
+    const pruner = setInterval(() => void pruneExpired(store), pruneEveryMs);
     pruner.unref();
     cleanups.push(async () => clearInterval(pruner));
     if (options.worker !== false) jobs.start();
@@ -270,14 +273,18 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
   };
 }
 
+/** One pruning round; each kind on its own, so one failing does not keep the others. */
+async function pruneExpired(store: Store): Promise<void> {
+  await store.pruneStreamEvents().catch(warnPruneFailed);
+  await store.idempotency.prune().catch(warnPruneFailed);
+  await store.counters.prune().catch(warnPruneFailed);
+}
+
 /** A failed prune is retried at the next interval; the operator hears of it as a process warning. */
 function warnPruneFailed(error: unknown): void {
-  const warning = new Error(
-    `gateway: pruning old stream events failed: ${(error as Error)?.message ?? error}`,
-    {
-      cause: error,
-    },
-  );
+  const warning = new Error(`gateway: pruning expired state failed: ${(error as Error)?.message ?? error}`, {
+    cause: error,
+  });
   warning.name = 'BreakwaterGatewayWarning';
   process.emitWarning(warning);
 }

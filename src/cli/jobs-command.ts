@@ -84,7 +84,10 @@ export async function runJobsCommand(
     const job = await (sub === 'cancel' ? jobs.cancel(jobId) : jobs.retry(jobId)).catch((error: unknown) => {
       throw new CliError((error as Error).message);
     });
-    await auditCliAction(store, sub === 'cancel' ? 'admin.job_cancel' : 'admin.job_retry', jobId);
+    await auditCliAction(store, {
+      action: sub === 'cancel' ? 'admin.job_cancel' : 'admin.job_retry',
+      target: jobId,
+    });
     if (json) out(JSON.stringify(job, null, 2));
     else if (sub === 'cancel') out(cancelMessage(job));
     else out(`job ${job.id} is pending again (attempts reset)`);

@@ -19,12 +19,7 @@ export function operationsRuntime(
   env: NodeJS.ProcessEnv,
   log: (line: string) => void,
 ): { audit: AuditLog; operations: OperationLedger } {
-  const key = env.BREAKWATER_AUDIT_KEY;
-  const audit = createAuditLog({
-    store: store.audit,
-    clock,
-    hmacKey: key === undefined || key === '' ? undefined : key,
-  });
+  const audit = createAuditLog({ store: store.audit, clock, hmacKey: auditKey(env) });
   const warn: LedgerLog['warn'] = (fields, message) => log(`warning: ${message} ${describeFields(fields)}`);
   return { audit, operations: new OperationLedger({ store: store.operations, audit, clock, log: { warn } }) };
 }
@@ -98,15 +93,21 @@ function describeFields(fields: object): string {
     .join(' ');
 }
 
+/** The audit chain's HMAC key from `BREAKWATER_AUDIT_KEY` (unset or empty: an unkeyed chain). */
+export function auditKey(env: NodeJS.ProcessEnv): string | undefined {
+  const key = env.BREAKWATER_AUDIT_KEY;
+  return key === undefined || key === '' ? undefined : key;
+}
+
 /**
  * Audits an admin action taken from the command line (actor `cli:<user>`), appended and committed before
- * the command exits. A failure to record it is a warning; the action itself already happened.
+ * the command exits, keyed like every other writer of the chain (`BREAKWATER_AUDIT_KEY`). A failure to record
+ * it is a warning; the action itself already happened.
  */
 export async function auditCliAction(
   store: Store,
-  action: string,
-  target: string,
-  data?: unknown,
+  entry: { action: string; target: string; operationId?: string; data?: unknown },
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<void> {
   let user = 'unknown';
   try {
@@ -114,7 +115,7 @@ export async function auditCliAction(
   } catch {
     // no passwd entry (a container): keep 'unknown'
   }
-  await createAuditLog({ store: store.audit })
-    .record({ actor: `cli:${user}`, action, target, data })
-    .catch((error: unknown) => warnAuditFailed(action, error));
+  await createAuditLog({ store: store.audit, hmacKey: auditKey(env) })
+    .record({ actor: `cli:${user}`, ...entry })
+    .catch((error: unknown) => warnAuditFailed(entry.action, error));
 }

@@ -98,7 +98,12 @@ async function reconcile(
 ): Promise<number> {
   const scheduled = await requestReconcile(store.operations, id, Date.now());
   if (scheduled === undefined) throw new CliError(`there is no operation ${id}`);
-  await auditCliAction(store, 'admin.operation_reconcile', id, { state: scheduled.state });
+  await auditCliAction(store, {
+    action: 'admin.operation_reconcile',
+    target: scheduled.target,
+    operationId: id,
+    data: { state: scheduled.state },
+  });
   let record = scheduled;
   const until = Date.now() + waitMs;
   // Settled, or looked at by a recovery pass (a newer version with the lookup's evidence).

@@ -66,7 +66,11 @@ export async function runWebhooksCommand(
     }
     const replayed = await replayStoredWebhook(store, source!, eventId!);
     if (replayed === undefined) throw missing();
-    await auditCliAction(store, 'admin.webhook_replay', `${source}/${eventId}`, { job_id: replayed.jobId });
+    await auditCliAction(store, {
+      action: 'admin.webhook_replay',
+      target: `${source}/${eventId}`,
+      data: { job_id: replayed.jobId },
+    });
     out(
       json
         ? JSON.stringify(replayed, null, 2)

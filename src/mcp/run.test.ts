@@ -74,6 +74,25 @@ describe('runUnderDeadline', () => {
     expect(error.retryable).toBe(false);
   });
 
+  it('cut off after naming its operation: the answer carries the operation id and lookup, outcome unknown', async () => {
+    const clock = new FakeClock();
+    const reconcile = { method: 'GET', path: '/orders?idempotency_key=op_7' };
+    const run = track(
+      runUnderDeadline(tool(50, true), scope(), clock, (ctx) => {
+        ctx.operation('op_7', reconcile);
+        return new Promise<never>(() => undefined);
+      }),
+    );
+    await clock.tickAsync(50);
+    const error = (run.settled() as { error: BreakwaterError }).error;
+    expect([error.code, error.outcome, error.operationId, error.details]).toEqual([
+      'deadline_exceeded',
+      'unknown',
+      'op_7',
+      { timeout_ms: 50, reconcile },
+    ]);
+  });
+
   it('runs the work under a core Deadline and with the absolute deadline in the context', async () => {
     const clock = new FakeClock(1_000_000);
     const settled = await runUnderDeadline(tool(300), scope(), clock, (ctx) => ({

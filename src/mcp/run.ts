@@ -54,13 +54,20 @@ export function runUnderDeadline<T>(
       link.dispose();
       resolve(settled);
     };
-    const onAbort = (): void => finish({ ok: false, error: abortError(link.signal.reason) });
+    let operation: { id: string; reconcile: { method: string; path: string } | null } | undefined;
+    const onAbort = (): void => {
+      const error = abortError(link.signal.reason);
+      finish({ ok: false, error: operation === undefined ? error : withOperation(error, operation) });
+    };
     const timer = clock.setTimeout(() => link.abort(deadlineError(tool)), tool.deadlineMs);
     if (link.signal.aborted) return onAbort();
     link.signal.addEventListener('abort', onAbort);
 
     let last = -Infinity;
     const ctx: ToolContext = {
+      operation(id, reconcile) {
+        operation = { id, reconcile: reconcile ?? null };
+      },
       signal: link.signal,
       deadline,
       correlationId: scope.correlationId,
@@ -107,6 +114,30 @@ export function deadlineError(tool: McpTool): BreakwaterError {
     outcome: readOnly ? 'failed' : 'unknown',
     source: `tool:${tool.name}`,
     details: { timeout_ms: tool.deadlineMs },
+  });
+}
+
+/**
+ * A deadline or cancel answer of a call whose operation was already persisted: it may have been sent, so the
+ * outcome is `unknown`, with the operation's id and lookup.
+ */
+function withOperation(
+  error: BreakwaterError,
+  operation: { id: string; reconcile: { method: string; path: string } | null },
+): BreakwaterError {
+  return new BreakwaterError(error.code, {
+    message:
+      error.outcome === 'unknown'
+        ? error.message
+        : 'The request was cut off after it started an action, so the action may or may not have happened; check its status before trying again.',
+    kind: error.kind,
+    status: error.status,
+    retryAfterMs: error.retryAfterMs,
+    outcome: 'unknown',
+    operationId: operation.id,
+    source: error.source,
+    details: { ...error.details, reconcile: operation.reconcile },
+    cause: error,
   });
 }
 

@@ -37,6 +37,12 @@ export interface ToolContext {
    * finite number, is dropped. Never rejects.
    */
   progress(progress: number, total?: number, message?: string): Promise<void>;
+  /**
+   * Names the side-effecting operation this call runs, once it is persisted (the operation ledger's
+   * `onOperation`): an answer cut off by the deadline or a cancel then carries its `operation_id` and lookup
+   * (`reconcile`) with outcome `unknown`, so the caller resumes it instead of starting a second one.
+   */
+  operation(operationId: string, reconcile?: { method: string; path: string } | null): void;
 }
 
 interface ToolBase {

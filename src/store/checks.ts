@@ -1,5 +1,6 @@
 import { BreakwaterError, bool, finite, invalidOption, oneOf, POSITIVE } from '../core/index.js';
 import { AUDIT_READ_DEFAULT_LIMIT, AUDIT_READ_MAX_LIMIT } from './audit.js';
+import { MAX_COUNTER_KEY_LENGTH, UNCHANGED, type CounterOutcome, type CounterStep } from './counters.js';
 import {
   MAX_IDEMPOTENCY_KEY_LENGTH,
   type IdempotencyClaim,
@@ -15,9 +16,10 @@ import {
   type OperationPatch,
   type OperationState,
 } from './operations.js';
+import { MAX_ROUTE_NAME_LENGTH } from './routes.js';
 
 /**
- * Argument checks of the idempotency, operation and audit stores, shared by both backends so they accept and
+ * Argument checks of the idempotency, operation, audit, counter and route stores, shared by both backends so they accept and
  * refuse exactly the same input, always before anything is written. NUL is refused in every string stored as
  * text because PostgreSQL text cannot hold it. Internal to `store/`.
  */
@@ -308,4 +310,115 @@ export function auditPage(
     afterSeq: afterSeq === undefined ? 0 : Math.floor(finite('audit.read', 'afterSeq', afterSeq)),
     limit: pageLimit(limit, AUDIT_READ_DEFAULT_LIMIT, AUDIT_READ_MAX_LIMIT),
   };
+}
+
+// ---- counters -------------------------------------------------------------------------------------------
+
+/** What a counter step decided, checked and serialized: what both backends write (or not). */
+export type PreparedOutcome<R> =
+  | { write: 'none'; result: R }
+  | { write: 'delete'; result: R }
+  | { write: 'state'; result: R; state: string; expiresAt: number | null };
+
+/** A time both backends store exactly (PostgreSQL `bigint`, a JS number). */
+const SAFE_MS = { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER };
+
+/** `CounterStore.update`'s arguments checked. */
+export interface CounterUpdate<R> {
+  key: string;
+  step: CounterStep<R>;
+}
+
+/** @throws RangeError unless `key` is 1..512 characters without NUL; TypeError unless `step` is a function. */
+export function counterUpdate<R>(key: string, step: CounterStep<R>): CounterUpdate<R> {
+  const owner = 'counters.update';
+  storeKey(owner, 'key', key, MAX_COUNTER_KEY_LENGTH);
+  if (typeof step !== 'function') throw new TypeError(`${owner}: step must be a function`);
+  return { key, step };
+}
+
+/**
+ * A step's outcome as the store writes it: `UNCHANGED` writes nothing, `undefined` deletes, anything else is
+ * stored as JSON text with its expiry rounded up to a whole ms (never early; the same on both backends).
+ * @throws TypeError for an outcome that is not an object or a state with no JSON form (a function, a symbol,
+ *   a BigInt, a cycle); RangeError for an `expiresAt` that is neither null nor a finite number within ±2^53.
+ */
+export function prepareOutcome<R>(outcome: CounterOutcome<R>): PreparedOutcome<R> {
+  const owner = 'counters.update';
+  if (typeof outcome !== 'object' || outcome === null) {
+    throw new TypeError(`${owner}: the step must return an object { state, expiresAt, result }`);
+  }
+  const { state, result } = outcome;
+  if (state === UNCHANGED) return { write: 'none', result };
+  if (state === undefined) return { write: 'delete', result };
+  const expiresAt =
+    outcome.expiresAt === null ? null : Math.ceil(finite(owner, 'expiresAt', outcome.expiresAt, SAFE_MS));
+  return { write: 'state', result, state: jsonValueText(owner, 'state', state), expiresAt };
+}
+
+/**
+ * `value` as JSON text, for the counter and route stores, whose contracts say TypeError (the idempotency and
+ * operation stores' {@link jsonText} throws `invalid_payload` instead).
+ * @throws TypeError naming `owner` and `field` when `value` has no JSON form.
+ */
+export function jsonValueText(owner: string, field: string, value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value) as string | undefined;
+  } catch (cause) {
+    throw new TypeError(`${owner}: ${field} must be a JSON value (${(cause as Error).message})`, { cause });
+  }
+  if (text === undefined) throw new TypeError(`${owner}: ${field} must be a JSON value, got ${typeof value}`);
+  return text;
+}
+
+// ---- routes ---------------------------------------------------------------------------------------------
+
+/** Longest route note. */
+export const MAX_ROUTE_NOTE_LENGTH = 1000;
+
+/** Largest route version both backends store (PostgreSQL `integer`). */
+const MAX_ROUTE_VERSION = 2_147_483_647;
+
+const ROUTE_NAME = new RegExp(`^[A-Za-z0-9._-]{1,${MAX_ROUTE_NAME_LENGTH}}$`);
+
+/** A name a route can have: 1..128 of `[A-Za-z0-9._-]`. */
+export function isRouteName(name: unknown): name is string {
+  return typeof name === 'string' && ROUTE_NAME.test(name);
+}
+
+/** A version a route can have: an integer from 1 (reads and deploys of anything else find nothing). */
+export function isRouteVersion(version: unknown): version is number {
+  return Number.isInteger(version) && (version as number) >= 1 && (version as number) <= MAX_ROUTE_VERSION;
+}
+
+/** A new route version checked and serialized: what both backends insert. */
+export interface PreparedRoute {
+  name: string;
+  /** The definition as JSON text. */
+  definition: string;
+  note: string | null;
+}
+
+/**
+ * @throws RangeError for a bad name, or a note that is not a string of at most 1000 characters without NUL
+ *   (`undefined` or null: no note); TypeError for a definition with no JSON form.
+ */
+export function prepareRoute(name: string, definition: unknown, note: string | undefined): PreparedRoute {
+  const owner = 'routes.create';
+  if (!isRouteName(name)) {
+    throw invalidOption(owner, 'name', `1 to ${MAX_ROUTE_NAME_LENGTH} characters of [A-Za-z0-9._-]`, name);
+  }
+  if (
+    note != null &&
+    (typeof note !== 'string' || note.length > MAX_ROUTE_NOTE_LENGTH || note.includes('\0'))
+  ) {
+    throw invalidOption(
+      owner,
+      'note',
+      `a string of at most ${MAX_ROUTE_NOTE_LENGTH} characters without NUL`,
+      note,
+    );
+  }
+  return { name, definition: jsonValueText(owner, 'definition', definition), note: note ?? null };
 }

@@ -1,8 +1,8 @@
 /**
  * store/: durable state behind one interface per aggregate: jobs and job events, the messages of resumable
  * streams and the webhook inbox as methods of the store; inbound idempotency records, the outbound operation
- * ledger and the audit log as its facets (`store.idempotency`, `store.operations`, `store.audit`). Counters
- * follow the same pattern. Imports only core.
+ * ledger, the audit log, counters and versioned routes as its facets (`store.idempotency`, `store.operations`,
+ * `store.audit`, `store.counters`, `store.routes`). Imports only core.
  */
 export * from './jobs.js';
 export {
@@ -52,6 +52,14 @@ export {
   type AuditSealer,
   type AuditStore,
 } from './audit.js';
+export {
+  MAX_COUNTER_KEY_LENGTH,
+  UNCHANGED,
+  type CounterOutcome,
+  type CounterStep,
+  type CounterStore,
+} from './counters.js';
+export { MAX_ROUTE_NAME_LENGTH, type RouteHead, type RouteStore, type RouteVersion } from './routes.js';
 export { openSqliteStore, type SqliteStoreOptions } from './sqlite/index.js';
 export { openPostgresStore, type PostgresStoreOptions } from './postgres/index.js';
 export {

@@ -57,7 +57,7 @@ export function operationsContract(name: string, backend: FacetBackend): void {
         error: null,
         evidence: null,
         recoveryDeadlineAt: h.start + HOUR_MS,
-        nextCheckAt: null,
+        nextCheckAt: h.start + HOUR_MS,
         createdAt: h.start,
         updatedAt: h.start,
         settledAt: null,

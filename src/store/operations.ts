@@ -126,7 +126,8 @@ export interface OperationFilter {
 /** Storage of operations. Every method is one atomic step; after `close()` every method rejects with an Error. */
 export interface OperationStore {
   /**
-   * Persists a new operation in state `pending` (version 1, attempts 0), or, when `key` is set and
+   * Persists a new operation in state `pending` (version 1, attempts 0, `nextCheckAt` = its recovery
+   * deadline, so one abandoned before its first attempt is still found by a recovery pass), or, when `key` is set and
    * `(action, key)` is stored already, returns that one (`created: false`; a unique constraint decides).
    * @throws RangeError for an empty, too long or NUL-holding `action`/`target`/`key`/`correlationId`, a
    *   non-finite `recoveryDeadlineAt`; BreakwaterError `invalid_payload` for a `request` with no JSON form.

@@ -1,13 +1,16 @@
 import type { AuditStore } from './audit.js';
+import type { CounterStore } from './counters.js';
 import type { IdempotencyStore } from './idempotency.js';
 import type { JobStore } from './jobs.js';
 import type { OperationStore } from './operations.js';
+import type { RouteStore } from './routes.js';
 import type { StreamEventStore } from './stream-events.js';
 import type { WebhookInboxStore } from './webhooks.js';
 
 /**
  * The aggregates added after the job store hang off the store as properties (facets) rather than as more
- * flat methods: `store.idempotency.begin(…)`, `store.operations.update(…)`, `store.audit.append(…)`. They
+ * flat methods: `store.idempotency.begin(…)`, `store.operations.update(…)`, `store.audit.append(…)`,
+ * `store.counters.update(…)`, `store.routes.deploy(…)`. They
  * share the store's connection (SQLite) or pool (PostgreSQL), its clock and its lifetime: after the store's
  * `close()` every facet method rejects with an Error.
  */
@@ -18,6 +21,10 @@ export interface StoreFacets {
   readonly operations: OperationStore;
   /** The hash-chained audit log (`audit.ts`). */
   readonly audit: AuditStore;
+  /** Counters under an atomic read-modify-write: rate-limit windows, spend budgets (`counters.ts`). */
+  readonly counters: CounterStore;
+  /** Versioned AI gateway routes: immutable versions, one deployed per name (`routes.ts`). */
+  readonly routes: RouteStore;
 }
 
 /** Every aggregate a Breakwater store holds, whichever backend it runs on. */

@@ -136,6 +136,9 @@ export class DependencyErrors {
     }
 
     const details: Record<string, unknown> = { reason: c.reason };
+    // Whether the request left: false only when provably not (connect refused, DNS, TLS handshake); a
+    // caller that resends by itself (the operation ledger) treats anything else as possibly written.
+    if (c.written !== undefined) details['written'] = c.written;
     if (isBreakwaterError(error) && error.details !== undefined) Object.assign(details, error.details);
     if (error instanceof UpstreamHttpError) {
       details['upstream_status'] = error.status;

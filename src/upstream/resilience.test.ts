@@ -228,6 +228,12 @@ describe('upstream: retry', () => {
     expect(server.seen.map((s) => s.headers['idempotency-key'])).toEqual(['order-7', 'order-7']);
   });
 
+  it('connection refused: details.written is false (the request never left)', async () => {
+    const up = make({ baseUrl: 'http://127.0.0.1:1' });
+    const error = (await rejection(up.post('/orders', {}, { retry: false }))) as BreakwaterError;
+    expect([error.outcome, error.details?.['written']]).toEqual(['failed', false]);
+  });
+
   it('a keyed POST with the per-request retry: false is sent once: unknown, the key still sent', async () => {
     server.on('/orders', reset, json(201, { id: 'o1' }));
     const request = make().post('/orders', { sku: 'kite' }, { idempotencyKey: 'order-8', retry: false });

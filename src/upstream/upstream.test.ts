@@ -149,6 +149,7 @@ describe('upstream: permanent failures', () => {
       );
       expect(error.details).toEqual({
         reason: 'http_422',
+        written: true,
         upstream_status: 422,
         upstream_body: problem,
         dependency_code: 'gift_service_error',

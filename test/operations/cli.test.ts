@@ -99,7 +99,8 @@ describe('breakwater ops', () => {
       seq: 1,
       actor: expect.stringMatching(/^cli:/),
       action: 'admin.operation_reconcile',
-      target: result.operation_id,
+      target: 'POST shop /orders',
+      operation_id: result.operation_id,
       data: { state: 'needs_attention' },
     });
   });
@@ -119,6 +120,27 @@ describe('breakwater ops', () => {
 });
 
 describe('breakwater audit', () => {
+  it('an admin action from the CLI keeps a keyed chain verifiable with BREAKWATER_AUDIT_KEY', async () => {
+    const key = 'k'.repeat(32);
+    const db = tempDb(defer);
+    const store = await openSqliteStore({ path: db });
+    const audit = createAuditLog({ store: store.audit, hmacKey: key });
+    await audit.record({ actor: 'gateway', action: 'operation.begin', target: 'POST shop /orders' });
+    const ledger = new OperationLedger({ store: store.operations });
+    const result = await ledger.execute(shopAction(new Set()), { sku: 'kite' });
+    await store.close();
+    process.env.BREAKWATER_AUDIT_KEY = key;
+    defer(() => delete process.env.BREAKWATER_AUDIT_KEY);
+    await run(runOpsCommand, ['reconcile', result.operation_id, '--db', db, '--wait', '0']);
+    const lines: string[] = [];
+    const code = await runAuditCommand(['verify', '--db', db], (line) => lines.push(line), {
+      BREAKWATER_AUDIT_KEY: key,
+    });
+    expect([code, lines[0]]).toEqual([0, expect.stringMatching(/^audit chain verified: 2 records, head 2 /)]);
+    // Without the key the same chain does not verify: it is keyed.
+    expect(await runAuditCommand(['verify', '--db', db], () => undefined, {})).toBe(1);
+  });
+
   it('verify prints the head of a sound chain, and names the record whose byte was edited', async () => {
     const db = tempDb(defer);
     const store = await openSqliteStore({ path: db });

@@ -72,8 +72,50 @@ describe('redact', () => {
     expect(redactText('order 424242424242')).toBe('order 424242424242');
     expect(redactText('42424242424242424242')).toBe('42424242424242424242');
     expect(redactText('4242 4242 4242 4242 4242')).toBe('4242 4242 4242 4242 4242');
-    // Two separators in a row break the number.
-    expect(redactText('4242  4242 4242 4242')).toBe('4242  4242 4242 4242');
+    // Three separators in a row break the number.
+    expect(redactText('4242   4242 4242 4242')).toBe('4242   4242 4242 4242');
+  });
+
+  it('masks cards written with dots or double spaces, HTTP credentials, URL passwords and secret parameters', () => {
+    expect(redactText('card 4242.4242.4242.4242 or 4242  4242  4242  4242')).toBe(
+      'card ****.****.****.4242 or ****  ****  ****  4242',
+    );
+    expect(redactText('auth: Basic dXNlcjpodW50ZXIy and bearer abc.def')).toBe(
+      'auth: Basic [redacted] and bearer [redacted]',
+    );
+    expect(redactText('postgres://app:hunter2@db:5432/x')).toBe('postgres://[redacted]@db:5432/x');
+    expect(redactText('GET /cb?access_token=abc&page=2&api_key=k1')).toBe(
+      'GET /cb?access_token=[redacted]&page=2&api_key=[redacted]',
+    );
+  });
+
+  it('treats card codes, PINs, plural and compound secret names as secret, and counts as counts', () => {
+    const secret = [
+      'cvc',
+      'cvv',
+      'pin',
+      'tokens',
+      'secrets',
+      'passwords',
+      'accessTokens',
+      'private_key',
+      'privateKey',
+      'client_key',
+      'stripe_key',
+      'jwt',
+      'auth',
+    ];
+    for (const key of secret) expect([key, isSecretKey(key)]).toEqual([key, true]);
+    const plain = [
+      'idempotency_key',
+      'max_tokens',
+      'prompt_tokens',
+      'tokens_used',
+      'ordering_key',
+      'pinned',
+      'author',
+    ];
+    for (const key of plain) expect([key, isSecretKey(key)]).toEqual([key, false]);
   });
 
   it('masks card-like integers', () => {
@@ -142,7 +184,7 @@ describe('isSecretKey', () => {
     'credentials',
   ])('%s is secret', (key) => expect(isSecretKey(key)).toBe(true));
 
-  it.each(['max_tokens', 'tokens', 'secretary', 'key', 'api', 'signed_at', 'author', 'name', 'monkey'])(
+  it.each(['max_tokens', 'secretary', 'key', 'api', 'signed_at', 'author', 'name', 'monkey'])(
     '%s is not',
     (key) => expect(isSecretKey(key)).toBe(false),
   );

@@ -11,37 +11,91 @@ export const REDACTED = '[redacted]';
 /** Words that make an object key secret, whatever the case and separators (`access_token`, `X-Api-Key`, `passwordHash`). */
 const SECRET_WORDS = new Set([
   'authorization',
+  'auth',
   'cookie',
+  'cookies',
   'password',
+  'passwords',
   'passwd',
   'passphrase',
   'secret',
+  'secrets',
   'token',
+  'tokens',
+  'jwt',
   'apikey',
   'signature',
   'credential',
   'credentials',
+  'cvc',
+  'cvc2',
+  'cvv',
+  'cvv2',
+  'pin',
+  'otp',
+  'ssn',
 ]);
 
-/** 13–19 digits with single optional spaces or dashes between them, not touching another digit or group. */
-const CARD_LIKE = /(?<!\d[ -]?)\d(?:[ -]?\d){12,18}(?![ -]?\d)/g;
+/** Words that make `token(s)` next to them a count, not a credential (`max_tokens`, `tokens_used`). */
+const COUNTS = new Set([
+  'max',
+  'min',
+  'total',
+  'prompt',
+  'completion',
+  'input',
+  'output',
+  'cached',
+  'reasoning',
+  'num',
+  'used',
+  'count',
+  'limit',
+]);
 
-/** An RFC 6750 bearer credential in free text (`Bearer <token68>`), any case. */
-const BEARER = /\bbearer[ \t]+[A-Za-z0-9\-._~+/]+=*/gi;
+/** Words that make a following `key` word secret (`api_key`, `privateKey`, `stripe-key`, `client_key`). */
+const KEY_QUALIFIERS = new Set([
+  'api',
+  'private',
+  'client',
+  'access',
+  'signing',
+  'encryption',
+  'master',
+  'session',
+  'license',
+  'stripe',
+  'openai',
+]);
+
+/** 13–19 digits with up to two spaces, dashes or dots between them, not touching another digit or group. */
+const CARD_LIKE = /(?<!\d[ .-]{0,2})\d(?:[ .-]{0,2}\d){12,18}(?![ .-]{0,2}\d)/g;
+
+/** An HTTP credential in free text: `Bearer <token68>` (RFC 6750) or `Basic <base64>` (RFC 7617), any case. */
+const SCHEME_CREDENTIAL = /\b(bearer|basic)[ \t]+[A-Za-z0-9\-._~+/]+=*/gi;
+
+/** Credentials in a URL's authority: `scheme://user:password@host`. */
+const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^\s/:@]+:[^\s/@]+@/gi;
+
+/** A query or form parameter (`?access_token=…`, `&api_key=…`): its value is redacted when its name is secret. */
+const PARAMETER = /([?&;])([^=&;\s#]+)=([^&;\s#]*)/g;
 
 /**
  * A copy of `value` safe to store in the audit log, as JSON (its `toJSON` honoured, so a Date becomes its
  * ISO string; members whose value has no JSON form stay undefined and are left out when serialized):
  * - an object member whose key names a secret becomes `"[redacted]"`, whatever its value (an object or
- *   array too). A key names a secret when one of its words is authorization, cookie, password, passwd,
- *   passphrase, secret, token, apikey, signature, credential(s), or two adjacent words are `api` `key`.
- *   Words split at `_ - .` spaces and lower-to-upper case changes, so `set-cookie`, `access_token`,
- *   `clientSecret`, `X-API-Key`, `stripe-signature` and `api_key` are secret, and `max_tokens` is not.
+ *   array too). A key names a secret when one of its words is authorization, auth, cookie(s), password(s),
+ *   passwd, passphrase, secret(s), token(s), jwt, apikey, signature, credential(s), cvc, cvc2, cvv, cvv2,
+ *   pin, otp or ssn, or when `key` follows api, private, client, access, signing, encryption, master,
+ *   session, license, stripe or openai. Words split at `_ - .` spaces and lower-to-upper case changes, so
+ *   `set-cookie`, `access_token`, `accessTokens`, `clientSecret`, `X-API-Key`, `privateKey` and
+ *   `stripe-signature` are secret; `idempotency_key`, `max_tokens` and `tokens_used` (counts) are not.
  *   Nested objects and arrays are walked;
- * - in every string, a `Bearer <token>` credential becomes `Bearer [redacted]`, and a card-like number
- *   (13–19 digits, single spaces or dashes allowed between them, passing the Luhn check, ISO/IEC 7812-1)
- *   keeps its last 4 digits and separators with every other digit replaced by `*`
- *   (`4242 4242 4242 4242` → `**** **** **** 4242`);
+ * - in every string: a `Bearer <token>` or `Basic <credentials>` becomes `Bearer [redacted]`; a URL's
+ *   `user:password@` becomes `[redacted]@`; a query parameter with a secret name (`?access_token=…`) keeps
+ *   its name with the value redacted; a card-like number (13–19 digits, up to two spaces, dashes or dots
+ *   between them, passing the Luhn check, ISO/IEC 7812-1) keeps its last 4 digits and separators with every
+ *   other digit replaced by `*` (`4242 4242 4242 4242` → `**** **** **** 4242`);
  * - an integer number of 13–19 digits passing the Luhn check (or past 2^53, where its digits are rounded)
  *   becomes such a masked string.
  *
@@ -51,11 +105,23 @@ export function redact(value: unknown): unknown {
   return walk(value, '', new Set());
 }
 
-/** A string with its bearer credentials and card-like numbers masked (see {@link redact}). */
+/** A string with its credentials and card-like numbers masked (see {@link redact}). */
 export function redactText(text: string): string {
   return text
-    .replace(BEARER, (match) => `${match.slice(0, 6)} ${REDACTED}`)
+    .replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`)
+    .replace(URL_USERINFO, `$1${REDACTED}@`)
+    .replace(PARAMETER, (match, sep: string, name: string) =>
+      isSecretKey(decodeName(name)) ? `${sep}${name}=${REDACTED}` : match,
+    )
     .replace(CARD_LIKE, (match) => (luhn(match.replace(/\D/g, '')) ? maskCard(match) : match));
+}
+
+function decodeName(name: string): string {
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
 }
 
 /** True when an object member named `key` holds a secret (see {@link redact}). */
@@ -66,8 +132,13 @@ export function isSecretKey(key: string): boolean {
     .split(/[^a-z0-9]+/)
     .filter((word) => word !== '');
   for (let i = 0; i < words.length; i++) {
-    if (SECRET_WORDS.has(words[i]!)) return true;
-    if (words[i] === 'api' && words[i + 1] === 'key') return true;
+    const word = words[i]!;
+    // A count of tokens (`max_tokens`, `prompt_tokens`, `tokens_used`) is not a credential.
+    if ((word === 'tokens' || word === 'token') && (COUNTS.has(words[i - 1]!) || COUNTS.has(words[i + 1]!))) {
+      continue;
+    }
+    if (SECRET_WORDS.has(word)) return true;
+    if (words[i + 1] === 'key' && KEY_QUALIFIERS.has(words[i]!)) return true;
   }
   return false;
 }

@@ -89,6 +89,16 @@ describe('defaultIdempotencyScope', () => {
     expect(scope).not.toContain('sk_live_1');
   });
 
+  it('falls back to X-API-Key, then API-Key, each hashed under its own name', () => {
+    const hash = (value: string) => createHash('sha256').update(value).digest('hex');
+    expect(defaultIdempotencyScope({ headers: { 'x-api-key': 'k_c' } })).toBe(`x-api-key:${hash('k_c')}`);
+    expect(defaultIdempotencyScope({ headers: { 'x-api-key': 'k_d' } })).toBe(`x-api-key:${hash('k_d')}`);
+    expect(defaultIdempotencyScope({ headers: { 'api-key': 'k_e' } })).toBe(`api-key:${hash('k_e')}`);
+    expect(defaultIdempotencyScope({ headers: { authorization: 'Bearer a', 'x-api-key': 'k_c' } })).toBe(
+      `token:${hash('Bearer a')}`,
+    );
+  });
+
   it('is anonymous without a credential', () => {
     expect(defaultIdempotencyScope({ headers: {} })).toBe('anonymous');
     expect(defaultIdempotencyScope({ headers: { authorization: '' } })).toBe('anonymous');

@@ -103,10 +103,11 @@ type RequestState =
  *   problem+json, or replays a completed response: its status, stored headers and body, plus
  *   `Idempotent-Replayed: true`; the handler does not run;
  * - onSend (the route's last): captures the status, the allowed headers and the payload, and stores them
- *   (awaited, before the response leaves) or releases the key per `shouldReleaseIdempotency`: a handler
- *   that threw or answered 408/409/425/429/503 releases, except an unknown outcome (a thrown BreakwaterError
- *   with `outcome: 'unknown'`, Fastify's handler timeout on a non-safe method, or a problem saying so). A stream
- *   payload cannot be stored: the key is released and a warning logged;
+ *   (awaited, before the response leaves) or releases the key per `shouldReleaseIdempotency`: an answer or
+ *   a thrown error of status 408/409/425/429/503 releases, unless its outcome is unknown; any other is stored
+ *   (an unexpected throw's 500 too). After Fastify's handler timeout on a non-safe method the handler may
+ *   still be running: the record is left in progress (409 to retries) until its lock lapses. A stream payload
+ *   cannot be stored: the key is released and a warning logged;
  * - onResponse: releases a key that onSend never settled (a hijacked reply).
  * A request without the header on a `required` route is answered 400 `idempotency_key_missing`; on another
  * route it runs normally.
@@ -188,7 +189,10 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyPl
 
   const onError: onErrorHookHandler = async function idempotencyOnError(request, _reply, error) {
     const state = states.get(request);
-    if (state?.kind === 'run') state.failure = { error: asFailure(request, error) };
+    if (state?.kind !== 'run') return;
+    state.failure = { error };
+    // Left in progress: counted as settled, so neither onSend nor onResponse stores or releases it.
+    if (stillRunning(request, error)) state.settled = true;
   };
 
   const onSend: onSendHookHandler<unknown> = async function idempotencyOnSend(request, reply, payload) {
@@ -306,15 +310,13 @@ function headerLines(request: FastifyRequest): string[] | string | undefined {
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
 
 /**
- * A thrown error as the release rule reads it: Fastify's handler timeout on a write means the handler may
- * still finish its work, so it counts as an unknown outcome (as the server answers it, `outcome_unknown`).
+ * Fastify's handler timeout on a write: the answer went out, but the handler may still be running and finish
+ * its work. Neither its 503 nor a release is right: the record stays in progress (retries get 409) until its
+ * lock lapses, and then a retry takes it over.
  */
-function asFailure(request: FastifyRequest, error: unknown): unknown {
+function stillRunning(request: FastifyRequest, error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  if (code === 'FST_ERR_HANDLER_TIMEOUT' && !SAFE_METHODS.has(request.method.toUpperCase())) {
-    return new BreakwaterError('outcome_unknown', { cause: error });
-  }
-  return error;
+  return code === 'FST_ERR_HANDLER_TIMEOUT' && !SAFE_METHODS.has(request.method.toUpperCase());
 }
 
 function hooks<H>(existing: H | H[] | undefined): H[] {

@@ -3,7 +3,7 @@ import { useCleanups } from '../../../test/support/cleanups.js';
 import { BreakwaterError, FakeClock } from '../../core/index.js';
 import { openStore, type Store } from '../../store/index.js';
 import {
-  IDEMPOTENCY_DEFAULTS,
+  IN_PROGRESS_RETRY_MS,
   runIdempotent,
   shouldReleaseIdempotency,
   storedBody,
@@ -55,11 +55,11 @@ describe('runIdempotent on the SQLite store', () => {
   it('runs once, stores the response before answering, and replays it', async () => {
     const first = await runIdempotent(claim(), async () => {
       runs++;
-      // Still running: a concurrent request is told to wait until the lock expires.
+      // Still running: a concurrent request is told to ask again within a second.
       await expect(runIdempotent(claim(), answer(created))).rejects.toMatchObject({
         code: 'idempotency_in_progress',
         status: 409,
-        retryAfterMs: IDEMPOTENCY_DEFAULTS.lockMs,
+        retryAfterMs: IN_PROGRESS_RETRY_MS,
       });
       return created;
     });
@@ -96,7 +96,7 @@ describe('runIdempotent on the SQLite store', () => {
     ).toBe(200);
   });
 
-  it('releases the key when the run throws, so the retry runs', async () => {
+  it('stores the 500 of a run that threw unexpectedly (it may have done its work), and replays it', async () => {
     const boom = new Error('boom');
     await expect(
       runIdempotent(claim(), async () => {
@@ -104,9 +104,16 @@ describe('runIdempotent on the SQLite store', () => {
         throw boom;
       }),
     ).rejects.toBe(boom);
+    const replay = await runIdempotent(claim(), answer(created));
+    expect([replay.replayed, replay.response.status, runs]).toEqual([true, 500, 1]);
+  });
+
+  it('releases the key when the run threw a retry-safe refusal (429, 503), so the retry runs', async () => {
+    const limited = new BreakwaterError('rate_limited');
+    await expect(runIdempotent(claim(), () => Promise.reject(limited))).rejects.toBe(limited);
     expect(await store.idempotency.get('token:a', 'k1')).toBeUndefined();
     expect((await runIdempotent(claim(), answer(created))).replayed).toBe(false);
-    expect(runs).toBe(2);
+    expect(runs).toBe(1);
   });
 
   it('stores the problem of a run that threw an unknown outcome, and replays it', async () => {
@@ -152,7 +159,7 @@ describe('runIdempotent on the SQLite store', () => {
       () => new Promise((resolve) => (finishFirst = resolve)),
     );
     await clock.tickAsync(0);
-    await expect(runIdempotent(claim(), answer(created))).rejects.toMatchObject({ retryAfterMs: 5000 });
+    await expect(runIdempotent(claim(), answer(created))).rejects.toMatchObject({ retryAfterMs: 1000 });
     clock.tick(4999);
     await expect(runIdempotent(claim(), answer(created))).rejects.toMatchObject({ retryAfterMs: 1 });
     clock.tick(1);
@@ -209,9 +216,12 @@ describe('shouldReleaseIdempotency', () => {
     bodyEncoding: 'utf8' as const,
   });
 
-  it('releases a thrown run and the retry-safe statuses, never an unknown outcome', () => {
+  it('releases the retry-safe statuses, thrown or answered, never an unknown outcome', () => {
     const thrown = { error: new Error('boom') };
-    expect(shouldReleaseIdempotency(response(500), thrown)).toBe(true);
+    expect(shouldReleaseIdempotency(response(500), thrown)).toBe(false);
+    expect(shouldReleaseIdempotency(response(429), { error: new BreakwaterError('rate_limited') })).toBe(
+      true,
+    );
     expect(shouldReleaseIdempotency(response(500))).toBe(false);
     expect(shouldReleaseIdempotency(response(503))).toBe(true);
     expect(shouldReleaseIdempotency(response(503, 'unknown'))).toBe(false);

@@ -24,6 +24,9 @@ import type { IdempotencyRef, IdempotencyStore, StoredResponse } from '../../sto
  */
 export const IDEMPOTENCY_DEFAULTS = { lockMs: 60_000, ttlMs: 86_400_000 } as const;
 
+/** The longest `Retry-After` of a 409 `idempotency_in_progress`, ms: most runs end long before their lock. */
+export const IN_PROGRESS_RETRY_MS = 1_000;
+
 /**
  * Statuses that say "the work did not start, a retry is fine": 408 Request Timeout, 409 Conflict, 425 Too
  * Early, 429 Too Many Requests and 503 Service Unavailable (RFC 9110, sections 15.5.9, 15.5.10, 15.6.4;
@@ -85,8 +88,8 @@ export interface IdempotentResult {
 /**
  * Claims the key. The lower half of {@link runIdempotent}, for callers that run the request themselves
  * (the Fastify route option).
- * @throws BreakwaterError `idempotency_in_progress` (409, `retryAfterMs` until the running owner's lock
- *   expires) or `idempotency_key_mismatch` (422, the key was used with another fingerprint); RangeError for a
+ * @throws BreakwaterError `idempotency_in_progress` (409, `retryAfterMs` the time until the running owner's
+ *   lock expires, at most {@link IN_PROGRESS_RETRY_MS}) or `idempotency_key_mismatch` (422, the key was used with another fingerprint); RangeError for a
  *   bad option or a scope/key/fingerprint the store refuses; the store's error when it cannot be reached.
  */
 export async function startIdempotent(options: IdempotencyClaimOptions): Promise<IdempotentStart> {
@@ -107,7 +110,8 @@ export async function startIdempotent(options: IdempotencyClaimOptions): Promise
       return { outcome: 'replay', response: begun.record.response };
     case 'in_progress':
       throw new BreakwaterError('idempotency_in_progress', {
-        retryAfterMs: Math.max(1, begun.record.lockedUntil - clock.now()),
+        // Most runs end long before the lock would lapse: ask again within a second.
+        retryAfterMs: Math.min(IN_PROGRESS_RETRY_MS, Math.max(1, begun.record.lockedUntil - clock.now())),
       });
     case 'mismatch':
       throw new BreakwaterError('idempotency_key_mismatch');
@@ -137,13 +141,15 @@ export async function finishIdempotent(
  * The release rule: true when the key should be freed so a retry runs afresh, false when `response` should
  * be stored and replayed. An unknown outcome (the work may have happened: a thrown BreakwaterError with
  * `outcome: 'unknown'`, or a problem+json body saying `"outcome":"unknown"`) is always stored: a blind re-run
- * could repeat the effect. Otherwise a run that threw (`failure` given), or a status in
- * {@link RETRY_SAFE_STATUSES}, releases; any other answer is stored.
+ * could repeat the effect. Otherwise the status decides, for an answer and a throw alike: one in
+ * {@link RETRY_SAFE_STATUSES} (a thrown `rate_limited`, `circuit_open`, `bulkhead_full`, …) releases; any
+ * other is stored, a 500 from an unexpected throw included (it may have come after the side effect).
  */
 export function shouldReleaseIdempotency(response: StoredResponse, failure?: { error: unknown }): boolean {
   if (outcomeUnknown(response)) return false;
-  if (failure !== undefined)
-    return !(isBreakwaterError(failure.error) && failure.error.outcome === 'unknown');
+  if (failure !== undefined && isBreakwaterError(failure.error) && failure.error.outcome === 'unknown') {
+    return false;
+  }
   return RETRY_SAFE_STATUSES.has(response.status);
 }
 
@@ -153,8 +159,8 @@ export function shouldReleaseIdempotency(response: StoredResponse, failure?: { e
  *   (unless {@link shouldReleaseIdempotency} releases it) and only then resolves it, so a client retrying
  *   after its own request committed always gets the replay, never a 409;
  * - the key's run finished: resolves the stored response with `replayed: true`, without running `run`;
- * - if `run` throws, the key is released and the error rethrown, except a BreakwaterError with `outcome:
- *   'unknown'`, whose problem+json answer is stored (a retry replays it) before it is rethrown.
+ * - if `run` throws, its problem+json answer (status from the error, 500 for an unexpected one) is stored or
+ *   released by the same rule as an answer ({@link shouldReleaseIdempotency}), then the error is rethrown.
  *
  * @throws BreakwaterError `idempotency_in_progress` (409) / `idempotency_key_mismatch` (422) from
  *   {@link startIdempotent}; whatever `run` throws. A store failure after the run does not throw: the

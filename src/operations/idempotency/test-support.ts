@@ -219,8 +219,8 @@ export function idempotencyRouteSuite(open: (clock: FakeClock) => Promise<Store>
       await answered;
       expect(runs).toBe(1);
       expect(early.map((r) => r.statusCode)).toEqual(Array(49).fill(409));
-      expect(problem(early[0]!)).toMatchObject({ code: 'idempotency_in_progress', retry_after_ms: 60_000 });
-      expect(early[0]!.headers['retry-after']).toBe('60');
+      expect(problem(early[0]!)).toMatchObject({ code: 'idempotency_in_progress', retry_after_ms: 1_000 });
+      expect(early[0]!.headers['retry-after']).toBe('1');
       hold.open();
       const all = await Promise.all(responses);
       expect(all.filter((r) => r.statusCode === 201)).toHaveLength(1);
@@ -266,16 +266,42 @@ export function idempotencyRouteSuite(open: (clock: FakeClock) => Promise<Store>
       expect(runs).toBe(2);
     });
 
-    it('releases the key when the handler throws, so the retry runs', async () => {
+    it("after Fastify's handler timeout the record stays in progress (409) until its lock lapses", async () => {
+      const slow = fastify({ handlerTimeout: 50 });
+      registerIdempotency(slow, { store: store.idempotency, clock, lockMs: 60_000 });
+      let hang = true;
+      let slowRuns = 0;
+      slow.post('/slow', { config: { idempotency: true } }, async () => {
+        slowRuns++;
+        if (hang) await new Promise<void>(() => undefined); // still running after the 503
+        return { done: slowRuns };
+      });
+      await slow.ready();
+      const send = () =>
+        slow.inject({ method: 'POST', url: '/slow', headers: { 'idempotency-key': 'slow-1' }, payload: {} });
+      expect((await send()).statusCode).toBe(503);
+      expect((await store.idempotency.get('anonymous', 'slow-1'))?.state).toBe('in_progress');
+      expect((await send()).statusCode).toBe(409);
+      // The lock lapsed (its owner is presumed gone): the next request takes the key over and runs.
+      hang = false;
+      clock.tick(60_000);
+      const retry = await send();
+      expect([retry.statusCode, retry.json(), slowRuns]).toEqual([200, { done: 2 }, 2]);
+      await slow.close();
+    });
+
+    it('stores the 500 of a handler that threw (it may have done its work); the retry gets the replay', async () => {
       mode = 'throw';
       const failed = await post('k1');
       expect(failed.statusCode).toBe(500);
-      expect(await store.idempotency.get('anonymous', 'k1')).toBeUndefined();
       mode = 'ok';
       const retry = await post('k1');
-      expect(retry.statusCode).toBe(201);
-      expect(retry.headers['idempotent-replayed']).toBeUndefined();
-      expect(runs).toBe(2);
+      expect([retry.statusCode, retry.headers['idempotent-replayed'], retry.body]).toEqual([
+        500,
+        'true',
+        failed.body,
+      ]);
+      expect(runs).toBe(1);
     });
 
     it('stores an unknown outcome the handler threw, and replays it', async () => {

@@ -1,5 +1,6 @@
 import { isBreakwaterError } from '../../core/index.js';
 import type { OperationPatch, OperationRecord, OperationState } from '../../store/index.js';
+import { LEDGER_DEFAULTS } from './defaults.js';
 import { evidenceOf, type Evidence } from './result.js';
 import type { AnyOperationAction, LookupResult } from './types.js';
 
@@ -7,16 +8,6 @@ import type { AnyOperationAction, LookupResult } from './types.js';
  * The ledger's decisions as pure functions of what was observed: which history a failed attempt belongs to,
  * and what a lookup settles. `ledger.ts` writes them with a compare-and-set.
  */
-
-/** Defaults of every {@link AnyOperationAction} and of the ledger. */
-export const LEDGER_DEFAULTS = {
-  recoveryMs: 15 * 60_000,
-  attemptTimeoutMs: 60_000,
-  notFoundAfterMs: 30_000,
-  maxAttempts: 3,
-  /** How soon an `unknown` operation is looked up again, ms. */
-  checkEveryMs: 5_000,
-} as const;
 
 /** A decided transition: the patch, and the audit step that names it. */
 export interface Decision {
@@ -35,33 +26,54 @@ export function observationOf(error: unknown): string {
 }
 
 /**
- * The three histories of a failed attempt (DESIGN: "Classification"):
- * - a `BreakwaterError` with outcome `failed` and kind `transient` never reached the service: back to
- *   `pending` (safe to resend under the same id; settled `failed` at the recovery deadline if nobody does);
- * - outcome `failed`, kind `permanent` or `fatal`: the service refused it: settled `failed`;
- * - anything else (outcome `unknown`, a cancel in flight, an unexpected error): it may have been written:
- *   `unknown`, to be looked up at once.
+ * Failures that never leave the process: a policy refused the call before anything was sent (an open breaker,
+ * a full bulkhead, our own rate or spend limit).
+ */
+const REFUSED_BEFORE_SENDING: ReadonlySet<string> = new Set([
+  'circuit_open',
+  'bulkhead_full',
+  'rate_limited',
+  'spend_limited',
+]);
+
+/**
+ * The three histories of a failed attempt (DESIGN: "Classification"), told apart by what the transport saw,
+ * never by whether a retry would be safe:
+ * - never sent: a policy refused it ({@link REFUSED_BEFORE_SENDING}), or the error says `written: false`
+ *   (`upstream/` sets it for connect, DNS and TLS-handshake failures) → back to `pending` (safe to send
+ *   again under the same id; settled `failed` at the recovery deadline if nobody does);
+ * - refused by the service: a `permanent` BreakwaterError (a 4xx, a bad certificate) → settled `failed`;
+ * - anything else (a reset, a response timeout, a 5xx, a cancel in flight, an unexpected error) may have
+ *   been written → `unknown`, looked up at once. A 409 `idempotency_in_progress` (the service holds a
+ *   request under this id) is recorded as `acknowledged` evidence: the operation is then never settled
+ *   `failed` on a later "not found".
  */
 export function decideFailure(error: unknown, record: OperationRecord, now: number): Decision {
   const observation = observationOf(error);
-  if (isBreakwaterError(error) && error.outcome === 'failed' && error.code !== 'canceled') {
-    const dependencyCode = error.details?.['dependency_code'];
-    const stored =
-      typeof dependencyCode === 'string'
-        ? { code: error.code, message: error.message, dependency_code: dependencyCode }
-        : { code: error.code, message: error.message };
-    if (error.kind === 'transient') {
+  if (isBreakwaterError(error) && error.code !== 'canceled') {
+    const notSent = REFUSED_BEFORE_SENDING.has(error.code) || error.details?.['written'] === false;
+    if (notSent || error.kind !== 'transient') {
+      const dependencyCode = error.details?.['dependency_code'];
+      const stored =
+        typeof dependencyCode === 'string'
+          ? { code: error.code, message: error.message, dependency_code: dependencyCode }
+          : { code: error.code, message: error.message };
+      if (notSent) {
+        return {
+          patch: { state: 'pending', observation, error: stored, nextCheckAt: record.recoveryDeadlineAt },
+          step: 'operation.not_sent',
+        };
+      }
       return {
-        patch: { state: 'pending', observation, error: stored, nextCheckAt: record.recoveryDeadlineAt },
-        step: 'operation.not_sent',
+        patch: { state: 'failed', observation, error: stored, nextCheckAt: null },
+        step: 'operation.failed',
       };
     }
-    return {
-      patch: { state: 'failed', observation, error: stored, nextCheckAt: null },
-      step: 'operation.failed',
-    };
   }
-  return { patch: { state: 'unknown', observation, nextCheckAt: now }, step: 'operation.unknown' };
+  const patch: OperationPatch = { state: 'unknown', observation, nextCheckAt: now };
+  if (observation === 'idempotency_in_progress')
+    patch.evidence = { ...evidenceOf(record), acknowledged: true };
+  return { patch, step: 'operation.unknown' };
 }
 
 /** What a lookup settles; `resend` when the operation went back to `pending` to be sent again. */
@@ -75,8 +87,10 @@ export interface LookupDecision extends Decision {
  * - `succeeded` / `failed` at the service: settled so;
  * - `in_progress`: unchanged, looked at again after `checkEveryMs`;
  * - `not_found`, resending allowed, attempts left, not `manual`: back to `pending` (resend);
- * - `not_found` otherwise: settled `failed` (`not_accepted`) once believable — `manual` (past the deadline,
- *   nothing can still be in transit) or `notFoundAfterMs` after the last attempt; before that, unchanged.
+ * - `not_found` otherwise: unchanged (the first request may still be on its way, or still running at a
+ *   service that answers lookups only once it commits), so it ends `needs_attention` at its deadline. Only a
+ *   `manual` lookup (past the deadline: `breakwater ops reconcile`) settles it `failed` (`not_accepted`), and
+ *   not even that when the service once said it holds a request under the id (`acknowledged`).
  * An operation in `needs_attention` stays there unless settled (and is not scheduled again).
  */
 export function decideLookup(
@@ -109,12 +123,10 @@ export function decideLookup(
       };
       return { patch, step, resend: true };
     }
-    const lastAttemptAt = evidence.last_attempt_at ?? record.createdAt;
-    const notFoundAfterMs = action.notFoundAfterMs ?? LEDGER_DEFAULTS.notFoundAfterMs;
-    if (manual || now - lastAttemptAt >= notFoundAfterMs) {
+    if (manual && evidence.acknowledged !== true) {
       const error = {
         code: 'not_accepted',
-        message: 'The service never received this request, so nothing happened.',
+        message: 'The service holds nothing under this operation, so it did not happen.',
       };
       const patch = {
         state: 'failed' as const,
@@ -126,7 +138,7 @@ export function decideLookup(
       return { patch, step, resend: false };
     }
   }
-  // in_progress, or a not_found too early to believe (the request may still be in transit).
+  // in_progress, or a not_found that proves nothing yet.
   return { patch: { ...waitPatch(record, now, checkEveryMs), evidence }, step, resend: false };
 }
 

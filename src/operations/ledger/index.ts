@@ -1,4 +1,4 @@
-export { LEDGER_DEFAULTS } from './decide.js';
+export { LEDGER_DEFAULTS } from './defaults.js';
 export { OperationLedger } from './ledger.js';
 export { requestReconcile } from './reconcile.js';
 export { UNKNOWN_SENTENCE, operationError, type OperationErrorTexts } from './result.js';

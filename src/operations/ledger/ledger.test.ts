@@ -2,95 +2,18 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BreakwaterError, FakeClock } from '../../core/index.js';
 import { openStore, type Store } from '../../store/index.js';
 import { OperationLedger } from './ledger.js';
-import type { LookupResult, OperationAction, OperationCallContext } from './types.js';
-
-/**
- * The ledger on a real SQLite store, with a scripted service: each `send` and `lookup` takes the next step of
- * its script (a function of the call), so every history (not sent, refused, done, cut off) is exact.
- */
-interface Order {
-  order_id: string;
-  sku: string;
-}
-type Req = { sku: string };
-
-type SendStep = (ctx: OperationCallContext<Req>) => Promise<Order>;
-type LookupStep = (ctx: OperationCallContext<Req>) => Promise<LookupResult<Order>>;
-
-const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
-
-class ScriptedService {
-  readonly calls: string[] = [];
-  readonly orders = new Map<string, Order>();
-  sends: SendStep[] = [];
-  lookups: LookupStep[] = [];
-
-  private plain: OperationAction<Req, Order> | undefined;
-
-  /** The action; without overrides always the same object (a ledger refuses two actions of one name). */
-  action(overrides?: Partial<OperationAction<Req, Order>>): OperationAction<Req, Order> {
-    if (overrides === undefined) return (this.plain ??= this.build({}));
-    return this.build(overrides);
-  }
-
-  private build(overrides: Partial<OperationAction<Req, Order>>): OperationAction<Req, Order> {
-    return {
-      name: 'shop.create_order',
-      target: 'POST shop /orders',
-      retryAllowed: true,
-      reconcile: (id) => ({ method: 'GET', path: `/orders?idempotency_key=${id}` }),
-      send: (ctx) => {
-        this.calls.push(
-          `send#${ctx.attempt} ${ctx.operationId === ctx.correlationId ? 'id=corr' : 'id!=corr'}`,
-        );
-        const step = this.sends.shift();
-        if (step === undefined) throw new Error('unexpected send');
-        return step(ctx);
-      },
-      lookup: (ctx) => {
-        this.calls.push('lookup');
-        const step = this.lookups.shift();
-        if (step === undefined) throw new Error('unexpected lookup');
-        return step(ctx);
-      },
-      ...overrides,
-    };
-  }
-}
-
-/** The service takes the order (keyed by operation id) and answers. */
-const accept: SendStep = async (ctx) => ({
-  order_id: `ord_${ctx.operationId.slice(-4)}`,
-  sku: ctx.request.sku,
-});
-/** The connection drops after the request was written. */
-const cutOff: SendStep = async () => {
-  throw new BreakwaterError('outcome_unknown', {
-    kind: 'transient',
-    outcome: 'unknown',
-    details: { reason: 'ECONNRESET' },
-  });
-};
-/** The service could not be reached: nothing was written. */
-const refusedConnection: SendStep = async () => {
-  throw new BreakwaterError('upstream_unavailable', {
-    kind: 'transient',
-    outcome: 'failed',
-    details: { reason: 'ECONNREFUSED' },
-  });
-};
-const rejected: SendStep = async () => {
-  throw new BreakwaterError('upstream_error', {
-    kind: 'permanent',
-    message: 'The shop could not accept this order: out of stock.',
-    details: { reason: 'http_409' },
-  });
-};
-const found: LookupStep = async (ctx) => ({
-  state: 'succeeded',
-  result: { order_id: `ord_${ctx.operationId.slice(-4)}`, sku: ctx.request.sku },
-});
-const notFound: LookupStep = async () => ({ state: 'not_found' });
+import {
+  ScriptedService,
+  T0,
+  accept,
+  cutOff,
+  found,
+  notFound,
+  refusedConnection,
+  rejected,
+  type Order,
+  type SendStep,
+} from './test-support.js';
 
 let clock: FakeClock;
 let store: Store;
@@ -212,8 +135,8 @@ describe('OperationLedger.execute', () => {
     expect(service.calls).toEqual(['send#1 id=corr', 'lookup', 'send#2 id=corr']);
   });
 
-  it('cut off, nothing found, resending not allowed: unknown until not_found can be believed, then failed', async () => {
-    const action = service.action({ retryAllowed: false, notFoundAfterMs: 30_000 });
+  it('cut off, nothing found, resending not allowed: never settled failed by itself; escalated, then a manual lookup settles it', async () => {
+    const action = service.action({ retryAllowed: false, recoveryMs: 60_000 });
     service.sends = [cutOff];
     service.lookups = [notFound, notFound];
     const ops = ledger();
@@ -224,21 +147,60 @@ describe('OperationLedger.execute', () => {
       false,
       'outcome_unknown',
     ]);
-    clock.tick(29_000);
-    expect(await ops.recover()).toBe(1); // due after checkEveryMs (5 s)
-    expect((await store.operations.get(result.operation_id))?.state).toBe('unknown');
-    clock.tick(1_000);
-    // The second lookup came 29 s after the attempt: not yet believed; its next check is 5 s later.
-    expect(await ops.recover()).toBe(0);
-    service.lookups = [notFound];
-    clock.tick(4_000);
+    // A "not found" proves nothing while the request may still be on its way: it stays unknown.
+    clock.tick(5_000);
     expect(await ops.recover()).toBe(1);
-    const settled = await store.operations.get(result.operation_id);
-    expect([settled?.state, settled?.error]).toEqual([
+    expect((await store.operations.get(result.operation_id))?.state).toBe('unknown');
+    clock.tick(55_000);
+    await ops.recover();
+    expect((await store.operations.get(result.operation_id))?.state).toBe('needs_attention');
+    // Past the deadline a person asks: nothing there now means it did not happen.
+    service.lookups = [notFound];
+    const settled = await ops.reconcile(result.operation_id);
+    expect([settled.outcome, settled.error]).toEqual([
       'failed',
-      { code: 'not_accepted', message: 'The service never received this request, so nothing happened.' },
+      {
+        code: 'not_accepted',
+        message: 'The service holds nothing under this operation, so it did not happen.',
+      },
     ]);
     expect(service.calls).toEqual(['send#1 id=corr', 'lookup', 'lookup', 'lookup']);
+  });
+
+  it('once the service said it holds the request (409 in progress), a later "not found" never settles it failed', async () => {
+    const inProgress: SendStep = async () => {
+      throw new BreakwaterError('outcome_unknown', {
+        outcome: 'unknown',
+        details: { reason: 'idempotency_in_progress' },
+      });
+    };
+    const action = service.action({ recoveryMs: 60_000, maxAttempts: 2 });
+    service.sends = [cutOff, inProgress];
+    service.lookups = [notFound, notFound];
+    const ops = ledger();
+    const result = await ops.execute(action, { sku: 'kite' });
+    expect([result.outcome, result.transport_observation]).toEqual(['unknown', 'idempotency_in_progress']);
+    clock.tick(60_000);
+    await ops.recover();
+    service.lookups = [notFound];
+    const looked = await ops.reconcile(result.operation_id);
+    expect([looked.outcome, looked.state]).toEqual(['unknown', 'needs_attention']);
+    const stored = await store.operations.get(result.operation_id);
+    expect((stored?.evidence as { acknowledged?: boolean }).acknowledged).toBe(true);
+  });
+
+  it('a transient failure that may have been written (a PUT reset, a 503) is unknown, not "not sent"', async () => {
+    const resetAfterWrite: SendStep = async () => {
+      throw new BreakwaterError('upstream_unavailable', {
+        outcome: 'failed',
+        details: { reason: 'ECONNRESET', written: true },
+      });
+    };
+    service.sends = [resetAfterWrite];
+    service.lookups = [found];
+    const result = await ledger().execute(service.action({ retryAllowed: false }), { sku: 'kite' });
+    expect([result.outcome, result.transport_observation]).toEqual(['succeeded', 'lookup_succeeded']);
+    expect(service.calls).toEqual(['send#1 id=corr', 'lookup']);
   });
 
   it('a lookup that fails leaves it unknown; the recovery pass looks again and settles it', async () => {

@@ -7,13 +7,15 @@ import {
   neverAbortedSignal,
   newId,
   POSITIVE,
+  toBreakwaterError,
   type Clock,
   type Disposable,
   type Listener,
 } from '../../core/index.js';
 import type { OperationPatch, OperationRecord, OperationStore } from '../../store/index.js';
-import { LEDGER_DEFAULTS, decideFailure, decideLookup, observationOf, waitPatch } from './decide.js';
-import { evidenceOf, toResult, type Evidence } from './result.js';
+import { decideFailure, decideLookup, observationOf, waitPatch } from './decide.js';
+import { LEDGER_DEFAULTS } from './defaults.js';
+import { evidenceOf, operationError, toResult, type Evidence } from './result.js';
 import type {
   AnyOperationAction,
   ExecuteOptions,
@@ -78,8 +80,9 @@ export class OperationLedger {
    * @returns the result contract; a failure of the call is a result (`failed` or `unknown`), not a rejection.
    * @throws BreakwaterError `not_found` (404) for an `operationId` the ledger does not hold for this action;
    *   `idempotency_key_mismatch` (422) when a resumed operation was begun with another request;
-   *   `invalid_payload` for a request with no JSON form; the store's error when the ledger cannot be written
-   *   (then nothing was sent).
+   *   `invalid_payload` for a request with no JSON form; the store's error when the operation cannot be
+   *   begun (then nothing was sent). A failure after that (the ledger's store failing mid-way) rejects with
+   *   the operation's id: `outcome_unknown` when an attempt may have gone out, else the error itself.
    */
   async execute<Req, Res>(
     action: OperationAction<Req, Res>,
@@ -120,8 +123,54 @@ export class OperationLedger {
         operationId: record.id,
       });
     }
-    const result = await this.drive(action, record, options.signal ?? neverAbortedSignal, actor, true);
-    return result as OperationResult<Res>;
+    options.onOperation?.(record.id, action.reconcile?.(record.id) ?? record.reconcile);
+    try {
+      const result = await this.drive(action, record, options.signal ?? neverAbortedSignal, actor, true);
+      return result as OperationResult<Res>;
+    } catch (error) {
+      throw await this.failedMidway(action, record.id, error);
+    }
+  }
+
+  /**
+   * The error for a caller whose operation exists but whose `execute` failed on the way (the ledger's own
+   * store, a bug): it names the operation, and says `unknown` when an attempt may have gone out, so the
+   * caller resumes the operation instead of starting a second one.
+   */
+  private async failedMidway(
+    action: AnyOperationAction,
+    id: string,
+    error: unknown,
+  ): Promise<BreakwaterError> {
+    const record = await this.store.get(id).catch(() => undefined);
+    if (record === undefined)
+      return new BreakwaterError('outcome_unknown', { operationId: id, cause: error });
+    if (record.state === 'failed') return operationError(toResult(record, action));
+    if (record.state === 'pending') {
+      const base = toBreakwaterError(error);
+      return new BreakwaterError(base.code, {
+        message: base.message,
+        kind: base.kind,
+        status: base.status,
+        retryAfterMs: base.retryAfterMs,
+        outcome: 'failed',
+        operationId: id,
+        source: base.source,
+        details: base.details,
+        cause: error,
+      });
+    }
+    if (record.state === 'in_flight') {
+      // This process's attempt is over, whatever it did: due for a lookup now, not after its expiry.
+      const patch = {
+        state: 'unknown' as const,
+        observation: 'ledger_write_failed',
+        nextCheckAt: this.clock.now(),
+      };
+      await this.store.update(id, record.version, patch).catch(() => undefined);
+    }
+    // in_flight, unknown, needs_attention, even succeeded (stored, not answered): the caller resumes it.
+    return operationError(toResult({ ...record, state: 'unknown' }, action));
   }
 
   /**
@@ -155,24 +204,28 @@ export class OperationLedger {
    * escalated to `needs_attention`. Resolves how many operations it looked at.
    */
   async recover(limit = 100): Promise<number> {
-    const due = await this.store.list({
-      states: ['unknown', 'in_flight', 'pending', 'needs_attention'],
-      dueBy: this.clock.now(),
-      limit,
-    });
-    for (const record of due) {
-      const action = this.actions.get(record.action);
-      if (action === undefined) continue;
-      try {
-        await this.recoverOne(action, record);
-      } catch (error) {
-        this.log?.warn(
-          { err: error, operation_id: record.id },
-          'operation recovery step failed; retrying later',
-        );
+    let looked = 0;
+    // Per action this process defines, so operations of actions defined elsewhere never crowd them out.
+    for (const action of this.actions.values()) {
+      const due = await this.store.list({
+        states: ['unknown', 'in_flight', 'pending', 'needs_attention'],
+        action: action.name,
+        dueBy: this.clock.now(),
+        limit,
+      });
+      for (const record of due) {
+        looked++;
+        try {
+          await this.recoverOne(action, record);
+        } catch (error) {
+          this.log?.warn(
+            { err: error, operation_id: record.id },
+            'operation recovery step failed; retrying later',
+          );
+        }
       }
     }
-    return due.length;
+    return looked;
   }
 
   /**
@@ -232,7 +285,12 @@ export class OperationLedger {
       await this.escalate(record);
       return;
     }
-    if (record.state === 'pending') return; // not due before its deadline (nextCheckAt is the deadline)
+    if (record.state === 'pending') {
+      // Nothing was sent (or nothing went out since a lookup found nothing): there is nothing to look up. It
+      // waits for its caller until its deadline (due early only when `ops reconcile` asked).
+      await this.store.update(record.id, record.version, { nextCheckAt: record.recoveryDeadlineAt });
+      return;
+    }
     await this.drive(action, record, neverAbortedSignal, 'system', false);
   }
 
@@ -411,6 +469,10 @@ export class OperationLedger {
     return again;
   }
 
+  /**
+   * Appends the step to the audit log. The log is evidence, not a gate: a failed append is a warning, and
+   * the operation goes on (stopping between a persisted attempt and its send would strand it `in_flight`).
+   */
   private async auditStep(
     actor: string,
     step: string,
@@ -418,13 +480,20 @@ export class OperationLedger {
     data: unknown,
   ): Promise<void> {
     if (this.audit === undefined) return;
-    await this.audit.record({
-      actor,
-      action: step,
-      target: record.target,
-      operationId: record.id,
-      correlationId: record.correlationId,
-      data,
-    });
+    try {
+      await this.audit.record({
+        actor,
+        action: step,
+        target: record.target,
+        operationId: record.id,
+        correlationId: record.correlationId,
+        data,
+      });
+    } catch (error) {
+      this.log?.warn(
+        { err: error, operation_id: record.id, step },
+        'audit record of an operation step failed',
+      );
+    }
   }
 }

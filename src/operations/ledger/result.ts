@@ -1,5 +1,6 @@
 import { BreakwaterError, isErrorCode } from '../../core/index.js';
 import type { OperationRecord } from '../../store/index.js';
+import { LEDGER_DEFAULTS } from './defaults.js';
 import type { AnyOperationAction, OperationResult } from './types.js';
 
 /** The sentence for an operation that may or may not have happened. */
@@ -17,6 +18,8 @@ export interface Evidence {
   /** What the last lookup found (`succeeded`, `failed`, `in_progress`, `not_found`) or why it failed. */
   last_lookup?: string;
   escalated_at?: number;
+  /** The service once answered that it holds a request under this id (409 `idempotency_in_progress`). */
+  acknowledged?: boolean;
 }
 
 export function evidenceOf(record: OperationRecord): Evidence {
@@ -49,10 +52,11 @@ export function toResult(record: OperationRecord, action: AnyOperationAction | u
         error: errorOf(record.error, NOT_SENT_SENTENCE),
       };
     case 'pending':
+      // Safe to send again only while attempts are left (a resume past them sends nothing).
       return {
         ...base,
         outcome: 'failed',
-        retry_allowed: true,
+        retry_allowed: record.attempts < (action?.maxAttempts ?? LEDGER_DEFAULTS.maxAttempts),
         error: errorOf(record.error, NOT_SENT_SENTENCE),
       };
     default:

@@ -48,11 +48,6 @@ export interface OperationAction<Req, Res> {
    * ms (default 60 000). Must exceed the longest time `send` can take, retries and queueing included.
    */
   readonly attemptTimeoutMs?: number;
-  /**
-   * With `retryAllowed: false`, how long after the last attempt a `not_found` lookup must come before it is
-   * believed (the request may still be in transit): earlier, the operation stays `unknown`, ms (default 30 000).
-   */
-  readonly notFoundAfterMs?: number;
   /** Most attempts per operation, the first included (default 3). */
   readonly maxAttempts?: number;
   /** The request as stored in the ledger and audit log: drop secrets here (default: as given). */
@@ -149,4 +144,9 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   /** Who acts, for the audit log (default `breakwater`). */
   actor?: string;
+  /**
+   * Called once the operation exists (begun or found), before any attempt, with its id and lookup hint: a
+   * caller that may be cut off (a tool's deadline) can then still name the operation in its answer.
+   */
+  onOperation?: (operationId: string, reconcile: ReconcileHint | null) => void;
 }

@@ -27,6 +27,7 @@ import type { InboxDelivery, InboxFilter, InboxJob, InboxRecord, WebhookInboxSto
 import { PostgresAuditStore } from './audit.js';
 import { cancel, retryFailed } from './cancel.js';
 import { claim } from './claim.js';
+import { PostgresCounterStore } from './counters.js';
 import { quoteIdent, storeTypes, type Db } from './db.js';
 import { enqueue } from './enqueue.js';
 import { appendRunEvent, events } from './events.js';
@@ -36,6 +37,7 @@ import { PostgresIdempotencyStore } from './idempotency.js';
 import { NotificationListener } from './listener.js';
 import { migrate } from './migrate.js';
 import { PostgresOperationStore } from './operations.js';
+import { PostgresRouteStore } from './routes.js';
 import { PgRunner } from './runner.js';
 import { complete, fail, finishCanceled, release } from './settle.js';
 import { nextRunAt, stats } from './stats.js';
@@ -137,6 +139,8 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
   readonly idempotency: PostgresIdempotencyStore;
   readonly operations: PostgresOperationStore;
   readonly audit: PostgresAuditStore;
+  readonly counters: PostgresCounterStore;
+  readonly routes: PostgresRouteStore;
 
   constructor(
     /** The pool, clock and schema every aggregate shares, and the store's closed state. */
@@ -150,6 +154,8 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
     this.idempotency = new PostgresIdempotencyStore(runner);
     this.operations = new PostgresOperationStore(runner);
     this.audit = new PostgresAuditStore(runner);
+    this.counters = new PostgresCounterStore(runner);
+    this.routes = new PostgresRouteStore(runner);
   }
 
   enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {

@@ -286,6 +286,52 @@ const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    name: 'counters and routes',
+    sql: (s) => `
+      -- Counters (rate-limit windows, token buckets, spend budgets): one JSON state per key, changed by a step
+      -- run while the row is locked (SELECT … FOR UPDATE; a new key: the insert's conflict). expires_at NULL:
+      -- kept until changed; a row with expires_at <= now reads as absent. json (not jsonb) as elsewhere:
+      -- the state comes back as it was written, an escaped NUL included.
+      CREATE TABLE ${s}.counters (
+        key text PRIMARY KEY,
+        state json NOT NULL,
+        expires_at bigint,
+        updated_at bigint NOT NULL
+      );
+      -- prune: the expired keys, without a scan. Partial: keys that never expire are not indexed.
+      CREATE INDEX counters_expires_at ON ${s}.counters (expires_at) WHERE expires_at IS NOT NULL;
+
+      -- Versioned routes: immutable versions, numbered per name by create under the head row's lock (from
+      -- route_heads.latest, not a max(version) lookup). Names are ASCII; the C collation makes heads() list
+      -- them in byte order, as SQLite does.
+      CREATE TABLE ${s}.route_versions (
+        name text COLLATE "C" NOT NULL,
+        version integer NOT NULL,
+        definition json NOT NULL,
+        note text,
+        created_at bigint NOT NULL,
+        PRIMARY KEY (name, version)
+      );
+      -- One row per route: the deployed version (NULL while only drafts exist), the newest one, and a
+      -- revision bumped by every create and deploy of the route.
+      CREATE TABLE ${s}.route_heads (
+        name text COLLATE "C" PRIMARY KEY,
+        deployed integer,
+        latest integer NOT NULL,
+        deployed_at bigint,
+        revision bigint NOT NULL
+      );
+      -- The revision of all routes: one row, bumped in the transaction of every create and deploy (a row,
+      -- not a sequence: a sequence moves on a rolled-back create too, and its value is not transactional).
+      CREATE TABLE ${s}.route_revision (
+        id smallint PRIMARY KEY CHECK (id = 1),
+        revision bigint NOT NULL
+      );
+      INSERT INTO ${s}.route_revision (id, revision) VALUES (1, 0);
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

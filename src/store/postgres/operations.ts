@@ -90,8 +90,9 @@ export class PostgresOperationStore implements OperationStore {
       const now = ms(this.runner.clock.now());
       const inserted = await this.runner.pool.query<OperationRow>(
         `INSERT INTO ${this.operations} (id, action, target, key, request, correlation_id, retry_allowed,
-                                         reconcile, state, recovery_deadline_at, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8::json, 'pending', $9, $10, $10)
+                                         reconcile, state, recovery_deadline_at, next_check_at, created_at,
+                                         updated_at)
+         VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8::json, 'pending', $9, $9, $10, $10)
          ON CONFLICT DO NOTHING
          RETURNING *`,
         [

@@ -1,8 +1,8 @@
 import type { SqliteContext } from './context.js';
 
 /**
- * Group commit for the hot writes (`enqueue`, `claim`, `complete`, `fail`, `acceptWebhook` of the inbox, and
- * `begin` / `complete` of idempotency records and `append` of the audit log).
+ * Group commit for the hot writes (`enqueue`, `claim`, `complete`, `fail`, `acceptWebhook` of the inbox,
+ * `begin` / `complete` of idempotency records, `append` of the audit log and `update` of counters).
  *
  * With `synchronous = FULL` every commit costs an fsync of the WAL, so 64 enqueues in flight used to cost 64
  * fsyncs. Here a call is queued instead of run; the first queued call schedules a flush with `setImmediate`

@@ -39,6 +39,7 @@ import { SqliteAuditStore } from './audit.js';
 import { prepareCancel, prepareRetryFailed } from './cancel.js';
 import { prepareClaim, type ClaimOptions } from './claim.js';
 import type { SqliteContext } from './context.js';
+import { SqliteCounterStore } from './counters.js';
 import { prepareEnqueue, prepareInsertJob } from './enqueue.js';
 import { prepareAppendEvent, prepareAppendRunEvent, prepareInsert, prepareReadEvents } from './events.js';
 import { prepareGet, prepareList } from './get.js';
@@ -47,6 +48,7 @@ import { SqliteIdempotencyStore } from './idempotency.js';
 import { migrate } from './migrate.js';
 import { SqliteOperationStore } from './operations.js';
 import { prepareNotifySuccessor } from './ordering.js';
+import { SqliteRouteStore } from './routes.js';
 import { SqliteRunner } from './runner.js';
 import { prepareComplete, prepareFail, prepareFinishCanceled, prepareRelease } from './settle.js';
 import { prepareNextRunAt, prepareStats } from './stats.js';
@@ -107,7 +109,8 @@ export const SQLITE_STORE_DEFAULTS = {
  * `external_change`. A worker also polls `nextRunAt` as a safety net.
  *
  * Operations are synchronous underneath (better-sqlite3). `enqueue`, `claim`, `complete`, `fail`,
- * `acceptWebhook`, `idempotency.begin`, `idempotency.complete` and `audit.append` are group-committed
+ * `acceptWebhook`, `idempotency.begin`, `idempotency.complete`, `audit.append` and `counters.update` are
+ * group-committed
  * (`batch.ts`): queued, then run together in one transaction on the next turn of the event loop, each
  * resolving only after that commit; every other operation first commits what is queued, so call order is
  * kept. The others return settled promises. `close()` commits queued work first; after it, operations
@@ -154,6 +157,8 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   readonly idempotency: SqliteIdempotencyStore;
   readonly operations: SqliteOperationStore;
   readonly audit: SqliteAuditStore;
+  readonly counters: SqliteCounterStore;
+  readonly routes: SqliteRouteStore;
 
   private readonly ctx: SqliteContext;
   /** Runs every operation, the facets' too: the group commit, program order, the closed flag. */
@@ -200,6 +205,8 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
     this.idempotency = new SqliteIdempotencyStore(this.runner);
     this.operations = new SqliteOperationStore(this.runner);
     this.audit = new SqliteAuditStore(this.runner);
+    this.counters = new SqliteCounterStore(this.runner);
+    this.routes = new SqliteRouteStore(this.runner);
     this.watch = watchMs > 0 ? this.watchOtherConnections(watchMs) : undefined;
     const appendEvent = prepareAppendEvent(ctx);
     const insertEvent = prepareInsert(ctx);

@@ -235,6 +235,52 @@ CREATE TABLE audit_log (
 );
 `,
   },
+  {
+    version: 7,
+    name: 'counters and routes',
+    sql: `
+-- Counters (rate-limit windows, token buckets, spend budgets): one JSON state per key, changed by a step run
+-- under the write lock. expires_at NULL: kept until changed; a row with expires_at <= now reads as absent.
+CREATE TABLE counters (
+  key        TEXT PRIMARY KEY,
+  state      TEXT NOT NULL,
+  expires_at INTEGER,
+  updated_at INTEGER NOT NULL
+);
+
+-- prune: the expired keys, oldest first, without a scan. Partial: keys that never expire are not indexed.
+CREATE INDEX counters_expires_at ON counters (expires_at) WHERE expires_at IS NOT NULL;
+
+-- Versioned routes: immutable versions, numbered per name by create under the write lock (from latest of
+-- route_heads, not a MAX(version) lookup).
+CREATE TABLE route_versions (
+  name       TEXT NOT NULL,
+  version    INTEGER NOT NULL,
+  definition TEXT NOT NULL,
+  note       TEXT,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (name, version)
+);
+
+-- One row per route: the deployed version (NULL while only drafts exist), the newest one, and a revision
+-- bumped by every create and deploy of the route.
+CREATE TABLE route_heads (
+  name        TEXT PRIMARY KEY,
+  deployed    INTEGER,
+  latest      INTEGER NOT NULL,
+  deployed_at INTEGER,
+  revision    INTEGER NOT NULL
+);
+
+-- The revision of all routes: one row, bumped in the transaction of every create and deploy, so a gateway
+-- polls one row to learn whether its cached routes are stale.
+CREATE TABLE route_revision (
+  id       INTEGER PRIMARY KEY CHECK (id = 1),
+  revision INTEGER NOT NULL
+);
+INSERT INTO route_revision (id, revision) VALUES (1, 0);
+`,
+  },
 ];
 
 /**

@@ -62,9 +62,9 @@ export function prepareBegin(
 ): (op: PreparedOperation) => { record: OperationRecord; created: boolean } {
   const insert = ctx.db.prepare<[PreparedOperation & { retry: number; now: number }], OperationRow>(
     `INSERT INTO operations (id, action, target, key, request, correlation_id, retry_allowed, reconcile, state,
-                             recovery_deadline_at, created_at, updated_at)
+                             recovery_deadline_at, next_check_at, created_at, updated_at)
      VALUES (@id, @action, @target, @key, @request, @correlationId, @retry, @reconcile, 'pending',
-             @recoveryDeadlineAt, @now, @now)
+             @recoveryDeadlineAt, @recoveryDeadlineAt, @now, @now)
      ON CONFLICT DO NOTHING
      RETURNING ${OPERATION_COLUMNS}`,
   );
