@@ -1,5 +1,4 @@
-import { TEST_DATABASE_URL as url, describePostgres, testSchemas } from '../../test/support/postgres.js';
-import { openPostgresStore } from './postgres/index.js';
+import { describePostgres, postgresStoreHarness } from '../../test/support/postgres.js';
 import { routesContract } from './routes-contract.js';
 
 /**
@@ -8,17 +7,5 @@ import { routesContract } from './routes-contract.js';
  * as another process would.
  */
 describePostgres('route tests')('PostgreSQL routes', () => {
-  const schemas = testSchemas('bw_routes');
-  let schema: string;
-
-  routesContract('postgres', {
-    async open(clock) {
-      schema = await schemas.create();
-      return openPostgresStore({ url, clock, schema });
-    },
-    async reopen(clock) {
-      return openPostgresStore({ url, clock, schema });
-    },
-    cleanup: () => schemas.dropAll(),
-  });
+  routesContract('postgres', postgresStoreHarness('bw_routes'));
 });

@@ -6,6 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
+import type { Clock } from '../../src/core/index.js';
+import { openPostgresStore, type Store } from '../../src/store/index.js';
 
 /** The PostgreSQL database of the tests, or `''` when BREAKWATER_TEST_DATABASE_URL is unset. */
 export const TEST_DATABASE_URL = process.env.BREAKWATER_TEST_DATABASE_URL ?? '';
@@ -58,4 +60,26 @@ export function testSchemas(prefix = 'bw_test'): TestSchemas {
     await admin?.end();
   });
   return schemas;
+}
+
+/**
+ * What a store contract suite needs on PostgreSQL: `open` makes a fresh schema for each test and opens a
+ * store on it, `reopen` opens a second store (its own pool) on the same schema, as another process or a
+ * restart would, and `cleanup` drops the schemas. Call it inside a `describe`.
+ */
+export function postgresStoreHarness(prefix: string): {
+  open(clock: Clock): Promise<Store>;
+  reopen(clock: Clock): Promise<Store>;
+  cleanup(): Promise<void>;
+} {
+  const schemas = testSchemas(prefix);
+  let schema = '';
+  return {
+    async open(clock) {
+      schema = await schemas.create();
+      return openPostgresStore({ url: TEST_DATABASE_URL, clock, schema });
+    },
+    reopen: (clock) => openPostgresStore({ url: TEST_DATABASE_URL, clock, schema }),
+    cleanup: () => schemas.dropAll(),
+  };
 }
