@@ -1,0 +1,106 @@
+import OpenAI from 'openai';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseSettings, startSimulatedProvider, token, type SimulatedProvider } from './index.js';
+
+const running: SimulatedProvider[] = [];
+afterEach(async () => {
+  for (const sim of running.splice(0)) await sim.close();
+});
+
+async function start(options: Parameters<typeof startSimulatedProvider>[0] = {}): Promise<SimulatedProvider> {
+  const sim = await startSimulatedProvider(options);
+  running.push(sim);
+  return sim;
+}
+
+const client = (sim: SimulatedProvider, apiKey = 'k') =>
+  new OpenAI({ baseURL: sim.url, apiKey, maxRetries: 0 });
+
+describe('simulated provider', () => {
+  it('answers deterministically, with usage, streamed and not', async () => {
+    const sim = await start({ cachedTokens: 4 });
+    const plain = await client(sim).chat.completions.create({
+      model: 'sim-1',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 3,
+    });
+    expect(plain.choices[0]!.message.content).toBe('A thoughtful gift');
+    expect(plain.choices[0]!.finish_reason).toBe('length');
+    expect(plain.usage).toEqual({
+      prompt_tokens: 8,
+      completion_tokens: 3,
+      total_tokens: 11,
+      prompt_tokens_details: { cached_tokens: 4 },
+    });
+    const stream = await client(sim).chat.completions.create({
+      model: 'sim-1',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks).toHaveLength(16 + 3); // role, 16 tokens, finish, usage
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe(
+      Array.from({ length: 16 }, (_, i) => token(i)).join(''),
+    );
+    expect(chunks.at(-1)!.usage?.completion_tokens).toBe(16);
+    expect(sim.requests.map((r) => [r.stream, r.includeUsage])).toEqual([
+      [false, false],
+      [true, true],
+    ]);
+  });
+
+  it('checks the key when it has one, and echoes what it got (as real providers do)', async () => {
+    const sim = await start({ apiKey: 'right' });
+    const error = (await client(sim, 'wrong')
+      .chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e: unknown) => e)) as { status: number; message: string };
+    expect(error.status).toBe(401);
+    expect(error.message).toContain('wrong');
+  });
+
+  it('answers 429 with Retry-After on every n-th request, and 503 at the error rate', async () => {
+    const sim = await start({ rateLimit429: { every: 2, retryAfterS: 7 } });
+    const call = () =>
+      fetch(`${sim.url}/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ model: 'm', messages: [] }),
+      });
+    const first = await call();
+    expect([first.status, first.headers.get('retry-after')]).toEqual([429, '7']);
+    expect((await call()).status).toBe(200);
+    expect((await call()).status).toBe(429);
+    sim.faults.set({ errorRate: 1 });
+    expect((await call()).status).toBe(503);
+  });
+
+  it('hangs until released, over HTTP too', async () => {
+    const sim = await start({ hang: true });
+    const pending = fetch(`${sim.url}/chat/completions`, { method: 'POST', body: '{"messages":[]}' });
+    while (sim.faults.hanging() === 0) await new Promise((r) => setTimeout(r, 5));
+    const released = await fetch(`${sim.url.replace('/v1', '')}/_faults`, {
+      method: 'PATCH',
+      body: '{"hang":false}',
+    });
+    expect(((await released.json()) as { behaviour: { hang: boolean } }).behaviour.hang).toBe(false);
+    expect((await pending).status).toBe(200);
+    const bad = await fetch(`${sim.url.replace('/v1', '')}/_faults`, {
+      method: 'PUT',
+      body: '{"errorRate":2}',
+    });
+    expect(bad.status).toBe(400);
+  });
+
+  it('validates settings, naming the field', () => {
+    expect(() => parseSettings({ nope: 1 })).toThrow('Unknown setting "nope"');
+    expect(() => parseSettings({ firstByteMs: -1 })).toThrow(
+      'firstByteMs must be a number from 0 to 600000.',
+    );
+    expect(() => parseSettings({ rateLimit429: { every: 1.5, retryAfterS: 1 } })).toThrow('integer');
+    expect(parseSettings({ rateLimit429: { retryAfterS: 2 } }).rateLimit429).toEqual({
+      every: 1,
+      retryAfterS: 2,
+    });
+  });
+});

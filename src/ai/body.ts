@@ -1,0 +1,109 @@
+/**
+ * The chat completion body: the checks the gateway needs (everything else is the provider's to judge), the
+ * body each step sends (its own `model`; for streams `stream_options.include_usage: true`, so the final
+ * usage chunk tells the cost), and what a cost estimate is made from.
+ */
+import { BreakwaterError } from '../core/index.js';
+import type { EstimateInput } from './pricing.js';
+import type { AiRequest } from './types.js';
+
+/** What the gateway reads from a body. */
+export interface ChatBodyInfo {
+  /** `<provider>/<model>` or `dynamic/<route>`. */
+  model: string;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+/**
+ * Checks the fields the gateway relies on: `model` a non-empty string, `messages` a non-empty array,
+ * `stream` a boolean when present, `max_tokens` / `max_completion_tokens` integers >= 1 when present,
+ * `stream_options` an object when present.
+ * @throws BreakwaterError `invalid_payload` (400) naming the field.
+ */
+export function readChatBody(body: unknown): ChatBodyInfo {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw invalidBody('The request body must be a JSON object.', undefined);
+  }
+  const b = body as Record<string, unknown>;
+  if (typeof b.model !== 'string' || b.model === '') {
+    throw invalidBody(
+      'model must be a non-empty string: "<provider>/<model>" or "dynamic/<route>".',
+      'model',
+    );
+  }
+  if (!Array.isArray(b.messages) || b.messages.length === 0) {
+    throw invalidBody('messages must be a non-empty array.', 'messages');
+  }
+  if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean') {
+    throw invalidBody('stream must be a boolean.', 'stream');
+  }
+  for (const field of ['max_tokens', 'max_completion_tokens']) {
+    const value = b[field];
+    if (value !== undefined && value !== null && !(Number.isInteger(value) && (value as number) >= 1)) {
+      throw invalidBody(`${field} must be an integer >= 1.`, field);
+    }
+  }
+  const options = b.stream_options;
+  if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
+    throw invalidBody('stream_options must be an object.', 'stream_options');
+  }
+  const stream = b.stream === true;
+  const includeUsage = stream && (options as { include_usage?: unknown } | null)?.include_usage === true;
+  return { model: b.model, stream, includeUsage };
+}
+
+/**
+ * Splits `<provider>/<model>` at the first slash (model ids may hold more slashes: `openrouter/meta/llama`).
+ * @returns undefined when there is no slash or either side is empty.
+ */
+export function splitModel(model: string): { provider: string; model: string } | undefined {
+  const slash = model.indexOf('/');
+  if (slash <= 0 || slash === model.length - 1) return undefined;
+  return { provider: model.slice(0, slash), model: model.slice(slash + 1) };
+}
+
+/** The body a step sends: the client's, with the step's `model` and, for streams, usage asked for. */
+export function providerBody(request: AiRequest, model: string): string {
+  const body: Record<string, unknown> = { ...request.body, model };
+  if (request.stream) {
+    const options = request.body.stream_options;
+    body.stream_options = {
+      ...(typeof options === 'object' && options !== null ? options : {}),
+      include_usage: true,
+    };
+  }
+  return JSON.stringify(body);
+}
+
+const estimates = new WeakMap<AiRequest, EstimateInput>();
+
+/**
+ * What a cost estimate (`estimateMicroUsd`) needs from a request: its maximum output tokens and the UTF-8
+ * bytes of its `messages` and `tools`. Computed once per request (cached), since every step of a chain asks.
+ */
+export function estimateInput(request: AiRequest): EstimateInput {
+  let input = estimates.get(request);
+  if (input === undefined) {
+    const b = request.body;
+    const max = b.max_completion_tokens ?? b.max_tokens;
+    const messages = Array.isArray(b.messages) ? b.messages : [];
+    const promptBytes =
+      Buffer.byteLength(JSON.stringify(messages)) +
+      (b.tools === undefined ? 0 : Buffer.byteLength(JSON.stringify(b.tools)));
+    input = {
+      maxOutputTokens: typeof max === 'number' ? max : undefined,
+      promptBytes,
+      messageCount: messages.length,
+    };
+    estimates.set(request, input);
+  }
+  return input;
+}
+
+function invalidBody(message: string, field: string | undefined): BreakwaterError {
+  return new BreakwaterError('invalid_payload', {
+    message,
+    details: field === undefined ? { reason: 'invalid_body' } : { reason: 'invalid_body', field },
+  });
+}

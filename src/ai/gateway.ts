@@ -1,0 +1,163 @@
+/**
+ * The AI gateway (DESIGN: "AI gateway"): an OpenAI-compatible `POST /v1/chat/completions` in front of
+ * OpenAI-compatible providers, with rate and spend rules, retries, first-byte timeouts, fallbacks (through
+ * route flows) and one log line per request.
+ */
+import type { FastifyInstance } from 'fastify';
+import { BreakwaterError, EventSource, type Disposable, type ErrorCode } from '../core/index.js';
+import { MemoryRateLimitStore } from '../policy/index.js';
+import { splitModel } from './body.js';
+import { chatCompletionsRoutes } from './http/routes.js';
+import { counterRateLimitStore } from './limits/counter-rate-limit-store.js';
+import { AiLimits } from './limits/limits.js';
+import { MemoryCounterStore } from './limits/memory-counters.js';
+import { resolveAiOptions, type AiGatewayOptions } from './options.js';
+import { PriceTable, usdToMicro } from './pricing.js';
+import { ProviderRegistry } from './providers.js';
+import { executeStep } from './step/execute.js';
+import type { AiRequest, AiRequestLog, StepAnswer, StepContext } from './types.js';
+
+/** The prefix of a `model` that names a route flow. */
+export const DYNAMIC_PREFIX = 'dynamic/';
+
+/** The name of the step of a direct `<provider>/<model>` request (what `x-breakwater-step` shows). */
+export const DIRECT_STEP = 'direct';
+
+/** A running gateway. */
+export interface AiGateway {
+  /** Mounts `POST /v1/chat/completions`; pass it to `createServer({ routes })` or call it on a Fastify app. */
+  readonly routes: (app: FastifyInstance) => Promise<void>;
+  /** What steps run with (providers, prices, limits, defaults, clock): for route flows and tests. */
+  readonly context: StepContext;
+  /**
+   * Finds the answer to a request as the route does: `dynamic/<name>` through the `routes` resolver,
+   * `<provider>/<model>` as one step named `direct`. The route label is `<name>@<version>` for a flow.
+   * @throws BreakwaterError as the client would get it (`details.route` set for a flow).
+   */
+  answer(request: AiRequest, model: string): Promise<{ answer: StepAnswer; route: string | null }>;
+  /** Hears the log line of every request (for metrics per step). A listener that throws breaks nothing. */
+  onRequest(listener: (line: AiRequestLog) => void): Disposable;
+  /** Closes the providers' connection pools (in-flight calls finish first). */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates the gateway. API keys are read from the environment now, once; they are sent only to their
+ * provider, never logged, never in an error.
+ *
+ * Limits live in `store.counters` when a store is given (rate windows through `counterRateLimitStore`, spend
+ * budgets as reservations, see limits/spend.ts), so they hold across every process sharing the store;
+ * without one, in this process's memory.
+ *
+ * @throws RangeError naming the option when an option is invalid, a price names an unknown provider, or an
+ *   `apiKeyEnv` variable is not set.
+ */
+export function createAiGateway(options: AiGatewayOptions): AiGateway {
+  const o = resolveAiOptions(options);
+  const providers = new ProviderRegistry(o.data.providers, options.env ?? process.env);
+  for (const key of Object.keys(o.data.prices ?? {})) {
+    const provider = key.slice(0, key.indexOf('/'));
+    if (providers.get(provider) === undefined) {
+      void providers.close();
+      throw new RangeError(`createAiGateway: prices.${key}: names no configured provider`);
+    }
+  }
+  const prices = new PriceTable(o.data.prices);
+  const counters = options.store?.counters ?? new MemoryCounterStore(o.clock);
+  const rateStore =
+    options.rateLimitStore ??
+    (options.store === undefined
+      ? new MemoryRateLimitStore()
+      : counterRateLimitStore(options.store.counters));
+  const limits = new AiLimits({
+    rateRules: o.data.rateRules ?? [],
+    spendRules: o.data.spendRules ?? [],
+    rateStore,
+    counters,
+    prices,
+    ceilingMicroUsd:
+      o.data.maxRequestCostUsd === undefined ? undefined : usdToMicro(o.data.maxRequestCostUsd),
+    clock: o.clock,
+  });
+  const context: StepContext = {
+    providers,
+    prices,
+    limits,
+    defaults: o.defaults,
+    maxRetryDelayMs: o.maxRetryDelayMs,
+    maxResponseBytes: o.maxResponseBytes,
+    clock: o.clock,
+    random: o.random,
+  };
+  const lines = new EventSource<AiRequestLog>();
+  const resolver = options.routes;
+  const logger = options.logger;
+
+  const answer = async (
+    request: AiRequest,
+    model: string,
+  ): Promise<{ answer: StepAnswer; route: string | null }> => {
+    if (model.startsWith(DYNAMIC_PREFIX)) {
+      const name = model.slice(DYNAMIC_PREFIX.length);
+      const flow = resolver === undefined ? undefined : await resolver(name, request.metadata);
+      if (flow === undefined) {
+        throw new BreakwaterError('not_found', {
+          message: `There is no deployed route named ${JSON.stringify(name)}.`,
+          details: { reason: 'unknown_route' },
+        });
+      }
+      const route = flow.version === undefined ? flow.name : `${flow.name}@${flow.version}`;
+      try {
+        return { answer: await flow.run(request, context), route };
+      } catch (error) {
+        throw withRoute(error, route);
+      }
+    }
+    const target = splitModel(model);
+    if (target === undefined) {
+      throw new BreakwaterError('invalid_payload', {
+        message: 'model must be "<provider>/<model>" or "dynamic/<route>".',
+        details: { reason: 'invalid_body', field: 'model' },
+      });
+    }
+    const step = { name: DIRECT_STEP, provider: target.provider, model: target.model };
+    return { answer: await executeStep(step, request, context), route: null };
+  };
+
+  return {
+    context,
+    answer,
+    routes: (app) =>
+      chatCompletionsRoutes(app, {
+        clock: o.clock,
+        bodyLimitBytes: o.bodyLimitBytes,
+        answer,
+        log(line) {
+          try {
+            logger?.info(line, 'ai request');
+          } catch {
+            // a failing logger must not fail the request
+          }
+          lines.emit(line);
+        },
+      }),
+    onRequest: lines.on,
+    close: () => providers.close(),
+  };
+}
+
+/** `error` as a BreakwaterError with `details.route`. */
+function withRoute(error: unknown, route: string): BreakwaterError {
+  const e =
+    error instanceof BreakwaterError ? error : new BreakwaterError('internal_error', { cause: error });
+  return new BreakwaterError(e.code as ErrorCode, {
+    message: e.message,
+    kind: e.kind,
+    status: e.status,
+    retryAfterMs: e.retryAfterMs,
+    outcome: e.outcome,
+    source: e.source,
+    details: { ...e.details, route },
+    cause: e.cause ?? error,
+  });
+}

@@ -1,0 +1,88 @@
+/**
+ * Errors of the AI gateway over HTTP: `application/problem+json` (RFC 9457, via core `toProblem`) with one
+ * more member, `error`, in the shape OpenAI-compatible clients read (`{ message, type, code, param }`), so
+ * the official `openai` client's `APIError` carries our message and code. ai/ cannot import server/, so this
+ * answers on its own, like webhooks/routes.ts.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  BreakwaterError,
+  PROBLEM_CONTENT_TYPE,
+  isBreakwaterError,
+  retryAfterHeader,
+  toProblem,
+} from '../../core/index.js';
+
+/** The path of a request without its query. */
+export function pathOf(request: FastifyRequest): string {
+  const url = request.raw.url ?? '/';
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+/**
+ * The headers of an error answer: `Retry-After`; for `rate_limited`, `x-ratelimit-limit/remaining/reset`;
+ * for our own limits `x-should-retry: false` (the official OpenAI clients obey it: a client retrying our
+ * own refusal only adds load); and the step, provider, model and attempts when a step was tried.
+ */
+export function problemHeaders(error: BreakwaterError): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const retryAfter = retryAfterHeader(error);
+  if (retryAfter !== undefined) headers['retry-after'] = retryAfter;
+  const d = error.details ?? {};
+  if (error.code === 'rate_limited' || error.code === 'spend_limited') headers['x-should-retry'] = 'false';
+  if (error.code === 'rate_limited' && typeof d.limit === 'number') {
+    headers['x-ratelimit-limit'] = String(d.limit);
+    headers['x-ratelimit-remaining'] = String(Math.max(0, Number(d.remaining ?? 0)));
+    headers['x-ratelimit-reset'] = String(Math.ceil(Number(d.reset_ms ?? 0) / 1000));
+  }
+  if (typeof d.step === 'string') headers['x-breakwater-step'] = d.step;
+  if (typeof d.provider === 'string') headers['x-breakwater-provider'] = d.provider;
+  if (typeof d.model === 'string') headers['x-breakwater-model'] = d.model;
+  if (typeof d.attempts === 'number') headers['x-breakwater-attempts'] = String(d.attempts);
+  return headers;
+}
+
+/** The problem document with its OpenAI-shaped `error` member. */
+export function problemBody(error: BreakwaterError, instance: string): Record<string, unknown> {
+  const problem = toProblem(error, instance);
+  const d = error.details ?? {};
+  const reason = typeof d.reason === 'string' ? d.reason : error.code;
+  const param = typeof d.header === 'string' ? d.header : typeof d.field === 'string' ? d.field : null;
+  return { ...problem, error: { message: problem.detail, type: problem.code, code: reason, param } };
+}
+
+/** Answers `error` as problem+json with {@link problemHeaders}. */
+export function sendAiProblem(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: BreakwaterError,
+  extraHeaders: Record<string, string> = {},
+): FastifyReply {
+  return reply
+    .code(error.status)
+    .headers({ ...extraHeaders, ...problemHeaders(error) })
+    .header('content-type', `${PROBLEM_CONTENT_TYPE}; charset=utf-8`)
+    .send(problemBody(error, pathOf(request)));
+}
+
+/**
+ * Any failure as the BreakwaterError the client gets: ours as they are; Fastify's client errors (malformed
+ * JSON, a body over the limit, an unsupported Content-Type) with their status; anything else
+ * `internal_error` (its message is not shown).
+ */
+export function toAiError(error: unknown): BreakwaterError {
+  if (isBreakwaterError(error)) return error;
+  const fst = error as Partial<FastifyError> | null;
+  const status = typeof fst?.statusCode === 'number' ? fst.statusCode : 500;
+  if (status === 413) return new BreakwaterError('payload_too_large');
+  if (status >= 400 && status < 500) {
+    const own = typeof fst?.code === 'string' && fst.code.startsWith('FST_');
+    return new BreakwaterError('invalid_payload', {
+      status,
+      ...(own && typeof fst?.message === 'string' ? { message: fst.message } : {}),
+      details: { reason: 'invalid_body' },
+    });
+  }
+  return new BreakwaterError('internal_error');
+}

@@ -1,0 +1,168 @@
+/**
+ * `POST /v1/chat/completions` as a Fastify plugin: reads the request, lets the gateway find the answer
+ * (a direct `<provider>/<model>` step or a `dynamic/<route>` flow), writes it, and logs one line.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { BreakwaterError, newId, type Clock } from '../../core/index.js';
+import { readChatBody } from '../body.js';
+import { readRequestHeaders } from '../request-headers.js';
+import type { AiRequest, AiRequestLog, StepAnswer, StepOutcome } from '../types.js';
+import { sendAiProblem, toAiError } from './problems.js';
+import { answerHeaders, pipeStream, sendJson } from './respond.js';
+
+/** What the route needs from the gateway. */
+export interface ChatCompletionsHandler {
+  readonly clock: Clock;
+  readonly bodyLimitBytes: number;
+  /** Finds the answer: the step that served, and the route label (`<name>@<version>`) when dynamic. */
+  answer(request: AiRequest, model: string): Promise<{ answer: StepAnswer; route: string | null }>;
+  /** Receives the line of every request. */
+  log(line: AiRequestLog): void;
+}
+
+/** Mounts the route (in its own encapsulated plugin, with its own problem+json error handler). */
+export async function chatCompletionsRoutes(
+  app: FastifyInstance,
+  handler: ChatCompletionsHandler,
+): Promise<void> {
+  await app.register(async (child) => {
+    child.setErrorHandler((error, request, reply) => {
+      if (reply.sent || reply.raw.headersSent) return;
+      sendAiProblem(request, reply, toAiError(error));
+    });
+    child.post('/v1/chat/completions', { bodyLimit: handler.bodyLimitBytes }, (request, reply) =>
+      serve(handler, request, reply),
+    );
+  });
+}
+
+async function serve(
+  handler: ChatCompletionsHandler,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<unknown> {
+  const clock = handler.clock;
+  const receivedAt = clock.now();
+  const id = newId();
+  const left = new AbortController();
+  const onClose = (): void => {
+    if (!reply.raw.writableFinished)
+      left.abort(new BreakwaterError('canceled', { message: 'The client went away.' }));
+  };
+  reply.raw.once('close', onClose);
+  let stream = false;
+  let route: string | null = null;
+  let answer: StepAnswer;
+  try {
+    const info = readChatBody(request.body);
+    stream = info.stream;
+    const { overrides, metadata } = readRequestHeaders(request.headers);
+    const aiRequest: AiRequest = {
+      id,
+      body: request.body as Record<string, unknown>,
+      stream,
+      includeUsage: info.includeUsage,
+      metadata,
+      overrides,
+      signal: left.signal,
+      receivedAt,
+    };
+    ({ answer, route } = await handler.answer(aiRequest, info.model));
+  } catch (caught) {
+    reply.raw.off('close', onClose);
+    const error = toAiError(caught);
+    handler.log(failureLine(id, route, stream, error, receivedAt, clock.now()));
+    // The host's handler timeout may have answered already (createServer's requestTimeoutMs).
+    if (reply.sent || reply.raw.headersSent) return reply;
+    return sendAiProblem(request, reply, error, { 'x-request-id': id });
+  }
+  reply.raw.off('close', onClose);
+
+  const headers = answerHeaders(answer, id, route);
+  if (reply.sent || reply.raw.headersSent) {
+    // Answered already by the host's handler timeout: nothing reaches the client, stop reading the provider.
+    if (answer.kind === 'stream') answer.cancel();
+    return reply;
+  }
+  if (answer.kind === 'json') {
+    sendJson(reply, answer, headers);
+    handler.log(answerLine(id, route, answer, answer.outcome, 200, receivedAt, clock.now(), clock.now()));
+    return reply;
+  }
+  const firstByteAt = clock.now();
+  const piped = await pipeStream(reply, answer, headers);
+  const outcome = await answer.done;
+  handler.log(
+    answerLine(
+      id,
+      route,
+      answer,
+      { ...outcome, outcome: piped.outcome },
+      200,
+      receivedAt,
+      firstByteAt,
+      clock.now(),
+    ),
+  );
+  return undefined;
+}
+
+function answerLine(
+  id: string,
+  route: string | null,
+  answer: StepAnswer,
+  outcome: StepOutcome,
+  status: number,
+  receivedAt: number,
+  firstByteAt: number,
+  endedAt: number,
+): AiRequestLog {
+  return {
+    request_id: id,
+    route,
+    step: answer.step.name,
+    provider: answer.step.provider,
+    model: answer.step.model,
+    stream: answer.kind === 'stream',
+    status,
+    outcome: outcome.outcome,
+    prompt_tokens: outcome.usage?.promptTokens ?? null,
+    completion_tokens: outcome.usage?.completionTokens ?? null,
+    cached_tokens: outcome.usage?.cachedTokens ?? null,
+    cost_usd: outcome.costUsd ?? null,
+    latency_ms: endedAt - receivedAt,
+    first_byte_ms: firstByteAt - receivedAt,
+    attempts: answer.attempts + answer.failedAttempts,
+    failed_steps: answer.failures.map((f) => `${f.step}:${f.code}`),
+  };
+}
+
+function failureLine(
+  id: string,
+  route: string | null,
+  stream: boolean,
+  error: BreakwaterError,
+  receivedAt: number,
+  endedAt: number,
+): AiRequestLog {
+  const d = error.details ?? {};
+  const text = (key: string): string | null => (typeof d[key] === 'string' ? (d[key] as string) : null);
+  return {
+    request_id: id,
+    route: route ?? text('route'),
+    step: text('step'),
+    provider: text('provider'),
+    model: text('model'),
+    stream,
+    status: error.status,
+    outcome: error.code,
+    prompt_tokens: null,
+    completion_tokens: null,
+    cached_tokens: null,
+    cost_usd: null,
+    latency_ms: endedAt - receivedAt,
+    first_byte_ms: null,
+    attempts: typeof d.attempts === 'number' ? d.attempts : 0,
+    failed_steps: Array.isArray(d.failed_steps) ? (d.failed_steps as string[]) : [],
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * ai/: the OpenAI-compatible gateway (DESIGN: "AI gateway"): providers, prices, rate and spend limits,
+ * retries and first-byte timeouts, fallbacks, streaming. Imports only core, policy and store.
+ *
+ * For route flows (`dynamic/<route>`): `executeStep`, `runFallbackChain`, `AiLimits` (a limit check with its
+ * own rules: give it its own `keyPrefix`), and the types below.
+ */
+export { createAiGateway, DIRECT_STEP, DYNAMIC_PREFIX, type AiGateway } from './gateway.js';
+export { AI_GATEWAY_DEFAULTS, type AiGatewayOptions } from './options.js';
+export { executeStep, type StepHistory } from './step/execute.js';
+export { runFallbackChain } from './step/fallback.js';
+export { resolveSettings } from './step/settings.js';
+export {
+  AiLimits,
+  rateLimitHeaders,
+  type AiLimitsConfig,
+  type LimitGrant,
+  type RateRule,
+  type SpendRule,
+} from './limits/limits.js';
+export { scopeKey, type LimitTarget, type RuleScope } from './limits/scope.js';
+export { spendWindowStart, readState as readSpendState, type SpendState } from './limits/spend.js';
+export { MemoryCounterStore } from './limits/memory-counters.js';
+export { counterRateLimitStore } from './limits/counter-rate-limit-store.js';
+export {
+  PriceTable,
+  costPico,
+  estimateMicroUsd,
+  formatMicroUsd,
+  formatUsd,
+  picoToMicro,
+  usdToMicro,
+  type EstimateInput,
+  type ModelPrice,
+  type PriceTableInput,
+  type TokenPrice,
+} from './pricing.js';
+export { ProviderRegistry, type Provider, type ProviderConfig } from './providers.js';
+export { estimateInput, splitModel } from './body.js';
+export { HEADER_BOUNDS, parseMetadata, readRequestHeaders } from './request-headers.js';
+export type {
+  AiFlow,
+  AiLogger,
+  AiRequest,
+  AiRequestLog,
+  AiRouteResolver,
+  AiStep,
+  BackoffKind,
+  JsonStepAnswer,
+  Metadata,
+  MetadataValue,
+  ResolvedStepSettings,
+  StepAnswer,
+  StepContext,
+  StepFailure,
+  StepOutcome,
+  StepSettings,
+  StreamStepAnswer,
+  Usage,
+} from './types.js';

@@ -1,0 +1,204 @@
+/**
+ * The gateway's options, their defaults and their validation (zod 4 for the data; plain checks for the
+ * objects: clock, store, logger). A bad option fails at startup with a RangeError naming it:
+ * `createAiGateway: spendRules.2.budgetUsd: must be > 0`.
+ */
+import { z } from 'zod';
+import { clockOption, optionalFn, type Clock } from '../core/index.js';
+import type { RateLimitStore } from '../policy/index.js';
+import type { CounterStore } from '../store/index.js';
+import type { RateRule, SpendRule } from './limits/limits.js';
+import type { PriceTableInput } from './pricing.js';
+import type { ProviderConfig } from './providers.js';
+import { HEADER_BOUNDS } from './request-headers.js';
+import type { AiLogger, AiRouteResolver, StepSettings } from './types.js';
+
+/** Options of `createAiGateway`. */
+export interface AiGatewayOptions {
+  /** Providers by name (`[A-Za-z0-9._-]`, 1..64): what comes before the `/` of a request's `model`. */
+  providers: Readonly<Record<string, ProviderConfig>>;
+  /** Prices by `<provider>/<model>`, USD per million tokens (default none: costs unknown). */
+  prices?: PriceTableInput;
+  /** Rate rules, checked before the provider is called (default none). Names unique. */
+  rateRules?: readonly RateRule[];
+  /** Spend rules, at most 20 (default none). Names unique. */
+  spendRules?: readonly SpendRule[];
+  /** Gateway-wide step settings; request headers override them within bounds (defaults: {@link AI_GATEWAY_DEFAULTS}). */
+  defaults?: StepSettings;
+  /** Most ms waited between attempts, a provider's `Retry-After` included (default 5 000, at most 60 000). */
+  maxRetryDelayMs?: number;
+  /**
+   * The estimated cost of a request without `max_tokens` / `max_completion_tokens`, USD, for spend
+   * reservations. Without it such a request is refused (400) when a spend rule applies to it.
+   */
+  maxRequestCostUsd?: number;
+  /** The store whose `counters` hold rate windows and spend budgets (default: memory, this process only). */
+  store?: { readonly counters: CounterStore };
+  /** Where rate windows live (default: `counterRateLimitStore(store.counters)`, or memory without a store). */
+  rateLimitStore?: RateLimitStore;
+  /** Resolves `dynamic/<name>` to a route flow (default none: `dynamic/…` is 404 `not_found`). */
+  routes?: AiRouteResolver;
+  /** One line per request (default none). */
+  logger?: AiLogger;
+  /** Where API keys are read, once, at startup (default `process.env`). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Largest request body, bytes (default 4 MiB). */
+  bodyLimitBytes?: number;
+  /** Largest non-streamed provider answer read, bytes (default 16 MiB). */
+  maxResponseBytes?: number;
+  clock?: Clock;
+  /** Uniform numbers in [0, 1) for retry jitter (default `Math.random`). */
+  random?: () => number;
+}
+
+/** Defaults of {@link AiGatewayOptions}. */
+export const AI_GATEWAY_DEFAULTS = {
+  defaults: { timeoutMs: 60_000, maxAttempts: 3, retryDelayMs: 500, backoff: 'exponential' },
+  maxRetryDelayMs: 5_000,
+  bodyLimitBytes: 4 * 1024 * 1024,
+  maxResponseBytes: 16 * 1024 * 1024,
+  maxSpendRules: 20,
+} as const;
+
+const NAME = /^[A-Za-z0-9._-]{1,64}$/;
+const name = z.string().regex(NAME, 'must be 1 to 64 of A-Z a-z 0-9 . _ -');
+const usd = z.number().finite().nonnegative();
+const windowMs = z
+  .number()
+  .int()
+  .min(1)
+  .max(366 * 24 * 3_600_000);
+
+const scope = z
+  .strictObject({
+    by: z.enum(['provider', 'model', 'metadata']),
+    key: z.string().min(1).max(HEADER_BOUNDS.metadata.maxKeyLength).optional(),
+    value: z.string().min(1).max(HEADER_BOUNDS.metadata.maxValueLength).optional(),
+  })
+  .refine((s) => (s.by === 'metadata') === (s.key !== undefined), {
+    message: "key is required with by: 'metadata' and not allowed otherwise",
+  });
+
+const schema = z.strictObject({
+  providers: z
+    .record(
+      name,
+      z.strictObject({
+        baseUrl: z.string().min(1),
+        apiKeyEnv: z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
+          .optional(),
+        headers: z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/), z.string()).optional(),
+      }),
+    )
+    .refine((p) => Object.keys(p).length > 0, { message: 'must name at least one provider' }),
+  prices: z
+    .record(
+      z.string().regex(/^[^/]+\/.+$/, 'keys must be "<provider>/<model>"'),
+      z.strictObject({ inputPerMTok: usd, outputPerMTok: usd, cachedInputPerMTok: usd.optional() }),
+    )
+    .optional(),
+  rateRules: z
+    .array(
+      z.strictObject({
+        name,
+        limit: z.number().int().min(1).max(10_000),
+        windowMs,
+        technique: z.enum(['fixed', 'sliding']),
+        scope,
+      }),
+    )
+    .optional(),
+  spendRules: z
+    .array(z.strictObject({ name, budgetUsd: usd.positive(), windowMs, scope }))
+    .max(AI_GATEWAY_DEFAULTS.maxSpendRules)
+    .optional(),
+  defaults: z
+    .strictObject({
+      timeoutMs: z
+        .number()
+        .int()
+        .min(HEADER_BOUNDS.timeoutMs.min)
+        .max(HEADER_BOUNDS.timeoutMs.max)
+        .optional(),
+      maxAttempts: z.number().int().min(1).max(HEADER_BOUNDS.maxAttempts.max).optional(),
+      retryDelayMs: z.number().int().min(0).max(HEADER_BOUNDS.retryDelayMs.max).optional(),
+      backoff: z.enum(['constant', 'linear', 'exponential']).optional(),
+    })
+    .optional(),
+  maxRetryDelayMs: z.number().int().min(0).max(60_000).optional(),
+  maxRequestCostUsd: usd.positive().optional(),
+  bodyLimitBytes: z.number().int().min(1).optional(),
+  maxResponseBytes: z.number().int().min(1).optional(),
+});
+
+/** Keys checked by hand rather than by the schema. */
+const OBJECT_OPTIONS = ['store', 'rateLimitStore', 'routes', 'logger', 'env', 'clock', 'random'] as const;
+
+/** The options with defaults applied. */
+export interface ResolvedAiOptions {
+  data: z.infer<typeof schema>;
+  defaults: Required<StepSettings>;
+  maxRetryDelayMs: number;
+  bodyLimitBytes: number;
+  maxResponseBytes: number;
+  clock: Clock;
+  random: () => number;
+}
+
+/**
+ * Validates `options` and fills in defaults.
+ * @throws RangeError `createAiGateway: <path>: <rule>` for the first bad option (also two rules of one kind
+ *   with the same name).
+ */
+export function resolveAiOptions(options: AiGatewayOptions): ResolvedAiOptions {
+  const owner = 'createAiGateway';
+  if (typeof options !== 'object' || options === null)
+    throw new RangeError(`${owner}: options must be an object`);
+  const data: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(options)) {
+    if (!(OBJECT_OPTIONS as readonly string[]).includes(key) && value !== undefined) data[key] = value;
+  }
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = issue.path.map(String).join('.');
+    // A record key that fails its rule: say the rule ("must be 1 to 64 of …"), not just "Invalid key".
+    const inner = issue.code === 'invalid_key' ? issue.issues[0]?.message : undefined;
+    throw new RangeError(`${owner}: ${path === '' ? 'options' : path}: ${inner ?? issue.message}`);
+  }
+  for (const kind of ['rateRules', 'spendRules'] as const) {
+    const seen = new Set<string>();
+    for (const rule of parsed.data[kind] ?? []) {
+      if (seen.has(rule.name)) throw new RangeError(`${owner}: ${kind}: two rules are named "${rule.name}"`);
+      seen.add(rule.name);
+    }
+  }
+  const store = options.store;
+  if (store !== undefined && typeof store?.counters?.update !== 'function') {
+    throw new RangeError(`${owner}: store must have counters (a CounterStore)`);
+  }
+  if (options.rateLimitStore !== undefined && typeof options.rateLimitStore?.consume !== 'function') {
+    throw new RangeError(`${owner}: rateLimitStore must be a RateLimitStore`);
+  }
+  optionalFn(owner, 'routes', options.routes);
+  optionalFn(owner, 'random', options.random);
+  if (options.logger !== undefined && typeof options.logger?.info !== 'function') {
+    throw new RangeError(`${owner}: logger must have an info(line, message) method`);
+  }
+  const d = AI_GATEWAY_DEFAULTS;
+  return {
+    data: parsed.data,
+    defaults: { ...d.defaults, ...stripUndefined(parsed.data.defaults ?? {}) },
+    maxRetryDelayMs: parsed.data.maxRetryDelayMs ?? d.maxRetryDelayMs,
+    bodyLimitBytes: parsed.data.bodyLimitBytes ?? d.bodyLimitBytes,
+    maxResponseBytes: parsed.data.maxResponseBytes ?? d.maxResponseBytes,
+    clock: clockOption(owner, options.clock),
+    random: options.random ?? Math.random,
+  };
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,114 @@
+/**
+ * Providers: OpenAI-compatible base URLs, each with one undici Pool (keep-alive connections reused across
+ * requests) and its API key read from the environment once, at startup. A key lives only in the headers this
+ * module builds: it is never logged and never part of an error.
+ */
+import { Pool, type Dispatcher } from 'undici';
+
+/** A provider as configured. */
+export interface ProviderConfig {
+  /** The OpenAI-compatible base URL, up to and including the version (`https://api.openai.com/v1`). */
+  baseUrl: string;
+  /** The environment variable holding the API key, sent as `Authorization: Bearer <key>`. */
+  apiKeyEnv?: string;
+  /** Extra headers sent on every request (`OpenAI-Organization`, …). */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** A provider ready to be called. */
+export interface Provider {
+  readonly name: string;
+  /** `scheme://host:port` of the base URL. */
+  readonly origin: string;
+  /** The path of `/chat/completions` under the base URL. */
+  readonly completionsPath: string;
+  /** Headers of every call (the key included); never log them. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly dispatcher: Dispatcher;
+  /** The API key, only so that error texts can be scrubbed of it; empty when none. */
+  readonly secret: string;
+}
+
+/** Options of the registry's connection pools. */
+export interface ProviderPoolOptions {
+  /** Keep-alive of an idle connection, ms (undici default 4 000). */
+  keepAliveTimeoutMs?: number;
+  /** Connections per provider (default unlimited). */
+  connections?: number;
+}
+
+/** Providers by name. */
+export class ProviderRegistry {
+  private readonly providers = new Map<string, Provider>();
+
+  /**
+   * @param configs already shape-checked.
+   * @param env where keys are read (default `process.env`).
+   * @throws RangeError when a base URL is not http(s), or an `apiKeyEnv` names an unset or empty variable
+   *   (the message names the variable, never a value).
+   */
+  constructor(
+    configs: Readonly<Record<string, ProviderConfig>>,
+    env: Readonly<Record<string, string | undefined>> = process.env,
+    pool: ProviderPoolOptions = {},
+  ) {
+    for (const [name, config] of Object.entries(configs)) {
+      let url: URL;
+      try {
+        url = new URL(config.baseUrl);
+      } catch {
+        throw new RangeError(`createAiGateway: providers.${name}.baseUrl must be an http(s) URL`);
+      }
+      if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '') {
+        throw new RangeError(
+          `createAiGateway: providers.${name}.baseUrl must be an http(s) URL without query or fragment`,
+        );
+      }
+      const headers: Record<string, string> = {};
+      for (const [key, value] of Object.entries(config.headers ?? {})) headers[key.toLowerCase()] = value;
+      headers['content-type'] = 'application/json';
+      let secret = '';
+      if (config.apiKeyEnv !== undefined) {
+        secret = env[config.apiKeyEnv] ?? '';
+        if (secret === '') {
+          throw new RangeError(
+            `createAiGateway: providers.${name}.apiKeyEnv names ${config.apiKeyEnv}, which is not set`,
+          );
+        }
+        headers['authorization'] = `Bearer ${secret}`;
+      }
+      const basePath = url.pathname.replace(/\/+$/, '');
+      this.providers.set(name, {
+        name,
+        origin: url.origin,
+        completionsPath: `${basePath}/chat/completions`,
+        headers,
+        secret,
+        dispatcher: new Pool(url.origin, {
+          keepAliveTimeout: pool.keepAliveTimeoutMs ?? 4_000,
+          ...(pool.connections === undefined ? {} : { connections: pool.connections }),
+        }),
+      });
+    }
+  }
+
+  /** The provider of that name, or undefined. */
+  get(name: string): Provider | undefined {
+    return this.providers.get(name);
+  }
+
+  /** The configured names. */
+  names(): string[] {
+    return [...this.providers.keys()];
+  }
+
+  /** Closes every pool (in-flight requests finish first). */
+  async close(): Promise<void> {
+    await Promise.all([...this.providers.values()].map((p) => p.dispatcher.close()));
+  }
+}
+
+/** `text` with every occurrence of `secret` replaced (a provider's error message may echo the key). */
+export function scrubSecret(text: string, secret: string): string {
+  return secret === '' ? text : text.split(secret).join('[redacted]');
+}

@@ -1,0 +1,233 @@
+/**
+ * The step executor: one model step from the limit check to an answer whose first bytes have arrived
+ * (DESIGN: "AI gateway"). Route flows compose it (`runFallbackChain`, conditions, splits).
+ */
+import { BreakwaterError, type ErrorCode } from '../../core/index.js';
+import { estimateInput, providerBody } from '../body.js';
+import type { LimitGrant } from '../limits/limits.js';
+import { costPico, formatUsd, picoToMicro } from '../pricing.js';
+import type { Provider } from '../providers.js';
+import { readUsage, sseFrames, type StreamFindings } from '../stream/sse.js';
+import type {
+  AiRequest,
+  AiStep,
+  JsonStepAnswer,
+  StepContext,
+  StepFailure,
+  StepOutcome,
+  StreamStepAnswer,
+  StepAnswer,
+  Usage,
+} from '../types.js';
+import { callProvider, readRest, type FirstBytes } from './attempt.js';
+import { providerFailure } from './provider-error.js';
+import { resolveSettings, retryPolicyFor } from './settings.js';
+
+/** Steps that failed before this one, as the fallback chain passes them on. */
+export interface StepHistory {
+  readonly failures: readonly StepFailure[];
+  readonly attempts: number;
+}
+
+const NO_HISTORY: StepHistory = { failures: [], attempts: 0 };
+
+/**
+ * Runs `step` for `request`:
+ * 1. the gateway's rate and spend rules for the step's provider and model (`ctx.limits.acquire`): a refusal
+ *    throws before the provider is called;
+ * 2. calls to the provider under the step's retry policy (see `retryPolicyFor`), each with the first-byte
+ *    timeout; a non-streamed answer is read in full within the attempt (a body cut off is retried too);
+ * 3. the answer, before anything is written to the client: for a non-streamed one its cost is known and
+ *    settled; a streamed one settles when its frames have been read to the end (or failed).
+ *
+ * Settings: the step's own, else the request's headers, else the gateway's defaults.
+ * Spend settlement: the real cost (rounded up to micro-USD); the whole reservation when usage is unknown.
+ * A step that fails releases its reservation: provider calls it abandoned (a first-byte timeout) are not
+ * counted, though a provider may bill them.
+ *
+ * @throws BreakwaterError with `details.step`, `details.provider` and `details.attempts`: `invalid_payload`
+ *   (unknown provider, unpriced model under a spend rule, no `max_tokens` under one), `rate_limited`,
+ *   `spend_limited`, `timeout` (first byte), `upstream_unavailable`, `upstream_error`, `canceled`.
+ */
+export async function executeStep(
+  step: AiStep,
+  request: AiRequest,
+  ctx: StepContext,
+  history: StepHistory = NO_HISTORY,
+): Promise<StepAnswer> {
+  const provider = ctx.providers.get(step.provider);
+  if (provider === undefined) {
+    throw failed(
+      new BreakwaterError('invalid_payload', {
+        message: `There is no provider named ${JSON.stringify(step.provider)}; known: ${ctx.providers.names().join(', ')}.`,
+        details: { reason: 'unknown_provider' },
+      }),
+      step,
+      0,
+    );
+  }
+  let grant: LimitGrant;
+  try {
+    grant = await ctx.limits.acquire(
+      { provider: step.provider, model: step.model, metadata: request.metadata },
+      () => estimateInput(request),
+    );
+  } catch (error) {
+    throw failed(
+      error instanceof BreakwaterError
+        ? error
+        : new BreakwaterError('upstream_unavailable', {
+            message: "The gateway's limit store is unavailable; try again shortly.",
+            source: 'ai-limits',
+            cause: error,
+          }),
+      step,
+      0,
+    );
+  }
+
+  const settings = resolveSettings(step, request.overrides, ctx.defaults);
+  const payload = providerBody(request, step.model);
+  const policy = retryPolicyFor(step, settings, ctx);
+  let attempts = 0;
+  try {
+    const reply = await policy.execute(async ({ signal, attempt }) => {
+      attempts = attempt;
+      const bytes = await callProvider(provider, payload, settings.timeoutMs, signal, ctx.clock);
+      if (request.stream) return { bytes, raw: undefined };
+      try {
+        return { bytes, raw: await readJson(bytes, ctx.maxResponseBytes, provider) };
+      } finally {
+        bytes.link.dispose();
+      }
+    }, request.signal);
+    const base = {
+      step,
+      attempts,
+      failedAttempts: history.attempts,
+      failures: history.failures,
+      firstByteMs: reply.bytes.firstByteMs,
+      rateHeaders: grant.rateHeaders,
+    };
+    if (reply.raw !== undefined) return await jsonAnswer(base, reply.bytes.status, reply.raw, grant, ctx);
+    return streamAnswer(base, reply.bytes, request, grant, ctx);
+  } catch (error) {
+    await grant.settle(0);
+    throw failed(providerFailure(error, provider), step, attempts);
+  }
+}
+
+type AnswerBase = Omit<StepAnswer, 'kind' | 'done' | 'status' | 'raw' | 'outcome' | 'frames' | 'cancel'>;
+
+/** Reads a non-streamed answer in full. @throws BreakwaterError `upstream_error` when too large or not JSON. */
+async function readJson(bytes: FirstBytes, maxBytes: number, provider: Provider): Promise<Buffer> {
+  const raw = await readRest(bytes, maxBytes);
+  if (raw === undefined) {
+    throw new BreakwaterError('upstream_error', {
+      message: `The provider ${provider.name} sent an answer larger than ${maxBytes} bytes.`,
+      source: provider.name,
+      details: { provider: provider.name, reason: 'response_too_large' },
+    });
+  }
+  return raw;
+}
+
+async function jsonAnswer(
+  base: AnswerBase,
+  status: number,
+  raw: Buffer,
+  grant: LimitGrant,
+  ctx: StepContext,
+): Promise<JsonStepAnswer> {
+  let usage: Usage | undefined;
+  try {
+    usage = readUsage((JSON.parse(raw.toString('utf8')) as { usage?: unknown })?.usage);
+  } catch {
+    usage = undefined; // not JSON: passed on as it is; its cost is unknown
+  }
+  const outcome = await settle('ok', usage, base.step, grant, ctx);
+  return { ...base, kind: 'json', status, raw, outcome, done: Promise.resolve(outcome) };
+}
+
+function streamAnswer(
+  base: AnswerBase,
+  bytes: FirstBytes,
+  request: AiRequest,
+  grant: LimitGrant,
+  ctx: StepContext,
+): StreamStepAnswer {
+  const findings: StreamFindings = { usage: undefined, done: false };
+  let canceled = false;
+  let started = false;
+  let finished = false;
+  let resolveDone!: (outcome: StepOutcome) => void;
+  const done = new Promise<StepOutcome>((resolve) => (resolveDone = resolve));
+  const finish = async (result: StepOutcome['outcome']): Promise<void> => {
+    if (finished) return;
+    finished = true;
+    if (result !== 'ok') bytes.link.abort();
+    bytes.link.dispose();
+    resolveDone(await settle(result, findings.usage, base.step, grant, ctx));
+  };
+  async function* frames(): AsyncGenerator<string> {
+    started = true;
+    let complete = false;
+    try {
+      yield* sseFrames(bytes, !request.includeUsage, findings);
+      complete = true;
+    } finally {
+      // Not complete: the provider broke off (it threw), or the reader stopped early (return()), which after
+      // `cancel()` is the client leaving.
+      await finish(complete ? 'ok' : canceled ? 'canceled' : 'stream_error');
+    }
+  }
+  return {
+    ...base,
+    kind: 'stream',
+    frames: frames(),
+    done,
+    cancel() {
+      if (canceled) return;
+      canceled = true;
+      bytes.link.abort(new BreakwaterError('canceled', { message: 'The client went away.' }));
+      // Frames never read: nothing else will settle.
+      if (!started) void finish('canceled');
+    },
+  };
+}
+
+/** Settles the grant with the real cost (or the reservation, cost unknown) and says what was settled. */
+async function settle(
+  outcome: StepOutcome['outcome'],
+  usage: Usage | undefined,
+  step: AiStep,
+  grant: LimitGrant,
+  ctx: StepContext,
+): Promise<StepOutcome> {
+  const price = ctx.prices.price(step.provider, step.model);
+  const pico = usage !== undefined && price !== undefined ? costPico(usage, price) : undefined;
+  const micro = pico === undefined ? undefined : picoToMicro(pico);
+  await grant.settle(micro);
+  return {
+    outcome,
+    usage,
+    costUsd: pico === undefined ? undefined : formatUsd(pico),
+    settledMicroUsd: micro ?? grant.estimateMicroUsd,
+  };
+}
+
+/** The client's error, with the step, its provider and the calls it made in `details`. */
+function failed(error: unknown, step: AiStep, attempts: number): BreakwaterError {
+  const e =
+    error instanceof BreakwaterError ? error : new BreakwaterError('internal_error', { cause: error });
+  return new BreakwaterError(e.code as ErrorCode, {
+    message: e.message,
+    kind: e.kind,
+    status: e.status,
+    retryAfterMs: e.retryAfterMs,
+    outcome: e.outcome,
+    source: e.source,
+    details: { ...e.details, step: step.name, provider: step.provider, model: step.model, attempts },
+    cause: e.cause ?? error,
+  });
+}

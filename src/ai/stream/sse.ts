@@ -1,0 +1,127 @@
+/**
+ * Reading a provider's Server-Sent Events stream (WHATWG HTML, "Server-sent events"; OpenAI's chat
+ * completion chunks): split into frames, each passed on verbatim; the usage chunk (`choices: []` and a
+ * `usage` object, sent last when `stream_options.include_usage` is set) read for the cost and, when the
+ * client did not ask for it, not passed on.
+ */
+import type { Usage } from '../types.js';
+
+/** Where the frames come from: a first chunk and the rest of the body. */
+export interface ByteSource {
+  readonly first: Buffer | undefined;
+  readonly rest: AsyncIterator<Buffer>;
+}
+
+/** What a read of the stream found, filled in as it goes. */
+export interface StreamFindings {
+  usage: Usage | undefined;
+  /** The provider sent `data: [DONE]`. */
+  done: boolean;
+}
+
+/**
+ * The frames of the stream, each ending in a blank line. Line ends are normalized to `\n`. Throws what the
+ * body throws (a provider that broke off).
+ * @param stripUsage leave out the usage-only chunk.
+ */
+export async function* sseFrames(
+  source: ByteSource,
+  stripUsage: boolean,
+  findings: StreamFindings,
+): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let chunk: Buffer | undefined = source.first;
+  for (;;) {
+    if (chunk !== undefined) {
+      let text = decoder.decode(chunk, { stream: true });
+      if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
+      buffer += text;
+      let end = buffer.indexOf('\n\n');
+      while (end >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        if (keep(block, stripUsage, findings)) yield `${block}\n\n`;
+        end = buffer.indexOf('\n\n');
+      }
+    }
+    const next = await source.rest.next();
+    if (next.done === true) break;
+    chunk = next.value;
+  }
+  buffer += decoder.decode();
+  if (buffer.trim() !== '' && keep(buffer.replace(/\n+$/, ''), stripUsage, findings)) {
+    yield `${buffer.replace(/\n+$/, '')}\n\n`;
+  }
+}
+
+/** Reads one frame's data; false to leave the frame out. */
+function keep(block: string, stripUsage: boolean, findings: StreamFindings): boolean {
+  const data = dataOf(block);
+  if (data === undefined) return true;
+  if (data === '[DONE]') {
+    findings.done = true;
+    return true;
+  }
+  // Cheap test first: every chunk carries `"usage":null` when usage is asked for; only the last has an object.
+  if (!data.includes('"usage"') || !/"usage"\s*:\s*\{/.test(data)) return true;
+  let parsed: { usage?: unknown; choices?: unknown };
+  try {
+    parsed = JSON.parse(data) as typeof parsed;
+  } catch {
+    return true;
+  }
+  const usage = readUsage(parsed.usage);
+  if (usage === undefined) return true;
+  findings.usage = usage;
+  return !(stripUsage && Array.isArray(parsed.choices) && parsed.choices.length === 0);
+}
+
+/** The `data` of a frame (several `data:` lines joined by `\n`), or undefined when it has none. */
+function dataOf(block: string): string | undefined {
+  if (block.startsWith('data:') && !block.includes('\n')) return stripSpace(block.slice(5));
+  let data: string | undefined;
+  for (const line of block.split('\n')) {
+    if (!line.startsWith('data:')) continue;
+    const value = stripSpace(line.slice(5));
+    data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data;
+}
+
+function stripSpace(value: string): string {
+  return value.startsWith(' ') ? value.slice(1) : value;
+}
+
+/**
+ * An OpenAI `usage` object as {@link Usage}: `prompt_tokens`, `completion_tokens` and
+ * `prompt_tokens_details.cached_tokens` (0 when absent). Undefined when the counts are not there.
+ */
+export function readUsage(value: unknown): Usage | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const u = value as {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    prompt_tokens_details?: { cached_tokens?: unknown } | null;
+  };
+  if (!isCount(u.prompt_tokens) || !isCount(u.completion_tokens)) return undefined;
+  const cached = u.prompt_tokens_details?.cached_tokens;
+  return {
+    promptTokens: u.prompt_tokens,
+    completionTokens: u.completion_tokens,
+    cachedTokens: isCount(cached) ? cached : 0,
+  };
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+/**
+ * The frame that ends a client's stream when the provider broke off after streaming began: an `error`
+ * event whose data carries an OpenAI-shaped `error` object (the official clients throw on it). No `[DONE]`
+ * follows, so no client mistakes the partial answer for a complete one.
+ */
+export function errorFrame(message: string, code: string): string {
+  return `event: error\ndata: ${JSON.stringify({ error: { message, type: 'stream_error', code } })}\n\n`;
+}
