@@ -75,6 +75,7 @@ export * from './jobs/index.js';
 export * from './operations/index.js';
 export * from './upstream/index.js';
 export * from './webhooks/index.js';
+export * from './ai/index.js';
 export {
   createServer,
   closeGracefully,

@@ -10,6 +10,7 @@ import { DEFAULT_PORTS, startGiftGeniusServices, type GiftGeniusServices } from 
 import { giftGeniusTools } from './tools.js';
 import { createUpstreams, type UpstreamSettings } from './upstreams.js';
 import { DEMO_WEBHOOK_SECRET, paymentWebhooks } from './webhooks.js';
+import { giftGeniusAi, type GiftGeniusAi } from './ai.js';
 
 /** Settings of {@link createGiftGeniusApp}; anything left out comes from the environment or the defaults. */
 export interface GiftGeniusSettings extends Partial<Omit<UpstreamSettings, 'clock'>> {
@@ -19,6 +20,13 @@ export interface GiftGeniusSettings extends Partial<Omit<UpstreamSettings, 'cloc
   webhookSecret?: string;
   /** Ports for the services the app starts itself (default 8791-8793 in a gateway, free ports in a worker). */
   servicePorts?: { gift?: number; commerce?: number; analytics?: number };
+  /**
+   * The AI gateway's model server: a real OpenAI-compatible base URL (default: $LLM_URL), else the simulated
+   * one, started on `llmPort` (default: $LLM_PORT, then 8794; 0 picks a free port). Only a gateway serves AI,
+   * not a worker.
+   */
+  llmUrl?: string;
+  llmPort?: number;
 }
 
 const INSTRUCTIONS = `GiftGenius helps choose and buy gifts. Use suggest_gifts for quick ideas, start_deep_analysis for a
@@ -65,7 +73,18 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
         await services?.close();
         throw error;
       }
+      let ai: GiftGeniusAi | undefined;
       if (role === 'serve') {
+        try {
+          const llmPort = settings.llmPort ?? (env.LLM_PORT === undefined ? undefined : Number(env.LLM_PORT));
+          ai = await giftGeniusAi({ llmUrl: settings.llmUrl ?? env.LLM_URL, port: llmPort });
+        } catch (error) {
+          await services?.close();
+          throw error;
+        }
+        log(
+          `giftgenius: AI gateway at ${context.publicUrl}/v1 (models sim/gift-ranker, sim/gift-ranker-mini) → ${ai.url}`,
+        );
         log(
           webhookSecret === DEMO_WEBHOOK_SECRET
             ? `giftgenius: payment webhooks at ${context.publicUrl}/webhooks/payments, signed with the demo secret ${DEMO_WEBHOOK_SECRET} (set GIFTGENIUS_WEBHOOK_SECRET for a real one)`
@@ -79,7 +98,11 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
         tools: giftGeniusTools(upstreams, operations),
         upstreams: [upstreams.gift, upstreams.commerce, upstreams.analytics],
         webhooks,
-        close: async () => services?.close(),
+        ai: ai?.options,
+        close: async () => {
+          await ai?.close();
+          await services?.close();
+        },
       };
     },
   });

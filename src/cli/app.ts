@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import type { Clock, Jobs, Store, Upstream } from '../index.js';
 import type { McpTool } from '../mcp/index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
+import type { AiGatewayOptions } from '../ai/index.js';
 import type { WebhookDeclarations } from '../webhooks/index.js';
 
 /** What an app's `setup` gets. */
@@ -35,6 +36,9 @@ export interface AppContext {
   log(line: string): void;
 }
 
+/** The AI gateway's settings an app gives; the gateway supplies the store, clock, logger and routes. */
+export type AppAiOptions = Omit<AiGatewayOptions, 'store' | 'rateLimitStore' | 'clock' | 'logger' | 'routes'>;
+
 /** What an app's `setup` returns. */
 export interface AppParts {
   /** The MCP server's name and version, as sent in `initialize`. */
@@ -52,6 +56,12 @@ export interface AppParts {
    * the handlers as jobs (docs/webhooks.md).
    */
   webhooks?: WebhookDeclarations;
+  /**
+   * The AI gateway (docs/ai-gateway.md): providers, prices, rate and spend rules, defaults. The gateway
+   * serves `POST /v1/chat/completions` with them, keeps rate windows and spend budgets in its store (so they
+   * hold across instances on PostgreSQL) and resolves `dynamic/<route>` from the store's versioned routes.
+   */
+  ai?: AppAiOptions;
   /** Called last at shutdown (after the worker stopped and the HTTP server closed). */
   close?(): Promise<void>;
 }

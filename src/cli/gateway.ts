@@ -19,6 +19,7 @@ import {
   type Store,
 } from '../index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
+import { createAiGateway, type AiGateway } from '../ai/index.js';
 import { createWebhookIngress, type WebhookIngress } from '../webhooks/index.js';
 import type { AppParts, BreakwaterApp } from './app.js';
 import { auditAdminActions, auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
@@ -77,6 +78,8 @@ export interface Gateway {
   toolNames: string[];
   /** The webhook ingress, when the app declares webhooks. */
   webhooks: WebhookIngress | undefined;
+  /** The AI gateway (`POST /v1/chat/completions`), when the app declares one. */
+  ai: AiGateway | undefined;
   /**
    * Stops in order: new HTTP requests get 503 while in-flight ones finish (up to the grace period), the
    * worker stops claiming and lets running jobs finish (same grace), then the app, the store. Idempotent.
@@ -143,6 +146,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       eventStore: (sessionId: string) => createDurableEventStore(store, { scope: sessionId }),
       clock,
     });
+    // The AI gateway, when the app declares one: its counters in the same store.
+    const server: { app?: FastifyInstance } = {};
+    const ai =
+      parts.ai === undefined
+        ? undefined
+        : createAiGateway({
+            ...parts.ai,
+            store,
+            clock,
+            // One line per request through the server's logger, once it exists.
+            logger: { info: (line, message) => server.app?.log.info(line, message) },
+          });
+    if (ai !== undefined) cleanups.push(() => ai.close());
     // Handlers as jobs on this runtime; routes mounted below. The inbox is the same store.
     const webhooks =
       parts.webhooks === undefined
@@ -160,10 +176,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           h.breaker === undefined ? [] : [h.breaker.state()],
         ),
       ],
-      routes: webhooks === undefined ? [mcp] : [mcp, webhooks.routes],
+      routes: [
+        mcp,
+        ...(webhooks === undefined ? [] : [webhooks.routes]),
+        ...(ai === undefined ? [] : [ai.routes]),
+      ],
       shutdownGraceMs: graceMs,
       clock,
     });
+    server.app = http;
     cleanups.push(() => closeGracefully(http, { graceMs }));
     auditAdminActions(http, audit);
     auditJobsAndWebhooks(audit, jobs, webhooks);
@@ -190,6 +211,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       parts,
       toolNames: mcp.server.tools.map((tool) => tool.name),
       webhooks,
+      ai,
       close: () => (closing ??= cleanup()),
     };
   } catch (error) {

@@ -26,6 +26,7 @@ function envFor(backends: Backends | undefined, extra: Record<string, string> = 
     env.GIFT_URL = backends.urls.giftUrl;
     env.COMMERCE_URL = backends.urls.commerceUrl;
     env.ANALYTICS_URL = backends.urls.analyticsUrl;
+    env.LLM_PORT = '0';
   }
   return env;
 }

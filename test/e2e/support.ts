@@ -26,6 +26,7 @@ export const FAST_SETTINGS: GiftGeniusSettings = {
   commerceTimeoutMs: 250,
   analyticsTimeoutMs: 250,
   stepMs: 50,
+  llmPort: 0,
 };
 
 export { useCleanups } from '../support/cleanups.js';

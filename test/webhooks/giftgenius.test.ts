@@ -24,6 +24,7 @@ async function start(secret = SECRET): Promise<{ gateway: Gateway; commerceUrl: 
       commerceUrl: services.commerce.url,
       analyticsUrl: services.analytics.url,
       webhookSecret: secret,
+      llmPort: 0,
     }),
     store: tempDb(defer),
     port: 0,
