@@ -1,11 +1,12 @@
 /**
  * `npm run bench -- <suite>`: benchmarks against peers, never part of `npm test`.
- * Suites: policies, jobs.
+ * Suites: policies, jobs, webhooks, ai.
  */
 const suites: Record<string, () => Promise<unknown>> = {
   policies: () => import('./policies.js'),
   jobs: () => import('./jobs.js'),
   webhooks: () => import('./webhooks.js'),
+  ai: () => import('./ai.js'),
 };
 
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));

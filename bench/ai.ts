@@ -1,0 +1,267 @@
+/**
+ * `npm run bench -- ai [--duration=S] [--connections=N] [--provider-ms=MS]`: the AI gateway's cost per
+ * request. autocannon at 200 connections (default) sends the same non-streamed chat completion, in the same
+ * run and on the same machine, to:
+ *
+ * - **direct**: the simulated OpenAI-compatible provider (examples/llm-sim, answering at once);
+ * - **breakwater**: Breakwater's AI gateway (`createAiGateway` on its server) in front of that provider;
+ * - **breakwater+limits**: the same with a sliding-window rate rule and a spend rule (memory counters: the
+ *   embedded single-process setup), so every request is also counted and reserved and settled;
+ * - **portkey**: the Portkey open-source gateway (`@portkey-ai/gateway`) in front of the same provider.
+ *
+ * Each server runs in its own process (the provider, Breakwater, Portkey), so none shares the load
+ * generator's event loop. Added latency is a gateway's p50/p99 minus the direct p50/p99. With an instant
+ * provider (`--provider-ms=0`, the default) every case is saturated: 200 connections always busy, so the
+ * latency is 200 ÷ throughput and the figure that matters is throughput. With a provider that takes as long
+ * as a model does (`--provider-ms=200`), the load is what 200 concurrent requests really offer and added
+ * latency is the gateway's own. Targets (issue 7): added p50 ≤ 1 ms, p99 ≤ 5 ms at 200 concurrent requests,
+ * and more throughput than Portkey.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { createServer as createNetServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const SELF = fileURLToPath(import.meta.url);
+const require = createRequire(import.meta.url);
+
+interface AutocannonResult {
+  duration: number;
+  latency: { p50: number; p99: number };
+  statusCodeStats: Record<string, { count: number }>;
+  non2xx: number;
+  errors: number;
+}
+type Autocannon = (options: {
+  url: string;
+  connections: number;
+  duration: number;
+  method: string;
+  headers: Record<string, string>;
+  body: string;
+}) => Promise<AutocannonResult>;
+const autocannon = require('autocannon') as Autocannon;
+
+function arg(name: string): string | undefined {
+  return process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+}
+
+const BODY = JSON.stringify({
+  model: 'gift-ranker',
+  messages: [{ role: 'user', content: 'Rank these gifts for a tea lover: kettle, kite, yo-yo.' }],
+  max_tokens: 16,
+});
+
+// ---- the server side (this file again, with --serve=) ----
+
+async function serve(kind: string): Promise<void> {
+  let url: string;
+  if (kind === 'provider') {
+    const { startSimulatedProvider } = await import('../examples/llm-sim/index.js');
+    // A provider that answers in `--provider-ms` (default 0: at once, the gateway's CPU is all that is measured).
+    const sim = await startSimulatedProvider({
+      port: 0,
+      firstByteMs: Number(arg('provider-ms') ?? 0),
+      tokensPerSecond: 0,
+    });
+    url = sim.url;
+  } else {
+    const { createAiGateway, createServer, createJobs, openSqliteStore } = await import('../src/index.js');
+    const store = await openSqliteStore({ path: ':memory:' });
+    const limits = kind === 'breakwater+limits';
+    const ai = createAiGateway({
+      providers: { sim: { baseUrl: arg('provider')! } },
+      prices: { 'sim/gift-ranker': { inputPerMTok: 2.5, outputPerMTok: 10 } },
+      ...(limits
+        ? {
+            rateRules: [
+              {
+                name: 'per-user',
+                limit: 10_000,
+                windowMs: 1_000,
+                technique: 'sliding' as const,
+                scope: { by: 'metadata' as const, key: 'user' },
+              },
+            ],
+            spendRules: [
+              {
+                name: 'daily',
+                budgetUsd: 1_000_000,
+                windowMs: 86_400_000,
+                scope: { by: 'provider' as const },
+              },
+            ],
+          }
+        : {}),
+    });
+    const app = createServer({ jobs: createJobs({ store }), store, routes: [ai.routes] });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
+  }
+  process.once('SIGTERM', () => process.exit(0));
+  process.stdout.write(`${JSON.stringify({ url })}\n`);
+}
+
+// ---- the load side ----
+
+async function start(
+  args: string[],
+  ready: (line: string) => string | undefined,
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      const found = ready(line);
+      if (found !== undefined) resolve(found);
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code})`)));
+  });
+  return { child, url };
+}
+
+function startOwn(kind: string, extra: string[] = []): Promise<{ child: ChildProcess; url: string }> {
+  return start(['--import', 'tsx', SELF, `--serve=${kind}`, ...extra], (line) => {
+    try {
+      return (JSON.parse(line) as { url: string }).url;
+    } catch {
+      return undefined;
+    }
+  });
+}
+
+async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function startPortkey(): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const script = require.resolve('@portkey-ai/gateway/build/start-server.js');
+  return start([script, `--port=${port}`, '--headless'], (line) =>
+    // eslint-disable-next-line no-control-regex
+    line.replace(/\u001b\[[0-9;]*m/g, '').includes('Ready for connections')
+      ? `http://127.0.0.1:${port}/v1`
+      : undefined,
+  );
+}
+
+interface Measured {
+  name: string;
+  perSec: number;
+  p50: number;
+  p99: number;
+  failed: number;
+}
+
+interface Case {
+  name: string;
+  /** Starts the server (if any) and resolves its `/v1` base URL. */
+  url: () => Promise<string>;
+  headers: Record<string, string>;
+  /** Breakwater routes by `<provider>/<model>`; the others take the bare model name. */
+  model: string;
+}
+
+async function load(c: Case, url: string, connections: number, duration: number): Promise<Measured> {
+  const result = await autocannon({
+    url: `${url}/chat/completions`,
+    connections,
+    duration,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...c.headers },
+    body: BODY.replace('"gift-ranker"', JSON.stringify(c.model)),
+  });
+  const ok = Object.entries(result.statusCodeStats)
+    .filter(([status]) => status.startsWith('2'))
+    .reduce((sum, [, s]) => sum + Number(s.count), 0);
+  return {
+    name: c.name,
+    perSec: ok / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    failed: result.non2xx + result.errors,
+  };
+}
+
+export async function main(): Promise<void> {
+  const duration = Number(arg('duration') ?? 10);
+  const connections = Number(arg('connections') ?? 200);
+  const providerMs = Number(arg('provider-ms') ?? 0);
+  const provider = await startOwn('provider', [`--provider-ms=${providerMs}`]);
+  const children: ChildProcess[] = [provider.child];
+  const results: Measured[] = [];
+  try {
+    const own = (kind: string) => async () => {
+      const server = await startOwn(kind, [`--provider=${provider.url}`]);
+      children.push(server.child);
+      return server.url;
+    };
+    const cases: Case[] = [
+      { name: 'direct', url: async () => provider.url, headers: {}, model: 'gift-ranker' },
+      { name: 'breakwater', url: own('breakwater'), headers: {}, model: 'sim/gift-ranker' },
+      {
+        name: 'breakwater+limits',
+        url: own('breakwater+limits'),
+        headers: { 'x-breakwater-metadata': '{"user":"bench"}' },
+        model: 'sim/gift-ranker',
+      },
+      {
+        name: 'portkey',
+        url: async () => {
+          const server = await startPortkey();
+          children.push(server.child);
+          return server.url;
+        },
+        headers: {
+          'x-portkey-provider': 'openai',
+          'x-portkey-custom-host': provider.url,
+          authorization: 'Bearer sk-bench',
+        },
+        model: 'gift-ranker',
+      },
+    ];
+    for (const c of cases) {
+      const url = await c.url();
+      await load(c, url, connections, 2); // warm-up
+      results.push(await load(c, url, connections, duration));
+      // One gateway at a time on the machine: stop this one before the next starts.
+      const last = children.at(-1);
+      if (last !== undefined && last !== provider.child) last.kill('SIGTERM');
+    }
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+  }
+
+  const direct = results[0]!;
+  console.log(
+    `\nai: ${connections} connections, ${duration} s each, one non-streamed chat completion per request`,
+  );
+  console.log('  case                  req/s   p50 ms   p99 ms   added p50   added p99   failed');
+  for (const r of results) {
+    console.log(
+      `  ${r.name.padEnd(18)} ${Math.round(r.perSec).toLocaleString('en-US').padStart(8)}` +
+        `  ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}` +
+        `  ${(r.p50 - direct.p50).toFixed(2).padStart(10)}  ${(r.p99 - direct.p99).toFixed(2).padStart(10)}` +
+        `  ${String(r.failed).padStart(7)}`,
+    );
+  }
+  const bw = results.find((r) => r.name === 'breakwater')!;
+  const pk = results.find((r) => r.name === 'portkey');
+  const addedP50 = bw.p50 - direct.p50;
+  const addedP99 = bw.p99 - direct.p99;
+  console.log(
+    `  added p50 ${addedP50.toFixed(2)} ms (target ≤ 1: ${addedP50 <= 1 ? 'met' : 'missed'}); ` +
+      `added p99 ${addedP99.toFixed(2)} ms (target ≤ 5: ${addedP99 <= 5 ? 'met' : 'missed'})` +
+      (pk === undefined
+        ? ''
+        : `; breakwater ÷ portkey throughput ${(bw.perSec / pk.perSec).toFixed(2)}x (target > 1: ${bw.perSec > pk.perSec ? 'met' : 'missed'})`),
+  );
+}
+
+const serving = arg('serve');
+if (serving !== undefined) await serve(serving);
