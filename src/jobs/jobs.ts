@@ -1,7 +1,13 @@
 import { BreakwaterError, EventSource, finite, NON_NEGATIVE } from '../core/index.js';
 import type { JobEvent } from '../store/index.js';
 import { followJob, jobEvents, type FollowDeps } from './follow.js';
-import { JOBS_DEFAULTS, type Jobs, type JobsOptions } from './types.js';
+import {
+  JOBS_DEFAULTS,
+  type JobRunEndedEvent,
+  type JobStartedEvent,
+  type Jobs,
+  type JobsOptions,
+} from './types.js';
 import { resolveJobsOptions, resolveJobType, toNewJob, type JobType } from './validate.js';
 import { Worker } from './worker.js';
 
@@ -21,7 +27,9 @@ export function createJobs(options: JobsOptions): Jobs {
   const { store, clock } = resolved;
   const types = new Map<string, JobType>();
   const ends = new EventSource<JobEvent>();
-  const worker = new Worker({ ...resolved, types, warn, ends });
+  const starts = new EventSource<JobStartedEvent>();
+  const runEnds = new EventSource<JobRunEndedEvent>();
+  const worker = new Worker({ ...resolved, types, warn, ends, starts, runEnds });
   const follow: FollowDeps = { store, clock, pollMs: resolved.pollMs, warn };
 
   function mustExist<T>(id: string, found: T | undefined): T {
@@ -78,6 +86,8 @@ export function createJobs(options: JobsOptions): Jobs {
     },
 
     onSettled: (listener) => ends.on(listener),
+    onStarted: (listener) => starts.on(listener),
+    onRunEnded: (listener) => runEnds.on(listener),
 
     start: () => worker.start(),
 

@@ -9,7 +9,7 @@ import {
 } from '../core/index.js';
 import type { Claim, JobError, JobEvent, JobStore, LeaseRef } from '../store/index.js';
 import { ProgressThrottle } from './progress.js';
-import type { JobContext } from './types.js';
+import type { JobContext, JobRunEndedEvent, JobRunOutcome, JobStartedEvent } from './types.js';
 import type { JobType } from './validate.js';
 
 /** What a run needs from its worker. */
@@ -22,6 +22,10 @@ export interface RunDeps {
   warn(message: string, error: unknown): void;
   /** Hears every terminal event this run's settle wrote (see `Jobs.onSettled`). */
   ends: EventSource<JobEvent>;
+  /** Hears the start of every run (see `Jobs.onStarted`). */
+  starts: EventSource<JobStartedEvent>;
+  /** Hears the end of every run (see `Jobs.onRunEnded`). */
+  runEnds: EventSource<JobRunEndedEvent>;
 }
 
 /** Longest stored error message, in characters. */
@@ -72,7 +76,11 @@ export class JobRun {
   private cancelRequested = false;
   private timeoutError: BreakwaterError | undefined;
   private shutdown = false;
+  /** Set when a shutdown gave the lease back without writing an end (see {@link writeEnd}). */
+  private releasedLease = false;
   private settled = false;
+  /** When the run started, on the runtime's clock (one clock read per run, for the run events). */
+  private readonly startedAt: number;
   private heartbeatTimer: TimerHandle | undefined;
   private timeoutTimer: TimerHandle | undefined;
   /** Event writes of this run, chained so their seq follows the handler's call order. */
@@ -94,6 +102,18 @@ export class JobRun {
       this.timeoutTimer = deps.clock.setTimeout(() => this.onTimeout(timeoutMs), timeoutMs);
     }
     this.scheduleHeartbeat();
+    this.startedAt = deps.clock.now();
+    if (deps.starts.hasListeners) {
+      const job = claim.job;
+      deps.starts.emit({
+        jobId: job.id,
+        type: job.type,
+        attempt: job.attempts,
+        runAt: job.runAt,
+        createdAt: job.createdAt,
+        startedAt: this.startedAt,
+      });
+    }
     this.finished = this.execute().then(() => this.resolveReleased());
   }
 
@@ -217,24 +237,44 @@ export class JobRun {
       outcome = { ok: false, error };
     }
     this.resolveHandlerSettled();
+    const { clock, runEnds } = this.deps;
+    // Read only when someone listens: the hot path reads no clock here.
+    const durationMs = runEnds.hasListeners ? clock.now() - this.startedAt : 0;
     await this.writes;
     this.settled = true;
-    const { clock } = this.deps;
     if (this.timeoutTimer !== undefined) clock.clearTimeout(this.timeoutTimer);
     if (this.heartbeatTimer !== undefined) clock.clearTimeout(this.heartbeatTimer);
-    if (this.leaseLost) return;
-    try {
-      await this.settle(outcome);
-    } catch (error) {
-      // The job stays leased until its lease lapses; a reclaim then runs it again.
-      this.deps.warn(`settling job ${this.jobId} failed`, error);
+    let ended: JobRunOutcome = 'lost';
+    if (!this.leaseLost) {
+      try {
+        ended = await this.settle(outcome);
+      } catch (error) {
+        // The job stays leased until its lease lapses; a reclaim then runs it again.
+        this.deps.warn(`settling job ${this.jobId} failed`, error);
+      }
+    }
+    if (runEnds.hasListeners) {
+      const job = this.claim.job;
+      runEnds.emit({
+        jobId: job.id,
+        type: job.type,
+        attempt: job.attempts,
+        outcome: ended,
+        startedAt: this.startedAt,
+        durationMs,
+      });
     }
   }
 
-  private async settle(outcome: { ok: true; value: unknown } | { ok: false; error: unknown }): Promise<void> {
+  /** Writes the run's end and tells `Jobs.onSettled` listeners; resolves what the run ended with. */
+  private async settle(
+    outcome: { ok: true; value: unknown } | { ok: false; error: unknown },
+  ): Promise<JobRunOutcome> {
     const event = await this.writeEnd(outcome);
     const ends = this.deps.ends;
     if (event !== undefined && ends.hasListeners && TERMINAL_EVENTS.has(event.type)) ends.emit(event);
+    if (event === undefined) return this.releasedLease ? 'released' : 'lost';
+    return RUN_OUTCOMES[event.type] ?? 'lost';
   }
 
   /** Writes the run's end; resolves the event written (undefined for a release or a stale lease). */
@@ -255,7 +295,7 @@ export class JobRun {
       return store.complete(this.lease, result);
     }
     if (this.shutdown) {
-      await store.release(this.lease);
+      this.releasedLease = await store.release(this.lease);
       return undefined;
     }
     return this.fail(outcome.error);
@@ -287,6 +327,14 @@ export class JobRun {
 }
 
 const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['job.completed', 'job.failed', 'job.canceled']);
+
+/** The run outcome of each end event a settle writes. */
+const RUN_OUTCOMES: Readonly<Partial<Record<string, JobRunOutcome>>> = {
+  'job.completed': 'completed',
+  'job.failed': 'failed',
+  'job.retrying': 'retrying',
+  'job.canceled': 'canceled',
+};
 
 /** A retry hint (`Retry-After`) is honoured up to one hour: a larger one would park the job for good. */
 const MAX_RETRY_HINT_MS = 3_600_000;

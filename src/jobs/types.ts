@@ -1,4 +1,4 @@
-import type { Clock, Disposable } from '../core/index.js';
+import type { Clock, Disposable, Listener } from '../core/index.js';
 import type { Backoff } from '../policy/index.js';
 import type { JobEvent, JobFilter, JobRecord, JobStats, JobStore } from '../store/index.js';
 
@@ -155,6 +155,17 @@ export interface Jobs {
    * throws breaks nothing.
    */
   onSettled(listener: (event: JobEvent) => void): Disposable;
+  /**
+   * Hears each run this runtime's worker starts, right after its claim and before its handler is called
+   * (every attempt; a reclaim of a lost worker's job too). For metrics and dashboards; a listener that throws
+   * breaks nothing. With no listener the worker builds no event.
+   */
+  onStarted(listener: Listener<JobStartedEvent>): Disposable;
+  /**
+   * Hears each run of this runtime's worker ending, once what it ended with is written (or known not to be):
+   * one call per {@link Jobs.onStarted} call. For metrics; a listener that throws breaks nothing.
+   */
+  onRunEnded(listener: Listener<JobRunEndedEvent>): Disposable;
   subscribe(
     jobId: string,
     fromSeq: number,
@@ -171,4 +182,43 @@ export interface Jobs {
    * has settled or was abandoned (a handler that ignores its signal, see the worker's docs).
    */
   stop(options?: StopOptions): Promise<void>;
+}
+
+/** A run that starts (see {@link Jobs.onStarted}). Times are ms since the epoch on the runtime's clock. */
+export interface JobStartedEvent {
+  readonly jobId: string;
+  readonly type: string;
+  /** This run's number: 1 for the first; a retry, or a reclaim after a lost worker, counts one more. */
+  readonly attempt: number;
+  /**
+   * When the job became due for this run: for a first attempt its enqueue time plus any `delayMs`; for a
+   * retry the end of its backoff; for a reclaim the first run's due time.
+   */
+  readonly runAt: number;
+  /** When the job was enqueued (on the store's clock). */
+  readonly createdAt: number;
+  /** When the worker started this run. */
+  readonly startedAt: number;
+}
+
+/**
+ * How a run ended (see {@link Jobs.onRunEnded}):
+ * - `completed`, `failed` (the dead letter: permanent, or the last attempt), `retrying` (a transient failure
+ *   with attempts left), `canceled`: what the run wrote;
+ * - `released`: the worker stopped and gave the lease back (the run is not counted);
+ * - `lost`: nothing of this run was written: its lease went to another run, or its settle was refused (stale
+ *   fencing token) or failed; the job's next owner decides its end.
+ */
+export type JobRunOutcome = 'completed' | 'failed' | 'retrying' | 'canceled' | 'released' | 'lost';
+
+/** A run that ended (see {@link Jobs.onRunEnded}). */
+export interface JobRunEndedEvent {
+  readonly jobId: string;
+  readonly type: string;
+  readonly attempt: number;
+  readonly outcome: JobRunOutcome;
+  /** The run's start, ms since the epoch on the runtime's clock (as in {@link JobStartedEvent}). */
+  readonly startedAt: number;
+  /** From the start to the handler settling, ms: the handler's run time, without the settle's write. */
+  readonly durationMs: number;
 }

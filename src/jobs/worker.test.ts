@@ -1,7 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { BreakwaterError, Deadline, sleep } from '../core/index.js';
 import type { JobContext } from './types.js';
-import { deferred, eventTypes, fixedBackoff, flush, harness, type Harness } from './test-support.js';
+import {
+  HEARTBEAT_MS,
+  deferred,
+  eventTypes,
+  fixedBackoff,
+  flush,
+  harness,
+  type Harness,
+} from './test-support.js';
 
 describe('jobs worker', () => {
   let h: Harness;
@@ -200,6 +208,118 @@ describe('jobs worker', () => {
       ['job.completed', flaky],
       ['job.failed', strict],
     ]);
+  });
+
+  it('onStarted and onRunEnded hear every run: attempt, due time, start, handler time and outcome', async () => {
+    h = await harness();
+    const t0 = h.clock.now();
+    const starts: unknown[] = [];
+    const ends: unknown[] = [];
+    h.jobs.onStarted((event) => starts.push(event));
+    h.jobs.onRunEnded((event) => ends.push(event));
+    let calls = 0;
+    h.jobs.defineJob(
+      'flaky',
+      async () => {
+        calls++;
+        await sleep(h.clock, 250);
+        if (calls === 1) throw new BreakwaterError('upstream_unavailable');
+        return 'ok';
+      },
+      { maxAttempts: 2, backoff: fixedBackoff(1_000) },
+    );
+    h.jobs.defineJob('strict', () => {
+      throw new BreakwaterError('upstream_error');
+    });
+    h.jobs.start();
+    const flaky = await h.jobs.enqueue('flaky', {}, { delayMs: 500 });
+    for (const step of [500, 250, 1_000, 250]) {
+      await h.clock.tickAsync(step);
+      await flush(h.clock);
+    }
+    const strict = await h.jobs.enqueue('strict', {});
+    await flush(h.clock);
+    const flakyJob = (await h.jobs.get(flaky))!;
+    const strictJob = (await h.jobs.get(strict))!;
+    expect(starts).toEqual([
+      {
+        jobId: flaky,
+        type: 'flaky',
+        attempt: 1,
+        runAt: t0 + 500,
+        createdAt: flakyJob.createdAt,
+        startedAt: t0 + 500,
+      },
+      {
+        jobId: flaky,
+        type: 'flaky',
+        attempt: 2,
+        runAt: t0 + 1_750,
+        createdAt: flakyJob.createdAt,
+        startedAt: t0 + 1_750,
+      },
+      {
+        jobId: strict,
+        type: 'strict',
+        attempt: 1,
+        runAt: t0 + 2_000,
+        createdAt: strictJob.createdAt,
+        startedAt: t0 + 2_000,
+      },
+    ]);
+    expect(ends).toEqual([
+      { jobId: flaky, type: 'flaky', attempt: 1, outcome: 'retrying', startedAt: t0 + 500, durationMs: 250 },
+      {
+        jobId: flaky,
+        type: 'flaky',
+        attempt: 2,
+        outcome: 'completed',
+        startedAt: t0 + 1_750,
+        durationMs: 250,
+      },
+      { jobId: strict, type: 'strict', attempt: 1, outcome: 'failed', startedAt: t0 + 2_000, durationMs: 0 },
+    ]);
+  });
+
+  it('onRunEnded says released when a shutdown gives the lease back (the run is not counted)', async () => {
+    h = await harness();
+    const outcomes: string[] = [];
+    h.jobs.onRunEnded((event) => outcomes.push(event.outcome));
+    const gate = deferred();
+    h.jobs.defineJob('stubborn', async ({ signal }) => {
+      await gate.promise;
+      throw signal.reason;
+    });
+    h.jobs.start();
+    await h.jobs.enqueue('stubborn', {});
+    await flush(h.clock);
+    const stopping = h.jobs.stop({ graceMs: 0 });
+    await flush(h.clock);
+    gate.resolve();
+    await stopping;
+    expect(outcomes).toEqual(['released']);
+  });
+
+  it('onRunEnded says lost when a heartbeat finds the lease taken: nothing of the run is written', async () => {
+    h = await harness();
+    const outcomes: string[] = [];
+    h.jobs.onRunEnded((event) => outcomes.push(event.outcome));
+    h.jobs.defineJob(
+      'long',
+      ({ signal }) =>
+        new Promise((_resolve, reject) => {
+          signal.addEventListener('abort', () => reject(signal.reason));
+        }),
+    );
+    h.jobs.start();
+    const id = await h.jobs.enqueue('long', {});
+    await flush(h.clock);
+    // Another run took the lease (as a reclaim would): this worker's next heartbeat is refused.
+    h.store.heartbeat = async () => ({ ok: false, cancelRequested: false });
+    await h.clock.tickAsync(HEARTBEAT_MS);
+    await flush(h.clock);
+    expect(outcomes).toEqual(['lost']);
+    expect((await h.jobs.get(id))?.status).toBe('in_progress');
   });
 
   it('a TypeError is classified fatal and not retried', async () => {

@@ -2,6 +2,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { Deadline, type Clock, type Disposable, type EventSource, type TimerHandle } from '../core/index.js';
 import type { Claim, JobEvent, JobStore, StoreNotification } from '../store/index.js';
 import { JobRun } from './run.js';
+import type { JobRunEndedEvent, JobStartedEvent } from './types.js';
 import type { JobType } from './validate.js';
 
 /** What a worker needs. */
@@ -17,6 +18,10 @@ export interface WorkerDeps {
   warn(message: string, error: unknown): void;
   /** Hears every terminal event a run of this worker wrote (see `Jobs.onSettled`). */
   ends: EventSource<JobEvent>;
+  /** Hears every run this worker starts (see `Jobs.onStarted`). */
+  starts: EventSource<JobStartedEvent>;
+  /** Hears every run of this worker ending (see `Jobs.onRunEnded`). */
+  runEnds: EventSource<JobRunEndedEvent>;
 }
 
 /**

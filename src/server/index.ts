@@ -1,7 +1,7 @@
 /**
  * server/: the Fastify HTTP app (DESIGN: "server/"): health, job polling, cancel and SSE routes, problem+json
- * for every error, the inbound request timeout and graceful shutdown. Other fronts (the MCP endpoint, …) are
- * mounted through `routes`. Imports core, policy, store and jobs through their index.js; never mcp/ or cli/.
+ * for every error, the inbound request timeout and graceful shutdown, and `/metrics` (Prometheus, see
+ * `metrics/`). Other fronts (the MCP endpoint, …) are mounted through `routes`. Imports core, policy, store and jobs through their index.js; never mcp/ or cli/.
  */
 export { createServer } from './server.js';
 export {
@@ -18,3 +18,13 @@ export { sendProblem, toHttpError } from './problems.js';
 export { jobUrls, toEventView, toJobView, type JobEventView, type JobUrls, type JobView } from './views.js';
 export { LIST_LIMITS } from './jobs-routes.js';
 export type { OpenBreakerView } from './health.js';
+export {
+  METRICS_DEFAULTS,
+  METRIC_FAMILIES,
+  createMetrics,
+  metricsRoutes,
+  type JobStatsSource,
+  type MetricFamily,
+  type Metrics,
+  type MetricsOptions,
+} from './metrics/index.js';

@@ -29,6 +29,7 @@ export {
   type WebhookIngress,
   type WebhookIngressOptions,
   type WebhookReceipt,
+  type WebhookRejection,
 } from './ingress.js';
 export {
   webhookJobType,

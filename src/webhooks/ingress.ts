@@ -65,12 +65,27 @@ export const WEBHOOK_INGRESS_DEFAULTS = { backlogCacheMs: 1_000, admin: true } a
 
 /** What the pipeline did with a delivery it accepted. */
 export interface WebhookReceipt {
+  /** The source's name. */
+  source: string;
   /** True when the event id was stored before: nothing was enqueued. */
   duplicate: boolean;
   eventId: string;
   eventType: string;
   /** The inbox row (the first delivery's when a duplicate). */
   record: InboxRecord;
+}
+
+/**
+ * A delivery the ingress refused over HTTP (`POST /webhooks/:source` answered with an error): `code` and
+ * `status` as answered, e.g. `invalid_signature` 401, `stale_timestamp` 401, `invalid_payload` 400,
+ * `payload_too_large` 413, `rate_limited` 429, `overloaded` 503, `upstream_unavailable` 503 (the store
+ * failed), `timeout` 408, `not_found` 404.
+ */
+export interface WebhookRejection {
+  /** The declared source's name; `undefined` when the path names no declared source (`not_found`). */
+  readonly source: string | undefined;
+  readonly code: string;
+  readonly status: number;
 }
 
 /** A running ingress. */
@@ -105,6 +120,17 @@ export interface WebhookIngress {
    * 2xx is sent: for audit logs and metrics. A listener that throws breaks nothing.
    */
   onAccepted(listener: (receipt: WebhookReceipt) => void): Disposable;
+  /**
+   * Hears each delivery the pipeline stored or recognized, first deliveries and duplicates alike (tell them
+   * apart by `duplicate`), right after the store answered: for metrics. A listener that throws breaks nothing.
+   */
+  onReceipt(listener: (receipt: WebhookReceipt) => void): Disposable;
+  /**
+   * Hears each delivery refused over HTTP, as it is answered (see {@link WebhookRejection}): for metrics.
+   * Calls of {@link WebhookIngress.receive} outside the route are not reported. A listener that throws breaks
+   * nothing.
+   */
+  onRejected(listener: (rejection: WebhookRejection) => void): Disposable;
   /** The store, for the admin routes. */
   readonly store: WebhookInboxStore;
 }
@@ -160,6 +186,8 @@ export function createWebhookIngress(options: WebhookIngressOptions): WebhookIng
   }
   const handlers = new HandlerTable(new Set(sources.keys()), options.handlers ?? []);
   const accepted = new EventSource<WebhookReceipt>();
+  const receipts = new EventSource<WebhookReceipt>();
+  const rejected = new EventSource<WebhookRejection>();
   if (options.jobs !== undefined) {
     if (typeof options.jobs.defineJob !== 'function') {
       throw invalidOption(owner, 'jobs', 'a jobs runtime with defineJob (createJobs)', options.jobs);
@@ -207,11 +235,18 @@ export function createWebhookIngress(options: WebhookIngressOptions): WebhookIng
     } catch (error) {
       throw storeFailed(error);
     }
-    const receipt = { duplicate: result.duplicate, eventId, eventType, record: result.record };
+    const receipt = {
+      source: source.name,
+      duplicate: result.duplicate,
+      eventId,
+      eventType,
+      record: result.record,
+    };
     if (!result.duplicate) {
       admission.accepted();
       if (accepted.hasListeners) accepted.emit(receipt);
     }
+    if (receipts.hasListeners) receipts.emit(receipt);
     return receipt;
   }
 
@@ -253,7 +288,10 @@ export function createWebhookIngress(options: WebhookIngressOptions): WebhookIng
     receive,
     replay,
     onAccepted: (listener) => accepted.on(listener),
-    routes: (app) => webhookRoutes(app, ingress, { admin: options.admin ?? WEBHOOK_INGRESS_DEFAULTS.admin }),
+    onReceipt: (listener) => receipts.on(listener),
+    onRejected: (listener) => rejected.on(listener),
+    routes: (app) =>
+      webhookRoutes(app, ingress, { admin: options.admin ?? WEBHOOK_INGRESS_DEFAULTS.admin, rejected }),
   };
   return ingress;
 }

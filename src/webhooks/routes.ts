@@ -7,12 +7,13 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import {
   BreakwaterError,
   PROBLEM_CONTENT_TYPE,
+  type EventSource,
   isBreakwaterError,
   retryAfterHeader,
   toProblem,
 } from '../core/index.js';
 import { payloadTooLarge, readRawBody } from './body.js';
-import type { WebhookIngress } from './ingress.js';
+import type { WebhookIngress, WebhookRejection } from './ingress.js';
 import type { InboxRecord } from './ports.js';
 
 type SourceRequest = FastifyRequest<{ Params: { source: string } }>;
@@ -35,10 +36,22 @@ const ACCEPTED_SCHEMA = {
 export async function webhookRoutes(
   app: FastifyInstance,
   ingress: WebhookIngress,
-  options: { admin: boolean },
+  options: { admin: boolean; rejected: EventSource<WebhookRejection> },
 ): Promise<void> {
+  const { rejected } = options;
   await app.register(async (child) => {
-    child.setErrorHandler(answerError);
+    child.setErrorHandler((error: FastifyError | BreakwaterError, request, reply) => {
+      const answered = answerError(error, request, reply);
+      // Every refusal of a delivery passes here (unknown source, size, admission, signature, payload, store).
+      if (answered !== undefined && rejected.hasListeners) {
+        const name = (request.params as { source?: string } | undefined)?.source ?? '';
+        rejected.emit({
+          source: ingress.source(name) === undefined ? undefined : name,
+          code: answered.code,
+          status: answered.status,
+        });
+      }
+    });
     child.removeAllContentTypeParsers();
     // Every media type, and none: the bytes are what the signature covers; JSON parsing comes after it.
     child.addContentTypeParser('*', (request, payload, done) => {
@@ -84,7 +97,9 @@ export async function webhookRoutes(
  * the admin API has its own credentials.
  */
 async function adminRoutes(app: FastifyInstance, ingress: WebhookIngress): Promise<void> {
-  app.setErrorHandler(answerError);
+  app.setErrorHandler((error: FastifyError | BreakwaterError, request, reply) => {
+    answerError(error, request, reply);
+  });
   // No admin route reads a body: whatever a client sends (`curl -X POST -H 'content-type: application/json'`
   // with nothing) is read, up to 1 KiB, and ignored rather than refused as empty JSON.
   app.removeAllContentTypeParsers();
@@ -163,13 +178,14 @@ function isLoopback(address: string | undefined): boolean {
 /**
  * Answers any failure as problem+json (RFC 9457): a BreakwaterError as it is, a client error Fastify raised
  * (a malformed Content-Type, a body whose length does not match) as `invalid_payload` with its status, and
- * anything else as `internal_error` (500, logged; its message is not shown).
+ * anything else as `internal_error` (500, logged; its message is not shown). Returns the error answered, or
+ * `undefined` when a reply had already been sent.
  */
 function answerError(
   error: FastifyError | BreakwaterError,
   request: FastifyRequest,
   reply: FastifyReply,
-): void {
+): BreakwaterError | undefined {
   let mapped: BreakwaterError;
   if (isBreakwaterError(error)) mapped = error;
   else if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
@@ -190,7 +206,7 @@ function answerError(
         : new BreakwaterError('internal_error');
   }
   if (mapped.status >= 500) request.log.error({ err: error, code: mapped.code }, 'webhook request failed');
-  if (reply.sent) return;
+  if (reply.sent) return undefined;
   const retryAfter = retryAfterHeader(mapped);
   if (retryAfter !== undefined) void reply.header('retry-after', retryAfter);
   const url = request.raw.url ?? '/';
@@ -199,4 +215,5 @@ function answerError(
     .code(mapped.status)
     .header('content-type', `${PROBLEM_CONTENT_TYPE}; charset=utf-8`)
     .send(toProblem(mapped, q < 0 ? url : url.slice(0, q)));
+  return mapped;
 }

@@ -93,6 +93,33 @@ describe('POST /webhooks/:source: each answer', () => {
     expect(await store.getWebhook('payments', 'evt_heard')).toBeDefined();
   });
 
+  it('onReceipt hears firsts and duplicates; onRejected hears each refusal with its code and status', async () => {
+    const { url, ingress } = await startIngress(defer, { sources: [payments({ maxBodyBytes: 300 })] });
+    const receipts: [string, string, boolean][] = [];
+    const rejections: unknown[] = [];
+    ingress.onReceipt((r) => receipts.push([r.source, r.eventId, r.duplicate]));
+    ingress.onRejected((r) => rejections.push(r));
+    const body = stripeEvent('evt_counted', 'payment_intent.succeeded');
+    expect((await deliverStripe(url, 'payments', body)).status).toBe(200);
+    expect((await deliverStripe(url, 'payments', body)).status).toBe(200);
+    expect((await deliverStripe(url, 'payments', body, 'whsec_someone_else')).status).toBe(401);
+    expect((await deliverStripe(url, 'payments', '{"id": 1')).status).toBe(400);
+    expect(
+      (await deliverStripe(url, 'payments', stripeEvent('evt_big', 'x', { pad: 'y'.repeat(300) }))).status,
+    ).toBe(413);
+    expect((await post(`${url}/webhooks/nope`, '{}')).status).toBe(404);
+    expect(receipts).toEqual([
+      ['payments', 'evt_counted', false],
+      ['payments', 'evt_counted', true],
+    ]);
+    expect(rejections).toEqual([
+      { source: 'payments', code: 'invalid_signature', status: 401 },
+      { source: 'payments', code: 'invalid_payload', status: 400 },
+      { source: 'payments', code: 'payload_too_large', status: 413 },
+      { source: undefined, code: 'not_found', status: 404 },
+    ]);
+  });
+
   it('404 for an unknown source, before reading the body', async () => {
     const { url } = await startIngress(defer, { sources: [payments()] });
     const answer = await post(`${url}/webhooks/nope`, '{}');

@@ -8,6 +8,7 @@ export type {
   LedgerLog,
   NeedsAttentionEvent,
   OperationAuditSink,
+  OperationOutcomeEvent,
   OperationLedgerOptions,
   LookupResult,
   OperationAction,

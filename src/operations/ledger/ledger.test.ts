@@ -259,6 +259,32 @@ describe('OperationLedger.execute', () => {
     expect(service.calls).toEqual(['send#1 id=corr']);
   });
 
+  it('onOutcome hears each move to succeeded, failed or unknown once, with the state before', async () => {
+    // Two ledgers: one action name may not stand for two actions in one.
+    const ops = ledger();
+    const strict = ledger();
+    const heard: [string, string, string][] = [];
+    for (const l of [ops, strict]) {
+      l.onOutcome(({ record, previous }) => heard.push([record.id, previous, record.state]));
+    }
+    service.sends = [cutOff, accept, rejected, cutOff];
+    service.lookups = [notFound, notFound, notFound];
+    const resent = await ops.execute(service.action(), { sku: 'kite' });
+    const refused = await ops.execute(service.action(), { sku: 'yo-yo' });
+    const noResend = service.action({ retryAllowed: false, recoveryMs: 60_000 });
+    const lost = await strict.execute(noResend, { sku: 'top' });
+    clock.tick(60_000);
+    await strict.recover();
+    await strict.reconcile(lost.operation_id);
+    expect(heard).toEqual([
+      [resent.operation_id, 'in_flight', 'unknown'],
+      [resent.operation_id, 'in_flight', 'succeeded'],
+      [refused.operation_id, 'in_flight', 'failed'],
+      [lost.operation_id, 'in_flight', 'unknown'],
+      [lost.operation_id, 'needs_attention', 'failed'],
+    ]);
+  });
+
   it('reconcile settles a needs_attention operation on a confirmed result, never resending', async () => {
     const action = service.action({ recoveryMs: 10_000 });
     service.sends = [cutOff];

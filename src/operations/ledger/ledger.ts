@@ -25,6 +25,7 @@ import type {
   OperationAuditSink,
   OperationCallContext,
   OperationLedgerOptions,
+  OperationOutcomeEvent,
   OperationResult,
 } from './types.js';
 
@@ -51,6 +52,7 @@ export class OperationLedger {
   private readonly clock: Clock;
   private readonly checkEveryMs: number;
   private readonly attention = new EventSource<NeedsAttentionEvent>();
+  private readonly outcomes = new EventSource<OperationOutcomeEvent>();
   /** Operations marked `needs_attention` by this process (a counter for metrics). */
   escalated = 0;
 
@@ -73,6 +75,15 @@ export class OperationLedger {
   /** Subscribes to operations escalated to `needs_attention` by this process. */
   onNeedsAttention(listener: Listener<NeedsAttentionEvent>): Disposable {
     return this.attention.on(listener);
+  }
+
+  /**
+   * Subscribes to operations this process moves to an outcome: `succeeded`, `failed` or `unknown` (see
+   * {@link OperationOutcomeEvent}), once per transition (each is a compare-and-set: one process wins it). For
+   * metrics; a listener that throws breaks nothing.
+   */
+  onOutcome(listener: Listener<OperationOutcomeEvent>): Disposable {
+    return this.outcomes.on(listener);
   }
 
   /**
@@ -459,6 +470,9 @@ export class OperationLedger {
         state: updated.state,
         observation: updated.observation,
       });
+      if (this.outcomes.hasListeners && updated.state !== record.state && OUTCOMES.has(updated.state)) {
+        this.outcomes.emit({ record: updated, previous: record.state });
+      }
     }
     return updated;
   }
@@ -497,3 +511,6 @@ export class OperationLedger {
     }
   }
 }
+
+/** The states {@link OperationLedger.onOutcome} reports: the outcomes of the result contract. */
+const OUTCOMES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'unknown']);

@@ -1,5 +1,5 @@
 import type { Clock } from '../../core/index.js';
-import type { OperationRecord, OperationStore, ReconcileHint } from '../../store/index.js';
+import type { OperationRecord, OperationState, OperationStore, ReconcileHint } from '../../store/index.js';
 
 /** What `send` and `lookup` receive. */
 export interface OperationCallContext<Req> {
@@ -122,6 +122,17 @@ export interface LedgerLog {
 /** Emitted when an operation could not be settled by its recovery deadline. */
 export interface NeedsAttentionEvent {
   readonly record: OperationRecord;
+}
+
+/**
+ * Emitted when this process moves an operation to an outcome: settled (`succeeded`, `failed`) or `unknown`
+ * (an attempt may have taken effect; the later settle of a reconciled operation is emitted too).
+ */
+export interface OperationOutcomeEvent {
+  /** The operation as stored after the transition; `record.state` is the outcome. */
+  readonly record: OperationRecord;
+  /** Its state before: `in_flight` for an attempt's answer, `unknown` or `needs_attention` for a lookup's. */
+  readonly previous: OperationState;
 }
 
 export interface OperationLedgerOptions {
