@@ -97,6 +97,12 @@ export {
   type JobEventView,
   type JobUrls,
   type OpenBreakerView,
+  createMetrics,
+  metricsRoutes,
+  METRICS_DEFAULTS,
+  METRIC_FAMILIES,
+  type Metrics,
+  type MetricsOptions,
 } from './server/index.js';
 export {
   resilientTool,

@@ -6,6 +6,8 @@
 import { createServer as createNetServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import {
+  createMetrics,
+  type Metrics,
   closeGracefully,
   createDurableEventStore,
   createJobs,
@@ -80,6 +82,8 @@ export interface Gateway {
   webhooks: WebhookIngress | undefined;
   /** The AI gateway (`POST /v1/chat/completions`), when the app declares one. */
   ai: AiGateway | undefined;
+  /** The process's Prometheus metrics (served at `GET /metrics`). */
+  metrics: Metrics;
   /**
    * Stops in order: new HTTP requests get 503 while in-flight ones finish (up to the grace period), the
    * worker stops claiming and lets running jobs finish (same grace), then the app, the store. Idempotent.
@@ -147,6 +151,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       clock,
     });
     // The AI gateway, when the app declares one: its counters in the same store.
+    // Prometheus metrics of everything this process runs, at GET /metrics.
+    const metrics = createMetrics({ clock });
+    for (const upstream of parts.upstreams ?? []) metrics.observeUpstream(upstream);
+    metrics.observeJobs(jobs, store);
+    metrics.observeOperations(operations);
     const server: { app?: FastifyInstance } = {};
     const ai =
       parts.ai === undefined
@@ -158,7 +167,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
             // One line per request through the server's logger, once it exists.
             logger: { info: (line, message) => server.app?.log.info(line, message) },
           });
-    if (ai !== undefined) cleanups.push(() => ai.close());
+    if (ai !== undefined) {
+      cleanups.push(() => ai.close());
+      metrics.observeAi(ai);
+    }
     // Handlers as jobs on this runtime; routes mounted below. The inbox is the same store.
     const webhooks =
       parts.webhooks === undefined
@@ -180,11 +192,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         mcp,
         ...(webhooks === undefined ? [] : [webhooks.routes]),
         ...(ai === undefined ? [] : [ai.routes]),
+        metrics.routes,
       ],
       shutdownGraceMs: graceMs,
       clock,
     });
     server.app = http;
+    if (webhooks !== undefined) metrics.observeWebhooks(webhooks);
     cleanups.push(() => closeGracefully(http, { graceMs }));
     auditAdminActions(http, audit);
     auditJobsAndWebhooks(audit, jobs, webhooks);
@@ -212,6 +226,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       toolNames: mcp.server.tools.map((tool) => tool.name),
       webhooks,
       ai,
+      metrics,
       close: () => (closing ??= cleanup()),
     };
   } catch (error) {

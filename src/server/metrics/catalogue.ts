@@ -163,6 +163,31 @@ export const METRIC_FAMILIES = {
     help: 'Operations still unknown at their recovery deadline (escalated to needs_attention) per action.',
     labels: ['action'],
   },
+  aiRequests: {
+    name: 'ai_requests_total',
+    type: 'counter',
+    help: 'AI gateway requests by route, step, provider, model and outcome (ok or the error code).',
+    labels: ['route', 'step', 'provider', 'model', 'outcome'],
+  },
+  aiTokens: {
+    name: 'ai_tokens_total',
+    type: 'counter',
+    help: 'Tokens the providers reported, by route step and kind (prompt, completion, cached).',
+    labels: ['route', 'step', 'provider', 'model', 'kind'],
+  },
+  aiCost: {
+    name: 'ai_cost_usd_total',
+    type: 'counter',
+    help: 'Cost of AI gateway requests in USD (from usage and the price table), by route step.',
+    labels: ['route', 'step', 'provider', 'model'],
+  },
+  aiDuration: {
+    name: 'ai_request_duration_seconds',
+    type: 'histogram',
+    help: 'AI gateway request time from receipt to the end of the answer, by route step.',
+    labels: ['route', 'step', 'provider', 'model'],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  },
   collectErrors: {
     name: 'metrics_collect_errors_total',
     type: 'counter',

@@ -11,9 +11,11 @@ import {
 import { BoundedCollections, createInstruments, type Instruments } from './instruments.js';
 import { JobMetrics, type JobStatsSource, type ObservedJobs } from './jobs.js';
 import {
+  observeAi,
   observeOperations,
   observeRateLimit,
   observeWebhooks,
+  type ObservedAi,
   type ObservedLedger,
   type ObservedRateLimit,
   type ObservedWebhooks,
@@ -61,6 +63,8 @@ export interface Metrics {
   observeWebhooks(ingress: ObservedWebhooks): Disposable;
   /** Operation outcomes and operations unknown past their recovery deadline, per action. */
   observeOperations(ledger: ObservedLedger): Disposable;
+  /** AI gateway requests, tokens, cost and time per route step (from its one line per request). */
+  observeAi(ai: ObservedAi): Disposable;
   /** The exposition text, gauges collected now. Never waits longer than `collectTimeoutMs` for a store. */
   scrape(): Promise<string>;
   /** Mounts `GET /metrics`: pass it to `createServer({ routes })` (see {@link metricsRoutes}). */
@@ -122,6 +126,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     observeJobs: (runtime, store) => jobs.observe(runtime, store),
     observeWebhooks: (ingress) => observeWebhooks(m, ingress),
     observeOperations: (ledger) => observeOperations(m, ledger),
+    observeAi: (ai) => observeAi(m, ai),
     scrape: () => registry.metrics(),
     routes: (app) => metricsRoutes(metrics)(app),
   };

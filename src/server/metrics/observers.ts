@@ -2,6 +2,7 @@
  * The event-only observers: rate-limit decisions, webhook deliveries and operation outcomes. Each subscribes
  * to what its part emits and returns one disposable for all its subscriptions.
  */
+import type { AiRequestLog } from '../../ai/index.js';
 import type { Disposable } from '../../core/index.js';
 import type { OperationLedger } from '../../operations/index.js';
 import type { RateLimitPolicy } from '../../policy/index.js';
@@ -72,4 +73,34 @@ export function all(subscriptions: readonly Disposable[]): Disposable {
       for (const s of subscriptions) s.dispose();
     },
   };
+}
+
+/** What `observeAi` reads of an AI gateway: its one line per request. */
+export interface ObservedAi {
+  onRequest(listener: (line: AiRequestLog) => void): Disposable;
+}
+
+/**
+ * `ai_requests_total{route, step, provider, model, outcome}`, `ai_tokens_total{…, kind}`,
+ * `ai_cost_usd_total{…}` and `ai_request_duration_seconds{…}` from each request's log line. The route label
+ * is the route's name without its version (a deploy must not start new series), `direct` for a
+ * `<provider>/<model>` request; a request refused before any step has `step`, `provider` and `model` `none`.
+ */
+export function observeAi(m: Instruments, ai: ObservedAi): Disposable {
+  return ai.onRequest((line) => {
+    const labels = {
+      route: line.route === null ? 'direct' : line.route.replace(/@\d+$/, ''),
+      step: line.step ?? 'none',
+      provider: line.provider ?? 'none',
+      model: line.model ?? 'none',
+    };
+    m.aiRequests.inc({ ...labels, outcome: line.outcome });
+    if (line.prompt_tokens !== null) m.aiTokens.inc({ ...labels, kind: 'prompt' }, line.prompt_tokens);
+    if (line.completion_tokens !== null) {
+      m.aiTokens.inc({ ...labels, kind: 'completion' }, line.completion_tokens);
+    }
+    if (line.cached_tokens !== null) m.aiTokens.inc({ ...labels, kind: 'cached' }, line.cached_tokens);
+    if (line.cost_usd !== null) m.aiCost.inc(labels, Number(line.cost_usd));
+    m.aiDuration.observe(labels, line.latency_ms / 1000);
+  });
 }
