@@ -58,3 +58,4 @@ export type {
   StreamStepAnswer,
   Usage,
 } from './types.js';
+export * from './routes/index.js';

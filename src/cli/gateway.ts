@@ -21,7 +21,7 @@ import {
   type Store,
 } from '../index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
-import { createAiGateway, type AiGateway } from '../ai/index.js';
+import { createAiGateway, createRouteResolver, routeAdminRoutes, type AiGateway } from '../ai/index.js';
 import { createWebhookIngress, type WebhookIngress } from '../webhooks/index.js';
 import type { AppParts, BreakwaterApp } from './app.js';
 import { auditAdminActions, auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
@@ -157,6 +157,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     metrics.observeJobs(jobs, store);
     metrics.observeOperations(operations);
     const server: { app?: FastifyInstance } = {};
+    // `dynamic/<route>` resolves from the store's deployed routes (`breakwater routes`, /admin/ai/routes).
+    const resolver =
+      parts.ai === undefined
+        ? undefined
+        : createRouteResolver({
+            routes: store.routes,
+            counters: store.counters,
+            maxRequestCostUsd: parts.ai.maxRequestCostUsd,
+            clock,
+          });
     const ai =
       parts.ai === undefined
         ? undefined
@@ -164,6 +174,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
             ...parts.ai,
             store,
             clock,
+            routes: resolver!.resolve,
             // One line per request through the server's logger, once it exists.
             logger: { info: (line, message) => server.app?.log.info(line, message) },
           });
@@ -192,6 +203,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         mcp,
         ...(webhooks === undefined ? [] : [webhooks.routes]),
         ...(ai === undefined ? [] : [ai.routes]),
+        ...(resolver === undefined
+          ? []
+          : [
+              (app: FastifyInstance) =>
+                routeAdminRoutes(app, {
+                  routes: store.routes,
+                  resolver,
+                  providers: Object.keys(parts.ai!.providers),
+                }),
+            ]),
         metrics.routes,
       ],
       shutdownGraceMs: graceMs,

@@ -28,6 +28,9 @@ export function operationsRuntime(
 const AUDITED_ROUTES: Readonly<Record<string, string>> = {
   '/jobs/:id/cancel': 'admin.job_cancel',
   '/admin/webhooks/:source/:eventId/replay': 'admin.webhook_replay',
+  '/admin/ai/routes/:name/versions': 'admin.route_create',
+  '/admin/ai/routes/:name/deploy': 'admin.route_deploy',
+  '/admin/ai/routes/:name/rollback': 'admin.route_rollback',
 };
 
 /** Audits each admin action over HTTP that succeeded (actor: the client's address). */

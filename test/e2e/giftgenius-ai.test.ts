@@ -92,4 +92,39 @@ describe('GiftGenius AI gateway', () => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(((await refused.json()) as { code: string }).code).toBe('rate_limited');
   });
+  it('a route deployed over the admin API serves dynamic/<name> at once, and the deploy is audited', async () => {
+    const backends = await startBackends(defer);
+    const gw = await startGiftGenius(defer, backends, { dbPath: tempDb(defer) });
+    const admin = (path: string, body: unknown) =>
+      fetch(`${gw.url}/admin/ai/routes/${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const definition = {
+      type: 'fallback',
+      chain: [
+        { type: 'model', name: 'ranker', provider: 'sim', model: 'gift-ranker', timeoutMs: 2_000 },
+        { type: 'model', name: 'mini', provider: 'sim', model: 'gift-ranker-mini' },
+      ],
+    };
+    expect((await admin('gifts/versions', { definition, note: 'ranker, mini as fallback' })).status).toBe(
+      201,
+    );
+    expect((await admin('gifts/deploy', { version: 1 })).status).toBe(200);
+
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const { response } = await client.chat.completions
+      .create({ model: 'dynamic/gifts', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 })
+      .withResponse();
+    expect([response.headers.get('x-breakwater-route'), response.headers.get('x-breakwater-step')]).toEqual([
+      'gifts@1',
+      'ranker',
+    ]);
+    await gw.audit.flush();
+    const actions = (await gw.store.audit.read()).map(
+      (r) => (JSON.parse(r.body) as { action: string }).action,
+    );
+    expect(actions).toEqual(expect.arrayContaining(['admin.route_create', 'admin.route_deploy']));
+  });
 });
