@@ -143,6 +143,8 @@ export async function runServe(argv: string[], out: (line: string) => void = con
   );
   out(`  MCP endpoint   ${gateway.mcpUrl}`);
   out(`  tools          ${gateway.toolNames.join(', ') || '(none)'}`);
+  if (gateway.ai !== undefined) out(`  AI gateway     ${gateway.url}/v1/chat/completions`);
+  out(`  metrics        ${gateway.url}/metrics`);
   out(
     `  store          ${db ?? './data/breakwater.db'}${values.worker === false ? '' : ' (worker running)'}`,
   );
