@@ -1,7 +1,6 @@
 /**
- * Breakwater's public face: `import { ... } from 'breakwater'`. Later issues add operations and the AI gateway
- * here. Plumbing that core shares with the
- * other folders (timer queues, promise helpers, option checks) stays out of it.
+ * Breakwater's public face: `import { ... } from 'breakwater'`. Plumbing that core shares with the other
+ * folders (timer queues, promise helpers, option checks) stays out of it.
  */
 export {
   BreakwaterError,
@@ -35,6 +34,18 @@ export {
   LinkedAbort,
   type Disposable,
   type Listener,
+  REDACTED,
+  redact,
+  redactText,
+  isSecretKey,
+  Log,
+  LogContext,
+  errorFields,
+  getLogger,
+  setLogger,
+  type LogFields,
+  type LogLevel,
+  type Logger,
 } from './core/index.js';
 export * from './policy/index.js';
 export {
@@ -103,6 +114,11 @@ export {
   METRIC_FAMILIES,
   type Metrics,
   type MetricsOptions,
+  REDACTED_FIELDS,
+  createAdminAuth,
+  createDashboard,
+  reconcileOperation,
+  retryDeadLetter,
 } from './server/index.js';
 export {
   resilientTool,

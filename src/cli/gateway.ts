@@ -22,9 +22,11 @@ import {
 } from '../index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
 import { createAiGateway, createRouteResolver, routeAdminRoutes, type AiGateway } from '../ai/index.js';
+import { setLogger } from '../core/index.js';
 import { createWebhookIngress, type WebhookIngress } from '../webhooks/index.js';
 import type { AppParts, BreakwaterApp } from './app.js';
 import { auditAdminActions, auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
+import { adminToken, gatewayAdminAuth, gatewayDashboard } from './gateway-admin.js';
 
 /** Options of {@link startGateway}. */
 export interface GatewayOptions {
@@ -53,6 +55,13 @@ export interface GatewayOptions {
   env?: NodeJS.ProcessEnv;
   /** Where the app's and the gateway's operator lines go (default `console.log`). */
   log?: (line: string) => void;
+  /**
+   * The admin token of the dashboard and every admin route (default `$BREAKWATER_ADMIN_TOKEN`; at least 16
+   * characters). None: the admin routes answer clients on this machine only. See docs/http.md.
+   */
+  adminToken?: string;
+  /** How often the operation ledger's recovery loop looks at unsettled operations, ms (default 5 000). */
+  operationsCheckEveryMs?: number;
 }
 
 /** Defaults of {@link GatewayOptions}. */
@@ -84,6 +93,10 @@ export interface Gateway {
   ai: AiGateway | undefined;
   /** The process's Prometheus metrics (served at `GET /metrics`). */
   metrics: Metrics;
+  /** The dashboard's URL (`${url}/`); its JSON API is under `/admin/api/`. */
+  dashboardUrl: string;
+  /** `token` when an admin token is set, else `loopback` (admin routes answer this machine only). */
+  adminMode: 'token' | 'loopback';
   /**
    * Stops in order: new HTTP requests get 503 while in-flight ones finish (up to the grace period), the
    * worker stops claiming and lets running jobs finish (same grace), then the app, the store. Idempotent.
@@ -92,9 +105,11 @@ export interface Gateway {
 }
 
 /**
- * Starts a gateway: opens the store, runs the app's `setup`, mounts `/mcp`, `/jobs…`, `/healthz` and
- * `/readyz`, starts the worker (unless `worker: false`) and listens.
- * @throws Error with `code` `EADDRINUSE` when the port is taken (everything opened is closed again); the
+ * Starts a gateway: opens the store, runs the app's `setup`, mounts `/mcp`, `/jobs…`, `/healthz`, `/readyz`,
+ * `/metrics` and the dashboard (`/`, `/admin/api/…`, behind the admin token or loopback-only), starts the
+ * worker (unless `worker: false`) and listens.
+ * @throws RangeError naming BREAKWATER_ADMIN_TOKEN when the admin token is too short (nothing is opened);
+ *   Error with `code` `EADDRINUSE` when the port is taken (everything opened is closed again); the
  *   store's error when it cannot be opened; the app's error from `setup`.
  */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
@@ -103,6 +118,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const port = options.port ?? GATEWAY_DEFAULTS.port;
   const graceMs = options.graceMs ?? GATEWAY_DEFAULTS.graceMs;
   const log = options.log ?? ((line: string) => console.log(line));
+  const env = options.env ?? process.env;
+  // Checked before anything opens: a bad token is a startup error that names the variable.
+  const adminAuth = gatewayAdminAuth(adminToken(options.adminToken, env), clock);
   const ownsStore = typeof options.store !== 'object';
   const store =
     typeof options.store === 'object' ? options.store : await openStore({ url: options.store, clock });
@@ -117,8 +135,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const listenPort = port === 0 ? await freePort(host) : port;
     const url = `http://${urlHost(host)}:${listenPort}`;
     const publicUrl = options.publicUrl ?? url;
-    const env = options.env ?? process.env;
-    const { audit, operations } = operationsRuntime(store, clock, env, log);
+    const { audit, operations } = operationsRuntime(store, clock, env, log, options.operationsCheckEveryMs);
     // Runs just before the store closes: records still queued are appended, not rejected.
     cleanups.push(() => audit.flush());
     const parts = await options.app.setup({
@@ -186,7 +203,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const webhooks =
       parts.webhooks === undefined
         ? undefined
-        : createWebhookIngress({ ...parts.webhooks, store, jobs, clock });
+        : createWebhookIngress({ ...parts.webhooks, store, jobs, clock, adminGuard: adminAuth.hook });
+    // The page at `/` and `/admin/api/…`, behind the same admin check as every admin route.
+    const admin = { auth: adminAuth, parts, store, jobs, operations, webhooks, ai, publicUrl, clock };
+    const dashboard = gatewayDashboard(admin);
+    cleanups.push(async () => dashboard.close());
     const http = createServer({
       jobs,
       store,
@@ -211,14 +232,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
                   routes: store.routes,
                   resolver,
                   providers: Object.keys(parts.ai!.providers),
+                  guard: adminAuth.hook,
                 }),
             ]),
         metrics.routes,
+        dashboard.routes,
       ],
       shutdownGraceMs: graceMs,
       clock,
     });
     server.app = http;
+    // Library lines (tool calls, upstream failures, job runs, operations) go to the server's JSON log.
+    if (options.logger !== undefined && options.logger !== false) {
+      const logging = setLogger(http.log);
+      cleanups.push(async () => logging.dispose());
+    }
     if (webhooks !== undefined) metrics.observeWebhooks(webhooks);
     cleanups.push(() => closeGracefully(http, { graceMs }));
     auditAdminActions(http, audit);
@@ -248,6 +276,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       webhooks,
       ai,
       metrics,
+      dashboardUrl: `${url}/`,
+      adminMode: adminAuth.mode,
       close: () => (closing ??= cleanup()),
     };
   } catch (error) {

@@ -7,6 +7,7 @@ import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';
 import { choiceOptions, integerOption, parseSubcommand } from './subcommand.js';
 import { auditCliAction } from './operations-runtime.js';
+import { retryDeadLetter } from '../server/index.js';
 
 export const JOBS_USAGE = `Usage: breakwater jobs <list|show|cancel|retry> [options]
 
@@ -81,9 +82,12 @@ export async function runJobsCommand(
         );
       return EXIT.ok;
     }
-    const job = await (sub === 'cancel' ? jobs.cancel(jobId) : jobs.retry(jobId)).catch((error: unknown) => {
-      throw new CliError((error as Error).message);
-    });
+    // retry: the admin API's own action (POST /admin/api/jobs/:id/retry), so both behave alike.
+    const job = await (sub === 'cancel' ? jobs.cancel(jobId) : retryDeadLetter(jobs, jobId)).catch(
+      (error: unknown) => {
+        throw new CliError((error as Error).message);
+      },
+    );
     await auditCliAction(store, {
       action: sub === 'cancel' ? 'admin.job_cancel' : 'admin.job_retry',
       target: jobId,

@@ -4,6 +4,7 @@
  */
 import { userInfo } from 'node:os';
 import type { FastifyInstance } from 'fastify';
+import { getLogger } from '../core/index.js';
 import type { Clock, Jobs, Store } from '../index.js';
 import { OperationLedger, createAuditLog, type AuditLog, type LedgerLog } from '../operations/index.js';
 import type { WebhookIngress } from '../webhooks/index.js';
@@ -12,16 +13,32 @@ import type { WebhookIngress } from '../webhooks/index.js';
  * The audit log and the operation ledger of a process. `BREAKWATER_AUDIT_KEY` (at least 16 bytes), when set,
  * keys the audit chain with HMAC-SHA-256; use the same key in every process and for `breakwater audit verify`.
  * The ledger's warnings (an operation escalated to `needs_attention`) go to the operator's log.
+ * `checkEveryMs` is how often its recovery loop looks at unsettled operations (default the ledger's 5 000).
  */
 export function operationsRuntime(
   store: Store,
   clock: Clock,
   env: NodeJS.ProcessEnv,
   log: (line: string) => void,
+  checkEveryMs?: number,
 ): { audit: AuditLog; operations: OperationLedger } {
   const audit = createAuditLog({ store: store.audit, clock, hmacKey: auditKey(env) });
-  const warn: LedgerLog['warn'] = (fields, message) => log(`warning: ${message} ${describeFields(fields)}`);
-  return { audit, operations: new OperationLedger({ store: store.operations, audit, clock, log: { warn } }) };
+  // Warnings to the operator's lines and the JSON log; transitions to the JSON log only.
+  const warn: LedgerLog['warn'] = (fields, message) => {
+    log(`warning: ${message} ${describeFields(fields)}`);
+    getLogger()?.warn(fields, message);
+  };
+  const info: LedgerLog['info'] = (fields, message) => getLogger()?.info(fields, message);
+  return {
+    audit,
+    operations: new OperationLedger({
+      store: store.operations,
+      audit,
+      clock,
+      log: { warn, info },
+      checkEveryMs,
+    }),
+  };
 }
 
 /** The admin routes whose successful calls are audited, by route pattern. */
@@ -31,6 +48,11 @@ const AUDITED_ROUTES: Readonly<Record<string, string>> = {
   '/admin/ai/routes/:name/versions': 'admin.route_create',
   '/admin/ai/routes/:name/deploy': 'admin.route_deploy',
   '/admin/ai/routes/:name/rollback': 'admin.route_rollback',
+  '/admin/api/breakers/:name/isolate': 'admin.breaker_isolate',
+  '/admin/api/breakers/:name/reset': 'admin.breaker_reset',
+  '/admin/api/jobs/:id/retry': 'admin.job_retry',
+  '/admin/api/operations/:id/reconcile': 'admin.operation_reconcile',
+  '/admin/login': 'admin.login',
 };
 
 /** Audits each admin action over HTTP that succeeded (actor: the client's address). */

@@ -3,7 +3,8 @@
  * `reconcile` needs no app loaded: it schedules the operation for a lookup now, and the recovery loop of a
  * running gateway or worker that defines its action performs it (docs/operations.md).
  */
-import { requestReconcile } from '../operations/index.js';
+import { isBreakwaterError } from '../core/index.js';
+import { reconcileOperation } from '../server/index.js';
 import type { OperationRecord, OperationState, Store } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';
@@ -88,7 +89,10 @@ export async function runOpsCommand(
   }
 }
 
-/** Schedules the lookup, then polls until the operation settles or was looked at, or `waitMs` passes. */
+/**
+ * Schedules the lookup, then polls until the operation settles or was looked at, or `waitMs` passes: the
+ * admin API's own action (`POST /admin/api/operations/:id/reconcile`), so both behave alike.
+ */
 async function reconcile(
   store: Store,
   id: string,
@@ -96,27 +100,26 @@ async function reconcile(
   json: boolean,
   out: (line: string) => void,
 ): Promise<number> {
-  const scheduled = await requestReconcile(store.operations, id, Date.now());
-  if (scheduled === undefined) throw new CliError(`there is no operation ${id}`);
-  await auditCliAction(store, {
-    action: 'admin.operation_reconcile',
-    target: scheduled.target,
-    operationId: id,
-    data: { state: scheduled.state },
+  const { outcome, scheduled, record } = await reconcileOperation(store.operations, id, {
+    waitMs,
+    onScheduled: (found) =>
+      auditCliAction(store, {
+        action: 'admin.operation_reconcile',
+        target: found.target,
+        operationId: id,
+        data: { state: found.state },
+      }),
+  }).catch((error: unknown) => {
+    throw isBreakwaterError(error) && error.code === 'not_found'
+      ? new CliError(`there is no operation ${id}`)
+      : error;
   });
-  let record = scheduled;
-  const until = Date.now() + waitMs;
-  // Settled, or looked at by a recovery pass (a newer version with the lookup's evidence).
-  while (record.settledAt === null && record.version === scheduled.version && Date.now() < until) {
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    record = (await store.operations.get(id)) ?? record;
-  }
   if (json) {
     out(JSON.stringify(record, null, 2));
-  } else if (record.settledAt !== null) {
+  } else if (outcome === 'settled') {
     out(`operation ${id} is ${record.state}${record.state === scheduled.state ? '' : ' after the lookup'}`);
     out(formatOperation(record));
-  } else if (record.version !== scheduled.version) {
+  } else if (outcome === 'looked_up') {
     out(`operation ${id} was looked up and is still ${record.state}`);
     out(formatOperation(record));
   } else {
@@ -125,7 +128,7 @@ async function reconcile(
         `(one must run with the app that defines ${record.action})`,
     );
   }
-  return record.settledAt !== null ? EXIT.ok : EXIT.failed;
+  return outcome === 'settled' ? EXIT.ok : EXIT.failed;
 }
 
 function formatTable(records: OperationRecord[]): string {

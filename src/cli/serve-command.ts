@@ -14,8 +14,12 @@ const COMMON_OPTIONS = `  --app <module>       the app module (default: $BREAKWA
 
 export const SERVE_USAGE = `Usage: breakwater serve [options]
 
-Runs the gateway: MCP (Streamable HTTP) at /mcp, GET /jobs/:id, GET /jobs/:id/events (SSE),
-POST /jobs/:id/cancel, /healthz and /readyz, plus a worker for the app's jobs. Stops on SIGINT/SIGTERM.
+Runs the gateway: the dashboard at / (admin API under /admin/api/), MCP (Streamable HTTP) at /mcp,
+GET /jobs/:id, GET /jobs/:id/events (SSE), POST /jobs/:id/cancel, /healthz, /readyz and /metrics, plus a
+worker for the app's jobs. Stops on SIGINT/SIGTERM.
+
+The dashboard and every /admin route need BREAKWATER_ADMIN_TOKEN (at least 16 characters) as a bearer token
+or through the login form; without it they answer only clients on this machine.
 
 Options:
   --host <host>        interface to listen on (default: $BREAKWATER_HOST, then ${GATEWAY_DEFAULTS.host})
@@ -140,6 +144,9 @@ export async function runServe(argv: string[], out: (line: string) => void = con
     wildcard
       ? `breakwater: gateway listening on every interface (${host}); from this machine: ${gateway.url}`
       : `breakwater: gateway listening at ${gateway.url}`,
+  );
+  out(
+    `  dashboard      ${gateway.dashboardUrl}${gateway.adminMode === 'token' ? ' (admin token required: BREAKWATER_ADMIN_TOKEN)' : ' (this machine only: set BREAKWATER_ADMIN_TOKEN to open it to others)'}`,
   );
   out(`  MCP endpoint   ${gateway.mcpUrl}`);
   out(`  tools          ${gateway.toolNames.join(', ') || '(none)'}`);

@@ -40,3 +40,17 @@ export {
   type NumberRule,
 } from './options.js';
 export { EventSource, type Disposable, type Listener } from './events.js';
+export { REDACTED, isSecretKey, redact, redactText } from './redact.js';
+export {
+  Log,
+  LogContext,
+  errorFields,
+  getLogger,
+  loggerOption,
+  setLogger,
+  type ErrorLogFields,
+  type LogFields,
+  type LogLevel,
+  type Logger,
+} from './log.js';
+export { TRACER_NAME, errorType, failSpan, hasTrace, tracer, withSpan } from './trace.js';

@@ -1,5 +1,7 @@
-import { BreakwaterError, EventSource, finite, NON_NEGATIVE } from '../core/index.js';
+import { SpanKind } from '@opentelemetry/api';
+import { BreakwaterError, EventSource, failSpan, finite, NON_NEGATIVE, tracer } from '../core/index.js';
 import type { JobEvent } from '../store/index.js';
+import { publicRecord, withCarrier } from './carrier.js';
 import { followJob, jobEvents, type FollowDeps } from './follow.js';
 import {
   JOBS_DEFAULTS,
@@ -19,6 +21,12 @@ import { Worker } from './worker.js';
  *
  * Store failures the runtime survives (a heartbeat or claim that threw) are reported as process warnings
  * named `BreakwaterJobsWarning` (the error as `cause`); the safety-net poll retries them.
+ *
+ * Observed: an enqueue is traced as `enqueue <type>` (PRODUCER) and each run as `job <type>` (CONSUMER), a
+ * child of the enqueue's span in the same trace; the trace context and the enqueuer's `correlation_id` and
+ * `tool` travel with the job (see `carrier.ts`: a reserved `$breakwater` key of object payloads, never shown
+ * to handlers nor returned by this API). A run's log lines carry `job_id`, `job_type` and the carried fields;
+ * its end is logged through the `logger` option or the process logger.
  *
  * @throws RangeError naming the option when an option is invalid (`createJobs: leaseMs must be ...`).
  */
@@ -50,22 +58,42 @@ export function createJobs(options: JobsOptions): Jobs {
     },
 
     async enqueue(type, payload, enqueueOptions) {
-      const job = toNewJob(type, types.get(type), payload, enqueueOptions, clock.now());
-      return (await store.enqueue(job)).job.id;
+      const jobType = types.get(type);
+      const job = toNewJob(type, jobType, payload, enqueueOptions, clock.now());
+      const span = tracer().startSpan(jobType!.spanNames.enqueue, PRODUCER);
+      job.payload = withCarrier(job.payload, span);
+      try {
+        const { job: stored, created } = await store.enqueue(job);
+        if (span.isRecording()) {
+          span.setAttributes({
+            'messaging.system': 'breakwater',
+            'messaging.operation.type': 'send',
+            'messaging.destination.name': type,
+            'messaging.message.id': stored.id,
+            'breakwater.job.created': created,
+          });
+        }
+        span.end();
+        return stored.id;
+      } catch (error) {
+        failSpan(span, error);
+        throw error;
+      }
     },
 
-    get: (id) => store.get(id),
-    list: (filter) => store.list(filter),
+    get: async (id) => publicRecord(await store.get(id)),
+    list: async (filter) => (await store.list(filter)).map((record) => publicRecord(record)),
     stats: () => store.stats(),
 
     async cancel(id) {
-      return mustExist(id, await store.cancel(id));
+      return publicRecord(mustExist(id, await store.cancel(id)));
     },
 
     async retry(id) {
       // One atomic store step decides: `retried: false` means the job was not failed (a concurrent retry
       // that won makes it pending), and the job it answers with is the state that decision saw.
-      const { job, retried } = mustExist(id, await store.retryFailed(id));
+      const { job: stored, retried } = mustExist(id, await store.retryFailed(id));
+      const job = publicRecord(stored);
       if (!retried) {
         throw new BreakwaterError('invalid_payload', {
           message: `Only a failed job can be retried; job ${id} is ${job.status}.`,
@@ -97,6 +125,8 @@ export function createJobs(options: JobsOptions): Jobs {
     },
   };
 }
+
+const PRODUCER = { kind: SpanKind.PRODUCER } as const;
 
 function warn(message: string, error: unknown): void {
   const warning = new Error(`jobs: ${message}: ${error instanceof Error ? error.message : String(error)}`, {

@@ -1,13 +1,19 @@
+import type { Span } from '@opentelemetry/api';
 import {
   BreakwaterError,
   canonicalJson,
   classify,
   isBreakwaterError,
+  LogContext,
+  withSpan,
   type Clock,
   type EventSource,
+  type Log,
   type TimerHandle,
 } from '../core/index.js';
 import type { Claim, JobError, JobEvent, JobStore, LeaseRef } from '../store/index.js';
+import { withoutCarrier } from './carrier.js';
+import { endRunSpan, logRunEnd, observeRun } from './observe-run.js';
 import { ProgressThrottle } from './progress.js';
 import type { JobContext, JobRunEndedEvent, JobRunOutcome, JobStartedEvent } from './types.js';
 import type { JobType } from './validate.js';
@@ -26,6 +32,8 @@ export interface RunDeps {
   starts: EventSource<JobStartedEvent>;
   /** Hears the end of every run (see `Jobs.onRunEnded`). */
   runEnds: EventSource<JobRunEndedEvent>;
+  /** Where the run's end is logged. */
+  log: Log;
 }
 
 /** Longest stored error message, in characters. */
@@ -50,6 +58,12 @@ const MAX_ERROR_MESSAGE = 1_000;
  *   `invalid_payload`); a failure is classified (core `classify`): transient with attempts left →
  *   `fail(lease, error, now + delay)` with the type's backoff (or the error's larger `retryAfterMs`);
  *   permanent, fatal or the last attempt → `fail(lease, error)`, the dead letter.
+ *
+ * Observed: the run is a `job <type>` span (CONSUMER, child of its enqueue's span when the job carries one,
+ * see `carrier.ts`) active around the handler, and everything the run does runs in a `LogContext` with
+ * `job_id`, `job_type` and the enqueuer's `correlation_id` and `tool`. Its end is one log line
+ * (`job run ended`: `attempt`, `outcome`, `duration_ms`, and `code`/`err` for a failure; `warn` when the run
+ * failed for good or was lost, else `info`).
  *
  * A handler that ignores its aborted signal: heartbeats go on for at most `leaseMs` after the abort, each one
  * extending the lease only up to `abortedAt + leaseMs`; then they stop and the run is abandoned. The lease
@@ -81,6 +95,8 @@ export class JobRun {
   private settled = false;
   /** When the run started, on the runtime's clock (one clock read per run, for the run events). */
   private readonly startedAt: number;
+  /** The run's span (the API's no-op span when no SDK records). */
+  private readonly span: Span;
   private heartbeatTimer: TimerHandle | undefined;
   private timeoutTimer: TimerHandle | undefined;
   /** Event writes of this run, chained so their seq follows the handler's call order. */
@@ -114,7 +130,12 @@ export class JobRun {
         startedAt: this.startedAt,
       });
     }
-    this.finished = this.execute().then(() => this.resolveReleased());
+    const observed = observeRun(claim.job, jobType);
+    this.span = observed.span;
+    // Detached: a run must not carry the fields of the request whose enqueue woke the worker.
+    this.finished = LogContext.runDetached(observed.fields, () =>
+      withSpan(this.span, () => this.execute(), observed.parent),
+    ).then(() => this.resolveReleased());
   }
 
   /** A cancel request reached this process: abort the handler (it ends `canceled`). */
@@ -181,7 +202,7 @@ export class JobRun {
   private context(): JobContext {
     const job = this.claim.job;
     return {
-      payload: job.payload,
+      payload: withoutCarrier(job.payload),
       jobId: job.id,
       attempt: job.attempts,
       signal: this.controller.signal,
@@ -237,9 +258,10 @@ export class JobRun {
       outcome = { ok: false, error };
     }
     this.resolveHandlerSettled();
-    const { clock, runEnds } = this.deps;
+    const { clock, runEnds, log } = this.deps;
+    const logged = log.enabled('info');
     // Read only when someone listens: the hot path reads no clock here.
-    const durationMs = runEnds.hasListeners ? clock.now() - this.startedAt : 0;
+    const durationMs = runEnds.hasListeners || logged ? clock.now() - this.startedAt : 0;
     await this.writes;
     this.settled = true;
     if (this.timeoutTimer !== undefined) clock.clearTimeout(this.timeoutTimer);
@@ -264,6 +286,16 @@ export class JobRun {
         durationMs,
       });
     }
+    const failure = this.failureOf(outcome);
+    endRunSpan(this.span, ended, failure);
+    if (logged) logRunEnd(log, this.claim.job, ended, durationMs, failure);
+  }
+
+  /** What the run failed with, as its end was written: undefined for a completed or canceled run. */
+  private failureOf(outcome: { ok: true; value: unknown } | { ok: false; error: unknown }): unknown {
+    if (this.cancelRequested) return undefined;
+    if (this.timeoutError !== undefined) return this.timeoutError;
+    return outcome.ok ? undefined : outcome.error;
   }
 
   /** Writes the run's end and tells `Jobs.onSettled` listeners; resolves what the run ended with. */

@@ -1,4 +1,4 @@
-import type { Clock, Disposable, Listener } from '../core/index.js';
+import type { Clock, Disposable, Listener, Logger } from '../core/index.js';
 import type { Backoff } from '../policy/index.js';
 import type { JobEvent, JobFilter, JobRecord, JobStats, JobStore } from '../store/index.js';
 
@@ -21,6 +21,12 @@ export interface JobsOptions {
    * another worker after this one last read `nextRunAt`.
    */
   pollMs?: number;
+  /**
+   * Where each run's end is logged (`job run ended`: `job_id`, `job_type`, `attempt`, `outcome`,
+   * `duration_ms`, and `code`/`err` for a failure; pino-compatible, `app.log` fits). Default: the process
+   * logger (`setLogger`), and none until one is set.
+   */
+  logger?: Logger;
 }
 
 /** Defaults of {@link JobsOptions} and {@link DefineJobOptions} (DESIGN: "Defaults": 5 attempts, base 1 s, ×2). */

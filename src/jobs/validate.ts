@@ -7,6 +7,8 @@ import {
   clockOption,
   finite,
   invalidOption,
+  Log,
+  loggerOption,
   nonEmptyString,
   type Clock,
   type NumberRule,
@@ -39,6 +41,8 @@ export interface ResolvedJobsOptions {
   leaseMs: number;
   heartbeatMs: number;
   pollMs: number;
+  /** Where run ends are logged: the `logger` option, else the process logger. */
+  log: Log;
 }
 
 /**
@@ -62,7 +66,8 @@ export function resolveJobsOptions(options: JobsOptions): ResolvedJobsOptions {
   });
   const pollMs = finite(owner, 'pollMs', options.pollMs ?? JOBS_DEFAULTS.pollMs, POSITIVE_MS);
   const name = nonEmptyString(owner, 'owner', options.owner ?? defaultOwner());
-  return { store: options.store, clock, owner: name, leaseMs, heartbeatMs, pollMs };
+  const log = new Log(loggerOption(owner, 'logger', options.logger));
+  return { store: options.store, clock, owner: name, leaseMs, heartbeatMs, pollMs, log };
 }
 
 function defaultOwner(): string {
@@ -77,6 +82,8 @@ export interface JobType {
   timeoutMs: number | undefined;
   maxAttempts: number;
   backoff: Backoff;
+  /** Span names, made once: `enqueue <type>` and `job <type>`. */
+  spanNames: { enqueue: string; run: string };
 }
 
 /**
@@ -112,6 +119,7 @@ export function resolveJobType(type: string, handler: JobHandler, options: Defin
       max: INT32_MAX,
     }),
     backoff: (backoff as Backoff | undefined) ?? new ExponentialBackoff(JOBS_DEFAULTS.backoff),
+    spanNames: { enqueue: `enqueue ${type}`, run: `job ${type}` },
   };
 }
 

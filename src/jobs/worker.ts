@@ -1,5 +1,12 @@
 import { AsyncResource } from 'node:async_hooks';
-import { Deadline, type Clock, type Disposable, type EventSource, type TimerHandle } from '../core/index.js';
+import {
+  Deadline,
+  type Clock,
+  type Disposable,
+  type EventSource,
+  type Log,
+  type TimerHandle,
+} from '../core/index.js';
 import type { Claim, JobEvent, JobStore, StoreNotification } from '../store/index.js';
 import { JobRun } from './run.js';
 import type { JobRunEndedEvent, JobStartedEvent } from './types.js';
@@ -22,6 +29,8 @@ export interface WorkerDeps {
   starts: EventSource<JobStartedEvent>;
   /** Hears every run of this worker ending (see `Jobs.onRunEnded`). */
   runEnds: EventSource<JobRunEndedEvent>;
+  /** Where each run's end is logged. */
+  log: Log;
 }
 
 /**

@@ -5,11 +5,14 @@ import {
   clockOption,
   finite,
   invalidOption,
+  Log,
+  loggerOption,
   nonEmptyString,
   optionalFn,
   POSITIVE_INTEGER,
   type Clock,
   type Disposable,
+  type Logger,
 } from '../core/index.js';
 import type { Jobs } from '../jobs/index.js';
 import type { JobStore } from '../store/index.js';
@@ -22,6 +25,7 @@ import {
   jobUrls,
   type JobToolDeps,
 } from './job-tools.js';
+import { summarizeResult, summarizeTask, ToolCallObserver } from './observe.js';
 import { forwardJobProgress } from './progress.js';
 import { errorResult, successResult, toolErrorInfo } from './results.js';
 import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
@@ -79,6 +83,12 @@ export interface McpServerOptions {
   /** Source of time for deadlines and idle sessions (default the system clock). */
   clock?: Clock;
   /**
+   * Where each tool call is logged (`tool call started`, `tool call ended` with `outcome`, `code`,
+   * `duration_ms`, …; every line carries `correlation_id` and `tool`). Pino-compatible (`app.log` fits).
+   * Default: the process logger (`setLogger`), and none until one is set.
+   */
+  logger?: Logger;
+  /**
    * Called with failures the model only sees as a generic sentence (tool errors classified `internal_error`:
    * bugs) and with the SDK's transport errors (mostly clients' bad requests, already answered). Default: a
    * process warning named `BreakwaterMcpWarning` for the first kind, nothing for the second.
@@ -109,6 +119,10 @@ export interface BreakwaterMcpServer {
  * tools with `get_job_status` and `cancel_job`, MCP tasks on the durable job store (see `task-store.ts`), and
  * Streamable HTTP sessions (one SDK server and transport per `mcp-session-id`). Mount it with `mcpRoutes`.
  *
+ * Every tool call runs in a `tool <name>` span (child of the active span, else of the `traceparent` the
+ * client sent) and a `LogContext` with its `correlation_id` and `tool`, logged when it starts and ends
+ * (see `observe.ts`).
+ *
  * @throws RangeError naming the option: a bad option, a duplicate tool name, a job tool without `jobs`,
  *   `store` or `publicUrl`.
  */
@@ -117,6 +131,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
   const name = nonEmptyString(owner, 'name', options.name);
   const version = nonEmptyString(owner, 'version', options.version);
   const clock = clockOption(owner, options.clock);
+  const observer = new ToolCallObserver(new Log(loggerOption(owner, 'logger', options.logger)), clock);
   optionalFn(owner, 'onError', options.onError);
   if (options.eventStore !== undefined && typeof options.eventStore !== 'function') {
     const store = options.eventStore as Partial<McpEventStore> | null;
@@ -297,9 +312,21 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
         // Spec 2025-11-25: a task-augmented call of a tool without task support is "method not found".
         if (tool.kind !== 'job')
           throw new McpProtocolError(RPC.methodNotFound, `Tool ${tool.name} does not run as a task.`);
-        return startTask(tool, call, scope, session);
+        return observer.observe(
+          tool,
+          scope,
+          call.headers,
+          () => startTask(tool, call, scope, session),
+          summarizeTask,
+        );
       }
-      return tool.kind === 'job' ? callJob(tool, call, scope, session) : callSync(tool, call, scope);
+      return observer.observe(
+        tool,
+        scope,
+        call.headers,
+        () => (tool.kind === 'job' ? callJob(tool, call, scope, session) : callSync(tool, call, scope)),
+        summarizeResult,
+      );
     },
     tasks:
       taskStore === undefined

@@ -5,6 +5,7 @@
  */
 export { createServer } from './server.js';
 export {
+  REDACTED_FIELDS,
   REDACTED_HEADERS,
   SERVER_DEFAULTS,
   type BreakerSummary,
@@ -28,3 +29,4 @@ export {
   type Metrics,
   type MetricsOptions,
 } from './metrics/index.js';
+export * from './admin/index.js';

@@ -4,6 +4,7 @@ import {
   clockOption,
   finite,
   invalidOption,
+  LogContext,
   optionalFn,
   type Clock,
 } from '../core/index.js';
@@ -60,8 +61,11 @@ export interface ServerOptions {
   publicUrl?: string;
   /**
    * Logging through Fastify's pino: `false` (default: silent, for library use), `true` (level `info`), or
-   * pino options. The `authorization`, `cookie`, `set-cookie`, `x-api-key`, `proxy-authorization` and
-   * `idempotency-key` headers are always redacted as `[redacted]` (your `redact` paths are added to them).
+   * pino options. The {@link REDACTED_HEADERS} (credentials, cookies, API keys, webhook signatures) and the
+   * {@link REDACTED_FIELDS} of a line and of its objects one level down are always redacted as `[redacted]`
+   * (your `redact` paths are added to them). Every line written inside a `LogContext` (a tool call, a job's
+   * run, an operation) carries its fields (`correlation_id`, `tool`, `job_id`, `operation_id`) through a pino
+   * `mixin` (yours, if given, still runs; its fields win).
    */
   logger?: boolean | ServerLoggerOptions;
   /**
@@ -108,6 +112,31 @@ export const REDACTED_HEADERS = [
   'set-cookie',
   'x-api-key',
   'idempotency-key',
+  // Webhook signatures: Stripe, Standard Webhooks, GitHub (both), the generic HMAC verifier's default.
+  'stripe-signature',
+  'webhook-signature',
+  'x-hub-signature',
+  'x-hub-signature-256',
+  'x-signature',
+  // AI providers' keys besides `authorization` and `x-api-key`: Azure OpenAI, Google.
+  'api-key',
+  'x-goog-api-key',
+] as const;
+
+/**
+ * Field names whose values never reach a log line, at the top of a line or one object down (`err.token`,
+ * `config.apiKey`): credentials some code may log as plain fields. Free text is masked where it is logged
+ * (core's `errorFields`, with the audit log's rules).
+ */
+export const REDACTED_FIELDS = [
+  'authorization',
+  'cookie',
+  'password',
+  'secret',
+  'token',
+  'apiKey',
+  'api_key',
+  'signature',
 ] as const;
 
 /** {@link ServerOptions} with defaults applied. */
@@ -200,12 +229,20 @@ function resolveLogger(owner: string, value: unknown): false | ServerLoggerOptio
     `headers["${h}"]`,
     `*.headers["${h}"]`,
   ]);
+  const fields = REDACTED_FIELDS.flatMap((f) => [f, `*.${f}`]);
   const theirs = given.redact;
   const paths = Array.isArray(theirs) ? theirs : theirs === undefined ? [] : theirs.paths;
   const redactOptions = Array.isArray(theirs) || theirs === undefined ? {} : theirs;
+  const theirMixin = given.mixin;
   return {
     level: 'info',
     ...given,
-    redact: { censor: '[redacted]', ...redactOptions, paths: [...ours, ...paths] },
+    redact: { censor: '[redacted]', ...redactOptions, paths: [...ours, ...fields, ...paths] },
+    // A new object each time: pino merges the line's fields into what the mixin returns.
+    mixin: (line: object, level: number, logger: unknown) => {
+      const scope = LogContext.fields();
+      const base = theirMixin === undefined ? {} : theirMixin(line, level, logger as never);
+      return scope === undefined ? base : { ...scope, ...base };
+    },
   };
 }

@@ -7,6 +7,8 @@ import {
   clockOption,
   finite,
   invalidOption,
+  Log,
+  loggerOption,
   optionalObject,
   POSITIVE,
   POSITIVE_INTEGER,
@@ -55,6 +57,8 @@ export interface ResolvedUpstream {
   readonly headers: Readonly<Record<string, string>>;
   readonly maxResponseBytes: number;
   readonly clock: Clock;
+  /** Where failures are logged: the `logger` option, else the process logger. */
+  readonly log: Log;
   readonly dispatcher: Dispatcher;
   readonly ownsDispatcher: boolean;
   readonly policies: UpstreamPolicies;
@@ -111,6 +115,7 @@ export function resolveUpstream(options: UpstreamOptions): ResolvedUpstream {
     headers,
     maxResponseBytes,
     clock,
+    log: new Log(loggerOption(OWNER, 'logger', options.logger)),
     // One keep-alive pool per upstream: its sockets are reused across requests to this origin only.
     dispatcher: given ?? new Pool(url.origin),
     ownsDispatcher: given === undefined,

@@ -3,7 +3,7 @@
  * client so `upstream.ts` stays about behaviour.
  */
 import type { Dispatcher } from 'undici';
-import type { Clock, Disposable, ErrorCode, Listener } from '../core/index.js';
+import type { Clock, Disposable, ErrorCode, Listener, Logger } from '../core/index.js';
 import type {
   BreakerWindow,
   BulkheadOptions,
@@ -97,6 +97,11 @@ export interface UpstreamOptions {
    */
   dispatcher?: Dispatcher;
   clock?: Clock;
+  /**
+   * Where failed requests are logged (pino-compatible: `app.log` fits). Default: the process logger
+   * (`setLogger`), and none until one is set.
+   */
+  logger?: Logger;
 }
 
 /** Query parameters; `undefined` and `null` are left out, arrays repeat the name. */

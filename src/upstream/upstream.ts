@@ -1,4 +1,15 @@
-import { BreakwaterError, Deadline, EventSource, neverAbortedSignal, newId } from '../core/index.js';
+import { context, propagation, trace } from '@opentelemetry/api';
+import {
+  BreakwaterError,
+  Deadline,
+  EventSource,
+  hasTrace,
+  LogContext,
+  neverAbortedSignal,
+  newId,
+  redactText,
+  tracer,
+} from '../core/index.js';
 import type {
   CircuitBreakerPolicy,
   CircuitStateChange,
@@ -9,6 +20,7 @@ import type {
 import type { FailedRequest } from './dependency-errors.js';
 import { resolveUpstream, type ResolvedUpstream } from './options.js';
 import { sendOnce, type Outgoing } from './send.js';
+import { UpstreamTrace } from './trace.js';
 import type {
   Upstream,
   UpstreamBreaker,
@@ -33,8 +45,13 @@ const NO_OPTIONS: UpstreamRequestOptions = {};
  * An HTTP client for one dependency, with its policies built once: bulkhead → retry → circuit breaker →
  * timeout (per attempt, shortened to the ambient `Deadline` minus a margin) → undici (DESIGN: "Policies").
  *
- * - Every request sends `X-Correlation-ID` (given or a new UUIDv7, the same on every attempt) and, on writes
- *   (POST, PUT, PATCH, DELETE) given an `idempotencyKey`, `Idempotency-Key`.
+ * - Every request sends `X-Correlation-ID` (given; else the current `LogContext`'s, so a tool call's id
+ *   reaches its upstreams; else a new UUIDv7; the same on every attempt) and, on writes (POST, PUT, PATCH,
+ *   DELETE) given an `idempotencyKey`, `Idempotency-Key`.
+ * - Observed: a failure is logged (`warn`, `upstream request failed`, with `dependency`, `method`, `path`,
+ *   `code`, `dependency_code`, `upstream_status`, `attempts`, `duration_ms`; `info` for a caller's cancel)
+ *   through the `logger` option or the process logger; a request is traced as `upstream <name> <METHOD>`
+ *   with a CLIENT span per attempt whose context is sent as `traceparent` (see `trace.ts`).
  * - Retries apply only to requests safe to send twice: idempotent methods, keyed writes, and requests marked
  *   `idempotent`. A POST or PATCH without a key is sent once, and so is any request given `retry: false`.
  * - A 2xx answer resolves with its body (JSON parsed by content-type, else text). Anything else rejects.
@@ -68,6 +85,8 @@ class UpstreamClient implements Upstream {
   readonly onResult = this.results.on;
   /** @internal */
   closed = false;
+  /** Span names by method (`upstream gift GET`), made once each. */
+  private readonly spanNames = new Map<string, string>();
   private closing: Promise<void> | undefined;
 
   constructor(config: ResolvedUpstream) {
@@ -117,6 +136,13 @@ class UpstreamClient implements Upstream {
   attempt<T>(call: UpstreamCall<T>, ctx: PolicyContext): Promise<UpstreamResponse<T>> {
     call.attempts++;
     return sendOnce<T>(this.config.dispatcher, call, ctx.signal, this.config.maxResponseBytes);
+  }
+
+  /** @internal The name of a request's span: `upstream <name> <METHOD>`. */
+  spanName(method: string): string {
+    let name = this.spanNames.get(method);
+    if (name === undefined) this.spanNames.set(method, (name = `upstream ${this.name} ${method}`));
+    return name;
   }
 
   /** @internal */
@@ -176,7 +202,8 @@ class UpstreamClient implements Upstream {
         headers[key.toLowerCase()] = value;
       }
     }
-    const correlationId = o.correlationId ?? headers['x-correlation-id'] ?? newId();
+    const correlationId =
+      o.correlationId ?? headers['x-correlation-id'] ?? LogContext.correlationId() ?? newId();
     if (typeof correlationId !== 'string' || correlationId === '') {
       throw new TypeError(`${name}: correlationId must be a non-empty string`);
     }
@@ -229,6 +256,8 @@ class UpstreamCall<T> implements PolicyContext, Next<UpstreamResponse<T>>, Outgo
   readonly origin: string;
   attempts = 0;
   startedAt = 0;
+  /** The request's spans, when its span records (an SDK sampled it). */
+  trace: UpstreamTrace | undefined;
 
   constructor(
     private readonly client: UpstreamClient,
@@ -251,21 +280,39 @@ class UpstreamCall<T> implements PolicyContext, Next<UpstreamResponse<T>>, Outgo
 
   invoke(ctx: PolicyContext, index: number): Promise<UpstreamResponse<T>> {
     const policies = this.policies;
+    const traced = this.trace;
+    if (traced !== undefined) traced.enter(ctx, index);
     if (index < policies.length) {
+      let outcome: Promise<UpstreamResponse<T>>;
       try {
-        return policies[index]!.run(ctx, this, index + 1);
+        outcome = policies[index]!.run(ctx, this, index + 1);
       } catch (error) {
         // A layer that throws synchronously still yields a rejection, so the layers outside release.
-        return Promise.reject(error);
+        outcome = Promise.reject(error);
       }
+      return traced === undefined ? outcome : traced.settled(index, outcome);
     }
-    return this.client.attempt(this, ctx);
+    if (traced === undefined) return this.client.attempt(this, ctx);
+    // As `attempt` does, before the traced copy of what goes out is made (it reports `attempts`).
+    this.attempts++;
+    const { dispatcher, maxResponseBytes } = this.client.config;
+    return traced.attempt(this, ctx, (out) => sendOnce<T>(dispatcher, out, ctx.signal, maxResponseBytes));
   }
 
   async run(): Promise<UpstreamResponse<T>> {
     const client = this.client;
+    const { clock, log } = client.config;
     const observed = client.results.hasListeners;
-    if (observed) this.startedAt = client.config.clock.now();
+    const logged = log.enabled('warn');
+    if (observed || logged) this.startedAt = clock.now();
+    // With no SDK this is the API's non-recording span: nothing below builds attributes or contexts for it.
+    const span = tracer().startSpan(client.spanName(this.method));
+    if (span.isRecording()) {
+      this.trace = new UpstreamTrace(span, client.config, this.policies, this);
+    } else if (hasTrace(span)) {
+      // Sampled out upstream of us: still tell the dependency, so it does not sample on its own.
+      propagation.inject(trace.setSpan(context.active(), span), this.headers);
+    }
     try {
       if (client.closed) {
         throw new BreakwaterError('upstream_unavailable', { details: { reason: 'upstream_closed' } });
@@ -274,12 +321,37 @@ class UpstreamCall<T> implements PolicyContext, Next<UpstreamResponse<T>>, Outgo
       if (this.callerSignal?.aborted) throw this.callerSignal.reason;
       const response = await this.invoke(this, 0);
       if (observed) client.emitResult(this, response.status, undefined);
+      if (this.trace !== undefined) this.trace.succeeded(response.status, this.attempts);
+      else span.end();
       return response;
     } catch (error) {
       const mapped = client.config.errors.toError(error, this);
-      if (observed) client.emitResult(this, mapped.details?.['upstream_status'], mapped);
+      const status = mapped.details?.['upstream_status'];
+      if (observed) client.emitResult(this, status, mapped);
+      if (this.trace !== undefined) this.trace.failed(mapped, this.attempts);
+      else span.end();
+      if (logged) this.logFailure(mapped, status, clock.now() - this.startedAt);
       throw mapped;
     }
+  }
+
+  private logFailure(error: BreakwaterError, status: unknown, durationMs: number): void {
+    const { log, name } = this.client.config;
+    const fields: Record<string, unknown> = {
+      dependency: name,
+      method: this.method,
+      path: redactText(this.path),
+      code: error.code,
+      attempts: this.attempts,
+      duration_ms: durationMs,
+      correlation_id: this.correlationId,
+    };
+    const dependencyCode = error.details?.['dependency_code'];
+    if (typeof dependencyCode === 'string') fields['dependency_code'] = dependencyCode;
+    if (typeof status === 'number') fields['upstream_status'] = status;
+    const reason = error.details?.['reason'];
+    if (typeof reason === 'string') fields['reason'] = reason;
+    log.write(error.code === 'canceled' ? 'info' : 'warn', fields, 'upstream request failed');
   }
 }
 

@@ -27,6 +27,7 @@ export {
   createWebhookIngress,
   type WebhookDeclarations,
   type WebhookIngress,
+  type AdminGuard,
   type WebhookIngressOptions,
   type WebhookReceipt,
   type WebhookRejection,

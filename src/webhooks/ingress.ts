@@ -2,7 +2,7 @@
  * The webhook ingress (DESIGN: "Webhooks"): sources, their admission control, the pipeline from raw bytes to
  * a stored event and its job, and replay. `routes` mounts it on Fastify (see routes.ts).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   BreakwaterError,
   EventSource,
@@ -51,8 +51,16 @@ export interface WebhookIngressOptions {
   rateLimitStore?: RateLimitStore;
   /** Mount the admin routes (`/admin/webhooks…`, loopback only) with `routes` (default true). */
   admin?: boolean;
+  /**
+   * The check in front of the admin routes, as a Fastify `onRequest` hook that throws a BreakwaterError to
+   * refuse (the gateway passes its admin auth: token or loopback). Default: loopback clients only (403).
+   */
+  adminGuard?: AdminGuard;
   clock?: Clock;
 }
+
+/** An admin check as a Fastify `onRequest` hook: resolves to let the request in, throws to refuse it. */
+export type AdminGuard = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
 /** An application's webhooks as it declares them (`AppParts.webhooks`): sources and their handlers. */
 export interface WebhookDeclarations {
@@ -291,7 +299,11 @@ export function createWebhookIngress(options: WebhookIngressOptions): WebhookIng
     onReceipt: (listener) => receipts.on(listener),
     onRejected: (listener) => rejected.on(listener),
     routes: (app) =>
-      webhookRoutes(app, ingress, { admin: options.admin ?? WEBHOOK_INGRESS_DEFAULTS.admin, rejected }),
+      webhookRoutes(app, ingress, {
+        admin: options.admin ?? WEBHOOK_INGRESS_DEFAULTS.admin,
+        guard: options.adminGuard,
+        rejected,
+      }),
   };
   return ingress;
 }

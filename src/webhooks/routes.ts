@@ -1,5 +1,6 @@
 /**
- * The ingress over HTTP: `POST /webhooks/:source` and the loopback-only admin routes, as Fastify plugins.
+ * The ingress over HTTP: `POST /webhooks/:source` and the admin routes (loopback-only unless given a guard),
+ * as Fastify plugins.
  * webhooks/ cannot import server/, so errors are answered here as problem+json through core's `toProblem`,
  * in the same shape as the server's own.
  */
@@ -13,7 +14,7 @@ import {
   toProblem,
 } from '../core/index.js';
 import { payloadTooLarge, readRawBody } from './body.js';
-import type { WebhookIngress, WebhookRejection } from './ingress.js';
+import type { AdminGuard, WebhookIngress, WebhookRejection } from './ingress.js';
 import type { InboxRecord } from './ports.js';
 
 type SourceRequest = FastifyRequest<{ Params: { source: string } }>;
@@ -36,21 +37,22 @@ const ACCEPTED_SCHEMA = {
 export async function webhookRoutes(
   app: FastifyInstance,
   ingress: WebhookIngress,
-  options: { admin: boolean; rejected: EventSource<WebhookRejection> },
+  options: { admin: boolean; guard?: AdminGuard; rejected: EventSource<WebhookRejection> },
 ): Promise<void> {
   const { rejected } = options;
   await app.register(async (child) => {
     child.setErrorHandler((error: FastifyError | BreakwaterError, request, reply) => {
       const answered = answerError(error, request, reply);
       // Every refusal of a delivery passes here (unknown source, size, admission, signature, payload, store).
-      if (answered !== undefined && rejected.hasListeners) {
-        const name = (request.params as { source?: string } | undefined)?.source ?? '';
-        rejected.emit({
-          source: ingress.source(name) === undefined ? undefined : name,
-          code: answered.code,
-          status: answered.status,
-        });
-      }
+      if (answered === undefined) return;
+      const name = (request.params as { source?: string } | undefined)?.source ?? '';
+      const source = ingress.source(name) === undefined ? undefined : name;
+      // The request's logger (the server's pino, redacting signature headers); never the headers or body.
+      request.log.warn(
+        { source: source ?? null, code: answered.code, status: answered.status },
+        'webhook delivery rejected',
+      );
+      if (rejected.hasListeners) rejected.emit({ source, code: answered.code, status: answered.status });
     });
     child.removeAllContentTypeParsers();
     // Every media type, and none: the bytes are what the signature covers; JSON parsing comes after it.
@@ -88,15 +90,19 @@ export async function webhookRoutes(
       },
     });
   });
-  if (options.admin) await app.register(async (child) => adminRoutes(child, ingress));
+  if (options.admin) await app.register(async (child) => adminRoutes(child, ingress, options.guard));
 }
 
 /**
  * `GET /admin/webhooks`, `GET /admin/webhooks/:source/:eventId` and
- * `POST /admin/webhooks/:source/:eventId/replay`, answered only to loopback clients (403 otherwise) until
- * the admin API has its own credentials.
+ * `POST /admin/webhooks/:source/:eventId/replay`, behind `guard` (the gateway's admin auth), by default
+ * answered only to loopback clients (403 otherwise).
  */
-async function adminRoutes(app: FastifyInstance, ingress: WebhookIngress): Promise<void> {
+async function adminRoutes(
+  app: FastifyInstance,
+  ingress: WebhookIngress,
+  guard: AdminGuard | undefined,
+): Promise<void> {
   app.setErrorHandler((error: FastifyError | BreakwaterError, request, reply) => {
     answerError(error, request, reply);
   });
@@ -106,14 +112,18 @@ async function adminRoutes(app: FastifyInstance, ingress: WebhookIngress): Promi
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 1024 }, (_request, _body, done) =>
     done(null, undefined),
   );
-  app.addHook('onRequest', async (request) => {
-    if (!isLoopback(request.socket.remoteAddress)) {
-      throw new BreakwaterError('unauthorized', {
-        status: 403,
-        message: 'The webhook admin API answers only to clients on this machine (loopback).',
-      });
-    }
-  });
+  app.addHook(
+    'onRequest',
+    guard ??
+      (async (request) => {
+        if (!isLoopback(request.socket.remoteAddress)) {
+          throw new BreakwaterError('unauthorized', {
+            status: 403,
+            message: 'The webhook admin API answers only to clients on this machine (loopback).',
+          });
+        }
+      }),
+  );
 
   app.get<{ Querystring: { source?: string; limit?: string; before_id?: string } }>(
     '/admin/webhooks',

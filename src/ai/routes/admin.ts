@@ -1,6 +1,6 @@
 /**
- * The routes' admin API as a Fastify plugin, answered only to loopback clients (403 otherwise), like the
- * webhook admin routes, until the admin API has its own credentials:
+ * The routes' admin API as a Fastify plugin, behind `guard` (the gateway's admin auth: bearer token, session
+ * cookie or loopback), by default answered only to loopback clients (403 otherwise):
  *
  * | method and path                            | body                       | answer                              |
  * | ------------------------------------------ | -------------------------- | ----------------------------------- |
@@ -11,9 +11,9 @@
  * | `POST /admin/ai/routes/:name/rollback`     | `{ to? }` (default: below) | head, `previous`                    |
  *
  * Errors are problem+json: 400 `invalid_payload` (`reason: 'invalid_route'` and `path` for a bad definition),
- * 404 `not_found` (unknown route or version), 403 `unauthorized` (not loopback).
+ * 404 `not_found` (unknown route or version), 401/403 `unauthorized` (refused by the guard).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { BreakwaterError } from '../../core/index.js';
 import type { RouteHead, RouteStore, RouteVersion } from '../../store/index.js';
@@ -31,6 +31,11 @@ export interface RouteAdminOptions {
   resolver?: Pick<RouteResolver, 'invalidate'>;
   /** Largest request body, bytes (default 256 KiB). */
   bodyLimitBytes?: number;
+  /**
+   * The check in front of every route, as a Fastify `onRequest` hook that throws a BreakwaterError to refuse
+   * (the gateway passes its admin auth: token or loopback). Default: loopback clients only (403).
+   */
+  guard?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 }
 
 type NameParams = { Params: { name: string } };
@@ -48,14 +53,18 @@ export async function routeAdminRoutes(app: FastifyInstance, options: RouteAdmin
       if (reply.sent) return;
       sendAiProblem(request, reply, toAiError(error));
     });
-    child.addHook('onRequest', async (request) => {
-      if (!isLoopback(request.socket.remoteAddress)) {
-        throw new BreakwaterError('unauthorized', {
-          status: 403,
-          message: 'The routes admin API answers only to clients on this machine (loopback).',
-        });
-      }
-    });
+    child.addHook(
+      'onRequest',
+      options.guard ??
+        (async (request) => {
+          if (!isLoopback(request.socket.remoteAddress)) {
+            throw new BreakwaterError('unauthorized', {
+              status: 403,
+              message: 'The routes admin API answers only to clients on this machine (loopback).',
+            });
+          }
+        }),
+    );
     child.addHook('onSend', async (_request, reply) => {
       void reply.header('cache-control', 'no-store');
     });

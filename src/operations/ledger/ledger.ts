@@ -2,8 +2,12 @@ import {
   BreakwaterError,
   EventSource,
   clockOption,
+  errorFields,
   finite,
   fingerprint,
+  Log,
+  LogContext,
+  loggerOption,
   neverAbortedSignal,
   newId,
   POSITIVE,
@@ -19,7 +23,6 @@ import { evidenceOf, operationError, toResult, type Evidence } from './result.js
 import type {
   AnyOperationAction,
   ExecuteOptions,
-  LedgerLog,
   NeedsAttentionEvent,
   OperationAction,
   OperationAuditSink,
@@ -43,12 +46,17 @@ import type {
  *
  * Every transition is a compare-and-set on the stored version, so several processes may execute, resume and
  * recover the same operations: one wins each step, the others re-read.
+ *
+ * Logged through `log` (else the process logger): each transition this process wins (`operation
+ * transition`, `info`: `action`, `step`, `from`, `to`, `attempts`, `observation`, `code`), escalations
+ * and failures of its own steps (`warn`). Everything an operation's steps do (its `send` and
+ * `lookup`, an upstream's failure inside them) runs in a `LogContext` with its `operation_id`.
  */
 export class OperationLedger {
   private readonly store: OperationStore;
   private readonly actions = new Map<string, AnyOperationAction>();
   private readonly audit: OperationAuditSink | undefined;
-  private readonly log: LedgerLog | undefined;
+  private readonly log: Log;
   private readonly clock: Clock;
   private readonly checkEveryMs: number;
   private readonly attention = new EventSource<NeedsAttentionEvent>();
@@ -61,7 +69,7 @@ export class OperationLedger {
     const owner = 'OperationLedger';
     this.store = options.store;
     this.audit = options.audit;
-    this.log = options.log;
+    this.log = new Log(loggerOption(owner, 'log', options.log, true));
     this.clock = clockOption(owner, options.clock);
     this.checkEveryMs = finite(
       owner,
@@ -135,8 +143,11 @@ export class OperationLedger {
       });
     }
     options.onOperation?.(record.id, action.reconcile?.(record.id) ?? record.reconcile);
+    const begun = record;
     try {
-      const result = await this.drive(action, record, options.signal ?? neverAbortedSignal, actor, true);
+      const result = await LogContext.run({ operation_id: begun.id }, () =>
+        this.drive(action, begun, options.signal ?? neverAbortedSignal, actor, true),
+      );
       return result as OperationResult<Res>;
     } catch (error) {
       throw await this.failedMidway(action, record.id, error);
@@ -205,7 +216,9 @@ export class OperationLedger {
     }
     if (record.state === 'succeeded' || record.state === 'failed') return toResult(record, action);
     const manual = record.state === 'needs_attention' || this.clock.now() >= record.recoveryDeadlineAt;
-    const after = await this.lookupStep(action, record, neverAbortedSignal, actor, manual);
+    const after = await LogContext.run(recoveryFields(record), () =>
+      this.lookupStep(action, record, neverAbortedSignal, actor, manual),
+    );
     return toResult(after.record, action);
   }
 
@@ -227,10 +240,10 @@ export class OperationLedger {
       for (const record of due) {
         looked++;
         try {
-          await this.recoverOne(action, record);
+          await LogContext.run(recoveryFields(record), () => this.recoverOne(action, record));
         } catch (error) {
-          this.log?.warn(
-            { err: error, operation_id: record.id },
+          this.log.warn(
+            { err: errorFields(error), operation_id: record.id },
             'operation recovery step failed; retrying later',
           );
         }
@@ -247,7 +260,9 @@ export class OperationLedger {
     let stopped = false;
     const tick = (): void => {
       void this.recover()
-        .catch((error: unknown) => this.log?.warn({ err: error }, 'operation recovery pass failed'))
+        .catch((error: unknown) =>
+          this.log.warn({ err: errorFields(error) }, 'operation recovery pass failed'),
+        )
         .finally(() => {
           if (!stopped) timer = this.clock.setTimeout(tick, everyMs);
         });
@@ -324,7 +339,7 @@ export class OperationLedger {
     });
     if (updated === undefined) return;
     this.escalated++;
-    this.log?.warn(
+    this.log.warn(
       { operation_id: record.id, action: record.action, target: record.target, evidence },
       'operation outcome still unknown past its recovery deadline: needs attention',
     );
@@ -465,6 +480,7 @@ export class OperationLedger {
   ): Promise<OperationRecord | undefined> {
     const updated = await this.store.update(record.id, record.version, patch);
     if (updated !== undefined) {
+      this.logTransition(record, updated, step);
       await this.auditStep(actor, step, updated, {
         ...data,
         state: updated.state,
@@ -481,6 +497,23 @@ export class OperationLedger {
     const again = await this.store.get(record.id);
     if (again === undefined) throw new Error(`operation ${record.id} vanished from the ledger`);
     return again;
+  }
+
+  private logTransition(before: OperationRecord, after: OperationRecord, step: string): void {
+    // `info` even for `unknown`: the warning is the escalation, once the recovery deadline has passed.
+    if (!this.log.enabled('info')) return;
+    const fields: Record<string, unknown> = {
+      operation_id: after.id,
+      action: after.action,
+      step,
+      from: before.state,
+      to: after.state,
+      attempts: after.attempts,
+    };
+    if (after.observation !== null) fields['observation'] = after.observation;
+    const error = after.error as { code?: unknown } | null;
+    if (typeof error?.code === 'string') fields['code'] = error.code;
+    this.log.info(fields, 'operation transition');
   }
 
   /**
@@ -504,12 +537,17 @@ export class OperationLedger {
         data,
       });
     } catch (error) {
-      this.log?.warn(
-        { err: error, operation_id: record.id, step },
+      this.log.warn(
+        { err: errorFields(error), operation_id: record.id, step },
         'audit record of an operation step failed',
       );
     }
   }
+}
+
+/** The log scope of a recovery step: no request is behind it, so the operation's own correlation id. */
+function recoveryFields(record: OperationRecord): { operation_id: string; correlation_id: string } {
+  return { operation_id: record.id, correlation_id: record.correlationId };
 }
 
 /** The states {@link OperationLedger.onOutcome} reports: the outcomes of the result contract. */

@@ -114,9 +114,14 @@ export interface OperationAuditSink {
   }): Promise<unknown>;
 }
 
-/** A pino-compatible logger (Fastify's `app.log` fits). */
+/**
+ * A pino-compatible logger (Fastify's `app.log` fits). `warn` is required; `info` hears each transition
+ * (lines at a level the object lacks are dropped).
+ */
 export interface LedgerLog {
   warn(fields: object, message: string): void;
+  info?(fields: object, message: string): void;
+  error?(fields: object, message: string): void;
 }
 
 /** Emitted when an operation could not be settled by its recovery deadline. */
@@ -140,6 +145,7 @@ export interface OperationLedgerOptions {
   /** Every action this process may run or recover (an operation of an unregistered action is left alone). */
   actions?: readonly AnyOperationAction[];
   audit?: OperationAuditSink;
+  /** Where transitions and warnings are logged. Default: the process logger (`setLogger`), if any. */
   log?: LedgerLog;
   clock?: Clock;
   /** How soon an `unknown` operation is looked up again, ms (default 5 000). */

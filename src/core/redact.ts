@@ -1,0 +1,213 @@
+/**
+ * Redaction of audit data and log lines (DESIGN: "Idempotency and operations": authorization headers,
+ * secrets, tokens and card-like numbers are never stored). Errs towards hiding: a false positive costs a
+ * detail of a record, a false negative leaks a credential into an append-only log that cannot be edited.
+ * Used by `operations/audit` (records) and `core/log.ts` (free text in log lines).
+ */
+import { BreakwaterError } from './errors.js';
+
+/** What replaces a secret value. */
+export const REDACTED = '[redacted]';
+
+/** Words that make an object key secret, whatever the case and separators (`access_token`, `X-Api-Key`, `passwordHash`). */
+const SECRET_WORDS = new Set([
+  'authorization',
+  'auth',
+  'cookie',
+  'cookies',
+  'password',
+  'passwords',
+  'passwd',
+  'passphrase',
+  'secret',
+  'secrets',
+  'token',
+  'tokens',
+  'jwt',
+  'apikey',
+  'signature',
+  'credential',
+  'credentials',
+  'cvc',
+  'cvc2',
+  'cvv',
+  'cvv2',
+  'pin',
+  'otp',
+  'ssn',
+]);
+
+/** Words that make `token(s)` next to them a count, not a credential (`max_tokens`, `tokens_used`). */
+const COUNTS = new Set([
+  'max',
+  'min',
+  'total',
+  'prompt',
+  'completion',
+  'input',
+  'output',
+  'cached',
+  'reasoning',
+  'num',
+  'used',
+  'count',
+  'limit',
+]);
+
+/** Words that make a following `key` word secret (`api_key`, `privateKey`, `stripe-key`, `client_key`). */
+const KEY_QUALIFIERS = new Set([
+  'api',
+  'private',
+  'client',
+  'access',
+  'signing',
+  'encryption',
+  'master',
+  'session',
+  'license',
+  'stripe',
+  'openai',
+]);
+
+/** 13–19 digits with up to two spaces, dashes or dots between them, not touching another digit or group. */
+const CARD_LIKE = /(?<!\d[ .-]{0,2})\d(?:[ .-]{0,2}\d){12,18}(?![ .-]{0,2}\d)/g;
+
+/** An HTTP credential in free text: `Bearer <token68>` (RFC 6750) or `Basic <base64>` (RFC 7617), any case. */
+const SCHEME_CREDENTIAL = /\b(bearer|basic)[ \t]+[A-Za-z0-9\-._~+/]+=*/gi;
+
+/** Credentials in a URL's authority: `scheme://user:password@host`. */
+const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^\s/:@]+:[^\s/@]+@/gi;
+
+/** A query or form parameter (`?access_token=…`, `&api_key=…`): its value is redacted when its name is secret. */
+const PARAMETER = /([?&;])([^=&;\s#]+)=([^&;\s#]*)/g;
+
+/**
+ * A copy of `value` safe to store in the audit log, as JSON (its `toJSON` honoured, so a Date becomes its
+ * ISO string; members whose value has no JSON form stay undefined and are left out when serialized):
+ * - an object member whose key names a secret becomes `"[redacted]"`, whatever its value (an object or
+ *   array too). A key names a secret when one of its words is authorization, auth, cookie(s), password(s),
+ *   passwd, passphrase, secret(s), token(s), jwt, apikey, signature, credential(s), cvc, cvc2, cvv, cvv2,
+ *   pin, otp or ssn, or when `key` follows api, private, client, access, signing, encryption, master,
+ *   session, license, stripe or openai. Words split at `_ - .` spaces and lower-to-upper case changes, so
+ *   `set-cookie`, `access_token`, `accessTokens`, `clientSecret`, `X-API-Key`, `privateKey` and
+ *   `stripe-signature` are secret; `idempotency_key`, `max_tokens` and `tokens_used` (counts) are not.
+ *   Nested objects and arrays are walked;
+ * - in every string: a `Bearer <token>` or `Basic <credentials>` becomes `Bearer [redacted]`; a URL's
+ *   `user:password@` becomes `[redacted]@`; a query parameter with a secret name (`?access_token=…`) keeps
+ *   its name with the value redacted; a card-like number (13–19 digits, up to two spaces, dashes or dots
+ *   between them, passing the Luhn check, ISO/IEC 7812-1) keeps its last 4 digits and separators with every
+ *   other digit replaced by `*` (`4242 4242 4242 4242` → `**** **** **** 4242`);
+ * - an integer number of 13–19 digits passing the Luhn check (or past 2^53, where its digits are rounded)
+ *   becomes such a masked string.
+ *
+ * @throws BreakwaterError `invalid_payload` when `value` holds a cycle.
+ */
+export function redact(value: unknown): unknown {
+  return walk(value, '', new Set());
+}
+
+/** A string with its credentials and card-like numbers masked (see {@link redact}). */
+export function redactText(text: string): string {
+  return text
+    .replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`)
+    .replace(URL_USERINFO, `$1${REDACTED}@`)
+    .replace(PARAMETER, (match, sep: string, name: string) =>
+      isSecretKey(decodeName(name)) ? `${sep}${name}=${REDACTED}` : match,
+    )
+    .replace(CARD_LIKE, (match) => (luhn(match.replace(/\D/g, '')) ? maskCard(match) : match));
+}
+
+function decodeName(name: string): string {
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
+}
+
+/** True when an object member named `key` holds a secret (see {@link redact}). */
+export function isSecretKey(key: string): boolean {
+  const words = key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((word) => word !== '');
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!;
+    // A count of tokens (`max_tokens`, `prompt_tokens`, `tokens_used`) is not a credential.
+    if ((word === 'tokens' || word === 'token') && (COUNTS.has(words[i - 1]!) || COUNTS.has(words[i + 1]!))) {
+      continue;
+    }
+    if (SECRET_WORDS.has(word)) return true;
+    if (words[i + 1] === 'key' && KEY_QUALIFIERS.has(words[i]!)) return true;
+  }
+  return false;
+}
+
+function walk(value: unknown, key: string, ancestors: Set<object>): unknown {
+  if (typeof value === 'object' && value !== null) {
+    const toJSON = (value as { toJSON?: unknown }).toJSON;
+    if (typeof toJSON === 'function') value = (toJSON as (key: string) => unknown).call(value, key);
+  }
+  if (typeof value === 'string') return redactText(value);
+  if (typeof value === 'number') return cardNumber(value) ?? value;
+  if (typeof value !== 'object' || value === null) return value;
+  if (value instanceof String) return redactText(String(value));
+  if (ancestors.has(value)) {
+    throw new BreakwaterError('invalid_payload', { message: 'The audit data contains a cycle.' });
+  }
+  ancestors.add(value);
+  let copy: unknown;
+  if (Array.isArray(value)) {
+    copy = value.map((item, index) => walk(item, String(index), ancestors));
+  } else {
+    const out: Record<string, unknown> = {};
+    for (const [name, member] of Object.entries(value)) {
+      // defineProperty, so a `__proto__` key from parsed JSON stays a plain member.
+      const redacted = isSecretKey(name) ? REDACTED : walk(member, name, ancestors);
+      Object.defineProperty(out, name, {
+        value: redacted,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    copy = out;
+  }
+  ancestors.delete(value);
+  return copy;
+}
+
+function cardNumber(value: number): string | undefined {
+  if (!Number.isInteger(value) || Math.abs(value) < 1e12) return undefined;
+  const digits = String(Math.abs(value));
+  if (!/^\d{13,19}$/.test(digits)) return undefined;
+  // Past 2^53 the digits are rounded, so the Luhn check says nothing: mask it anyway.
+  return !Number.isSafeInteger(value) || luhn(digits) ? maskCard(digits) : undefined;
+}
+
+/** Every digit but the last 4 as `*`, separators kept. */
+function maskCard(text: string): string {
+  let keep = 4;
+  const chars = [...text];
+  for (let i = chars.length - 1; i >= 0; i--) {
+    if (!/\d/.test(chars[i]!)) continue;
+    if (keep > 0) keep--;
+    else chars[i] = '*';
+  }
+  return chars.join('');
+}
+
+/** The Luhn (mod 10) check of ISO/IEC 7812-1 over a string of digits. */
+function luhn(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10 === 0;
+}

@@ -1,0 +1,155 @@
+import { fastify, type FastifyInstance } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../../core/index.js';
+import { handleError } from '../problems.js';
+import { createAdminAuth, isLoopbackHost, readCookie, type AdminAuth } from './auth.js';
+
+const TOKEN = 'test-admin-token-0123456789';
+const T0 = Date.UTC(2026, 0, 1, 12);
+
+function app(auth: AdminAuth): FastifyInstance {
+  const server = fastify();
+  server.setErrorHandler(handleError);
+  server.addHook('onRequest', auth.hook);
+  server.get('/admin/x', async (request) => ({ access: auth.check(request) }));
+  server.post('/admin/x', async () => ({ ok: true }));
+  return server;
+}
+
+describe('admin auth, token mode', () => {
+  const clock = new FakeClock(T0);
+  const auth = createAdminAuth({ token: TOKEN, clock, sessionTtlMs: 60_000 });
+  const server = app(auth);
+
+  it('lets a bearer token in from anywhere, and refuses a missing or wrong one with 401', async () => {
+    const ok = await server.inject({
+      url: '/admin/x',
+      remoteAddress: '203.0.113.9',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect([ok.statusCode, ok.json()]).toEqual([200, { access: 'bearer' }]);
+
+    const none = await server.inject({ url: '/admin/x' });
+    expect([none.statusCode, none.headers['www-authenticate'], none.json().reason]).toEqual([
+      401,
+      'Bearer realm="breakwater-admin"',
+      'credentials_missing',
+    ]);
+    const wrong = await server.inject({ url: '/admin/x', headers: { authorization: `Bearer ${TOKEN}x` } });
+    expect([wrong.statusCode, wrong.json().code, wrong.json().reason]).toEqual([
+      401,
+      'unauthorized',
+      'invalid_token',
+    ]);
+  });
+
+  it('accepts its session cookie until it expires; a write with it needs x-breakwater-admin', async () => {
+    const setCookie = auth.sessionCookie(false);
+    expect(setCookie).toMatch(
+      /^breakwater_admin=\d+\.[\w-]+; Path=\/; Max-Age=60; HttpOnly; SameSite=Strict$/,
+    );
+    const cookie = setCookie.split(';')[0]!;
+    const read = await server.inject({ url: '/admin/x', headers: { cookie } });
+    expect([read.statusCode, read.json()]).toEqual([200, { access: 'session' }]);
+
+    const bare = await server.inject({ method: 'POST', url: '/admin/x', headers: { cookie } });
+    expect([bare.statusCode, bare.json().reason]).toEqual([403, 'csrf_header_missing']);
+    const marked = await server.inject({
+      method: 'POST',
+      url: '/admin/x',
+      headers: { cookie, 'x-breakwater-admin': '1' },
+    });
+    expect(marked.statusCode).toBe(200);
+
+    const forged = cookie.replace(/\.[\w-]+$/, '.AAAA');
+    expect((await server.inject({ url: '/admin/x', headers: { cookie: forged } })).statusCode).toBe(401);
+    // The expiry is signed too: a later date with the old signature is refused.
+    const extended = cookie.replace(/=\d+\./, `=${T0 + 999_999}.`);
+    expect((await server.inject({ url: '/admin/x', headers: { cookie: extended } })).statusCode).toBe(401);
+
+    clock.tick(60_000);
+    expect((await server.inject({ url: '/admin/x', headers: { cookie } })).statusCode).toBe(401);
+    expect(auth.sessionCookie(true)).toMatch(/; Secure$/);
+    expect(auth.clearCookie(false)).toBe('breakwater_admin=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict');
+  });
+
+  it('refuses writes sent from another site, whatever the credentials', async () => {
+    for (const headers of [
+      { origin: 'http://evil.example' },
+      { 'sec-fetch-site': 'cross-site' },
+      { origin: 'null' },
+    ]) {
+      const response = await server.inject({
+        method: 'POST',
+        url: '/admin/x',
+        headers: { authorization: `Bearer ${TOKEN}`, ...headers },
+      });
+      expect([response.statusCode, response.json().reason]).toEqual([403, 'cross_site']);
+    }
+    const sameOrigin = await server.inject({
+      method: 'POST',
+      url: '/admin/x',
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        origin: 'http://localhost:80',
+        'sec-fetch-site': 'same-origin',
+      },
+    });
+    expect(sameOrigin.statusCode).toBe(200);
+  });
+
+  it('refuses a short token at construction without printing it', () => {
+    expect(() => createAdminAuth({ token: 'short-secret' })).toThrow(
+      "createAdminAuth: token must be a string of at least 16 characters without whitespace (BREAKWATER_ADMIN_TOKEN), got '12 characters'",
+    );
+    expect(auth.verifyToken(TOKEN)).toBe(true);
+    expect(auth.verifyToken(TOKEN.slice(1))).toBe(false);
+    expect(auth.verifyToken(undefined)).toBe(false);
+  });
+});
+
+describe('admin auth, loopback mode (no token)', () => {
+  const auth = createAdminAuth({});
+  const server = app(auth);
+
+  it('answers loopback clients addressed as this machine, and refuses others with 403', async () => {
+    expect(auth.mode).toBe('loopback');
+    const local = await server.inject({ url: '/admin/x', remoteAddress: '::ffff:127.0.0.1' });
+    expect([local.statusCode, local.json()]).toEqual([200, { access: 'loopback' }]);
+    const remote = await server.inject({ url: '/admin/x', remoteAddress: '203.0.113.9' });
+    expect([remote.statusCode, remote.json().code, remote.json().reason]).toEqual([
+      403,
+      'unauthorized',
+      'not_loopback',
+    ]);
+    // DNS rebinding: a page of evil.example whose name now points at 127.0.0.1.
+    const rebound = await server.inject({ url: '/admin/x', headers: { host: 'evil.example:8787' } });
+    expect([rebound.statusCode, rebound.json().reason]).toEqual([403, 'host_not_loopback']);
+    // A reverse proxy on this machine: its connection is local, its client is not.
+    const proxied = await server.inject({ url: '/admin/x', headers: { 'x-forwarded-for': '203.0.113.9' } });
+    expect([proxied.statusCode, proxied.json().reason]).toEqual([403, 'forwarded']);
+    const standard = await server.inject({ url: '/admin/x', headers: { forwarded: 'for=203.0.113.9' } });
+    expect([standard.statusCode, standard.json().reason]).toEqual([403, 'forwarded']);
+    expect(auth.verifyToken('anything-at-all-really')).toBe(false);
+    expect(() => auth.sessionCookie(false)).toThrow(/no token is configured/);
+  });
+
+  it('knows the loopback host names and reads cookies', () => {
+    expect(
+      [
+        'localhost:8787',
+        'LOCALHOST',
+        'app.localhost:1',
+        '127.0.0.1:8787',
+        '127.1.2.3',
+        '[::1]:8787',
+        '[::1]',
+      ].map(isLoopbackHost),
+    ).toEqual([true, true, true, true, true, true, true]);
+    expect(
+      ['example.com', '127.0.0.1.evil.example', '[::2]:80', '10.0.0.1', undefined].map(isLoopbackHost),
+    ).toEqual([false, false, false, false, false]);
+    expect(readCookie('a=1; breakwater_admin=v.s; b=2', 'breakwater_admin')).toBe('v.s');
+    expect(readCookie('a=1', 'breakwater_admin')).toBeUndefined();
+  });
+});
