@@ -47,7 +47,8 @@ export interface AiGateway {
  *
  * Limits live in `store.counters` when a store is given (rate windows through `counterRateLimitStore`, spend
  * budgets as reservations, see limits/spend.ts), so they hold across every process sharing the store;
- * without one, in this process's memory.
+ * without one, in this process's memory. `rateLimitStore` and `spendStore` override either (Redis:
+ * `createRedisLimits`).
  *
  * @throws RangeError naming the option when an option is invalid, a price names an unknown provider, or an
  *   `apiKeyEnv` variable is not set.
@@ -74,6 +75,7 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
     spendRules: o.data.spendRules ?? [],
     rateStore,
     counters,
+    spendStore: options.spendStore,
     prices,
     ceilingMicroUsd:
       o.data.maxRequestCostUsd === undefined ? undefined : usdToMicro(o.data.maxRequestCostUsd),

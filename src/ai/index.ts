@@ -22,6 +22,13 @@ export { scopeKey, type LimitTarget, type RuleScope } from './limits/scope.js';
 export { spendWindowStart, readState as readSpendState, type SpendState } from './limits/spend.js';
 export { MemoryCounterStore } from './limits/memory-counters.js';
 export { counterRateLimitStore } from './limits/counter-rate-limit-store.js';
+export { counterSpendStore, type SpendReservation, type SpendStore } from './limits/spend-store.js';
+export {
+  REDIS_SPEND_STORE_DEFAULTS,
+  RedisSpendStore,
+  type RedisSpendStoreOptions,
+} from './limits/redis-spend-store.js';
+export { createRedisLimits, type RedisLimits, type RedisLimitsOptions } from './limits/redis-limits.js';
 export {
   PriceTable,
   costPico,

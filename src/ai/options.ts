@@ -8,6 +8,7 @@ import { clockOption, optionalFn, type Clock } from '../core/index.js';
 import type { RateLimitStore } from '../policy/index.js';
 import type { CounterStore } from '../store/index.js';
 import type { RateRule, SpendRule } from './limits/limits.js';
+import type { SpendStore } from './limits/spend-store.js';
 import type { PriceTableInput } from './pricing.js';
 import type { ProviderConfig } from './providers.js';
 import { HEADER_BOUNDS } from './request-headers.js';
@@ -36,6 +37,11 @@ export interface AiGatewayOptions {
   store?: { readonly counters: CounterStore };
   /** Where rate windows live (default: `counterRateLimitStore(store.counters)`, or memory without a store). */
   rateLimitStore?: RateLimitStore;
+  /**
+   * Where spend rules reserve and settle (default: `counterSpendStore(store.counters)`, or memory without a
+   * store); `createRedisLimits(...).spendStore` to keep budgets in Redis.
+   */
+  spendStore?: SpendStore;
   /** Resolves `dynamic/<name>` to a route flow (default none: `dynamic/…` is 404 `not_found`). */
   routes?: AiRouteResolver;
   /** One line per request (default none). */
@@ -134,7 +140,16 @@ const schema = z.strictObject({
 });
 
 /** Keys checked by hand rather than by the schema. */
-const OBJECT_OPTIONS = ['store', 'rateLimitStore', 'routes', 'logger', 'env', 'clock', 'random'] as const;
+const OBJECT_OPTIONS = [
+  'store',
+  'rateLimitStore',
+  'spendStore',
+  'routes',
+  'logger',
+  'env',
+  'clock',
+  'random',
+] as const;
 
 /** The options with defaults applied. */
 export interface ResolvedAiOptions {
@@ -181,6 +196,10 @@ export function resolveAiOptions(options: AiGatewayOptions): ResolvedAiOptions {
   }
   if (options.rateLimitStore !== undefined && typeof options.rateLimitStore?.consume !== 'function') {
     throw new RangeError(`${owner}: rateLimitStore must be a RateLimitStore`);
+  }
+  const spend = options.spendStore;
+  if (spend !== undefined && (typeof spend?.reserve !== 'function' || typeof spend.settle !== 'function')) {
+    throw new RangeError(`${owner}: spendStore must be a SpendStore`);
   }
   optionalFn(owner, 'routes', options.routes);
   optionalFn(owner, 'random', options.random);

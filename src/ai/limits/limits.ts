@@ -14,7 +14,8 @@ import {
 import type { CounterStore } from '../../store/index.js';
 import { estimateMicroUsd, usdToMicro, type EstimateInput, type PriceTable } from '../pricing.js';
 import { scopeKey, type LimitTarget, type RuleScope } from './scope.js';
-import { reserveStep, settleStep, spendWindowStart } from './spend.js';
+import { spendWindowStart } from './spend.js';
+import { counterSpendStore, type SpendStore } from './spend-store.js';
 
 /** A rate rule: at most `limit` requests per `windowMs` in each counter of its scope. */
 export interface RateRule {
@@ -40,6 +41,8 @@ export interface AiLimitsConfig {
   spendRules: readonly SpendRule[];
   rateStore: RateLimitStore;
   counters: CounterStore;
+  /** Where spend is reserved and settled (default: `counterSpendStore(counters)`). */
+  spendStore?: SpendStore;
   prices: PriceTable;
   /** The estimate of a request without `max_tokens`, micro-USD; undefined: such a request is refused under a spend rule. */
   ceilingMicroUsd: number | undefined;
@@ -82,9 +85,11 @@ export class AiLimits {
   private readonly rate: { rule: RateRule; algorithm: RateLimitAlgorithm }[];
   private readonly spend: { rule: SpendRule; budgetMicroUsd: number }[];
   private readonly prefix: string;
+  private readonly spendStore: SpendStore;
 
   constructor(private readonly config: AiLimitsConfig) {
     this.prefix = config.keyPrefix ?? 'ai';
+    this.spendStore = config.spendStore ?? counterSpendStore(config.counters);
     this.rate = config.rateRules.map((rule) => ({
       rule,
       algorithm:
@@ -121,7 +126,8 @@ export class AiLimits {
    *   `spend_limited` (429, `retryAfterMs` to the end of the window, `details { rule }`; no retry hint when the
    *   estimate alone is over the whole budget); `invalid_payload` (400) when a spend rule applies and the model
    *   has no price, or the request has no `max_tokens` and no ceiling is configured. The store's error when
-   *   it fails.
+   *   it fails (the spend store's refusal, e.g. `spend_limited` `store_unavailable` from `RedisSpendStore`);
+   *   reservations already made for the request are released first.
    */
   async acquire(target: LimitTarget, estimate: EstimateInput | (() => EstimateInput)): Promise<LimitGrant> {
     if (this.empty) return NO_GRANT;
@@ -174,11 +180,14 @@ export class AiLimits {
 
     const held: Reservation[] = [];
     for (const m of matching) {
-      const result = await this.config.counters.update(
-        m.key,
-        reserveStep(estimateMicro, m.budgetMicroUsd, m.windowEnd - now),
-      );
-      if (!result.reserved) {
+      let result;
+      try {
+        result = await this.spendStore.reserve(m.key, estimateMicro, m.budgetMicroUsd, m.windowEnd, now);
+      } catch (error) {
+        await this.release(held, estimateMicro);
+        throw error;
+      }
+      if (!result.ok) {
         await this.release(held, estimateMicro);
         throw spendRefusal(m.rule.name, estimateMicro > m.budgetMicroUsd ? undefined : m.windowEnd - now);
       }
@@ -202,8 +211,8 @@ export class AiLimits {
         const now = this.config.clock.now();
         await Promise.all(
           held.map((r) =>
-            this.config.counters
-              .update(r.key, settleStep(estimateMicro, cost ?? estimateMicro, r.windowEnd - now))
+            this.spendStore
+              .settle(r.key, estimateMicro, cost ?? estimateMicro, r.windowEnd, now)
               .catch(() => undefined),
           ),
         );
@@ -215,9 +224,7 @@ export class AiLimits {
     const now = this.config.clock.now();
     await Promise.all(
       held.map((r) =>
-        this.config.counters
-          .update(r.key, settleStep(estimateMicro, 0, r.windowEnd - now))
-          .catch(() => undefined),
+        this.spendStore.settle(r.key, estimateMicro, 0, r.windowEnd, now).catch(() => undefined),
       ),
     );
   }

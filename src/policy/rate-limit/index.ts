@@ -1,4 +1,4 @@
-/** Rate limiting: pure algorithms, the store contract, the memory store and the policy. */
+/** Rate limiting: pure algorithms, the store contract, the memory and Redis stores, and the policy. */
 export {
   FixedWindow,
   SlidingWindow,
@@ -29,3 +29,10 @@ export {
   type RateLimitDecisionEvent,
   type RateLimitOptions,
 } from './policy.js';
+export {
+  REDIS_RATE_LIMIT_STORE_DEFAULTS,
+  RedisRateLimitStore,
+  type RedisRateLimitStoreOptions,
+  type RedisUnavailableMode,
+} from './redis-store.js';
+export { RedisScript, redisDeadline, type RedisScriptClient } from './redis-script.js';

@@ -1,0 +1,135 @@
+import { Redis } from 'ioredis';
+import { POSITIVE_INTEGER, finite, oneOf, optionalFn } from '../../core/index.js';
+import {
+  REDIS_RATE_LIMIT_STORE_DEFAULTS,
+  RedisRateLimitStore,
+  redisDeadline,
+  type RedisUnavailableMode,
+} from '../../policy/index.js';
+import { RedisSpendStore } from './redis-spend-store.js';
+
+/** Options of {@link createRedisLimits}: exactly one of `url` and `redis`. */
+export interface RedisLimitsOptions {
+  /** `redis://[:password@]host:port[/db]` (or `rediss://`): a client is made and closed by `close()`. */
+  url?: string;
+  /** An ioredis client of the caller's, left open by `close()`. */
+  redis?: Redis;
+  /** Prepended to every key (default `breakwater:`): instances sharing limits use the same prefix. */
+  keyPrefix?: string;
+  /** Direction of a RATE decision when Redis fails (default `deny`); spend always fails closed. */
+  onUnavailable?: RedisUnavailableMode;
+  /** Most ms a decision waits for Redis (default 1 000), also the made client's connect and command timeout. */
+  timeoutMs?: number;
+  /** Hears each Redis failure of either store; must not throw. */
+  onError?: (error: unknown, key: string) => void;
+}
+
+/** Rate and spend stores over one Redis client. */
+export interface RedisLimits {
+  /** Give it to `createAiGateway({ rateLimitStore })` (or a `rateLimit` policy's `store`). */
+  readonly rateLimitStore: RedisRateLimitStore;
+  /** Give it to `createAiGateway({ spendStore })`. */
+  readonly spendStore: RedisSpendStore;
+  /** The client both stores use. */
+  readonly redis: Redis;
+  /**
+   * Resolves true once the client is connected (at once if it is), false if it is not within `timeoutMs`:
+   * the gateway may then start anyway, its decisions failing in their direction until Redis answers.
+   */
+  ready(): Promise<boolean>;
+  /**
+   * Closes the client when it was made from `url` (`QUIT`, resolved once the connection has ended; a
+   * disconnect when Redis is gone); a client given as `redis` is left open. Idempotent; never rejects.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * The AI gateway's hot counters in Redis (DESIGN: "Storage and deployment", `REDIS_URL`): a
+ * {@link RedisRateLimitStore} and a {@link RedisSpendStore} over one client, sharing `keyPrefix` and
+ * `timeoutMs`. Spend always fails closed (see {@link RedisSpendStore}); rate fails towards `onUnavailable`.
+ *
+ * A client made from `url` connects at once and reconnects by itself (ioredis's backoff). It does not queue
+ * commands while disconnected (`enableOfflineQueue: false`): during an outage every decision fails at once in
+ * its direction instead of waiting `timeoutMs` each, and no stale command is replayed on reconnection. So
+ * `await ready()` before serving, or the first requests may fail for want of a connection. Its connect and
+ * command timeouts are `timeoutMs`; its `error` events go to `onError` (key `''`) instead of ioredis's
+ * console warning.
+ *
+ * @throws RangeError naming the option when one is invalid (neither or both of `url` and `redis`).
+ */
+export function createRedisLimits(options: RedisLimitsOptions): RedisLimits {
+  const owner = 'createRedisLimits';
+  if ((options?.url === undefined) === (options?.redis === undefined)) {
+    throw new RangeError(`${owner}: give exactly one of url and redis`);
+  }
+  if (options.url !== undefined && (typeof options.url !== 'string' || !/^rediss?:\/\//.test(options.url))) {
+    throw new RangeError(`${owner}: url must start with redis:// or rediss://`);
+  }
+  const timeoutMs = finite(
+    owner,
+    'timeoutMs',
+    options.timeoutMs ?? REDIS_RATE_LIMIT_STORE_DEFAULTS.timeoutMs,
+    POSITIVE_INTEGER,
+  );
+  oneOf(owner, 'onUnavailable', options.onUnavailable ?? 'deny', ['deny', 'allow'] as const);
+  if (options.keyPrefix !== undefined && typeof options.keyPrefix !== 'string') {
+    throw new RangeError(`${owner}: keyPrefix must be a string`);
+  }
+  optionalFn(owner, 'onError', options.onError);
+  const shared = { keyPrefix: options.keyPrefix, timeoutMs, onError: options.onError };
+  const owned = options.url !== undefined;
+  const redis =
+    options.redis ??
+    new Redis(options.url!, {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      connectTimeout: timeoutMs,
+      commandTimeout: timeoutMs,
+    });
+  if (owned) {
+    redis.on('error', (error: unknown) => {
+      try {
+        options.onError?.(error, '');
+      } catch {
+        // a failing listener changes nothing
+      }
+    });
+  }
+  const rateLimitStore = new RedisRateLimitStore({
+    ...shared,
+    redis,
+    onUnavailable: options.onUnavailable,
+  });
+  const spendStore = new RedisSpendStore({ ...shared, redis });
+  let closing: Promise<void> | undefined;
+  return {
+    rateLimitStore,
+    spendStore,
+    redis,
+    ready() {
+      if (redis.status === 'ready') return Promise.resolve(true);
+      const connected = new Promise<boolean>((resolve) => redis.once('ready', () => resolve(true)));
+      return redisDeadline(connected, timeoutMs, 'ready').catch(() => false);
+    },
+    close() {
+      if (!owned) return Promise.resolve();
+      // QUIT lets pending replies arrive, then the connection ends; a client that is not connected (or a
+      // QUIT that does not finish in time) is simply disconnected, which also stops its reconnecting.
+      closing ??= (async () => {
+        if (redis.status === 'ready') {
+          const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
+          try {
+            await redisDeadline(redis.quit(), timeoutMs, 'close');
+            await redisDeadline(ended, timeoutMs, 'close');
+            return;
+          } catch {
+            // disconnect below
+          }
+        }
+        redis.disconnect();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/**
+ * What a Redis-backed store needs of an ioredis client: `EVALSHA`, `EVAL` and `DEL`. A `Redis` (or `Cluster`,
+ * when every key of one call hashes to one slot) fits.
+ */
+export type RedisScriptClient = Pick<Redis, 'evalsha' | 'eval' | 'del'>;
+
+/**
+ * A Lua script run atomically by Redis: `EVALSHA` first (only the 40-character SHA1 travels), and `EVAL`
+ * with the whole source when the server answers `NOSCRIPT` (its script cache is empty after a restart, a
+ * failover or `SCRIPT FLUSH`); the `EVAL` caches it again. Scripts must be deterministic in their arguments
+ * (no `TIME`, no random), so a replica or an AOF replay computes the same writes.
+ */
+export class RedisScript {
+  /** Hex SHA1 of `source`, as `SCRIPT LOAD` would answer. */
+  readonly sha: string;
+
+  constructor(readonly source: string) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  /**
+   * Runs the script on `keys` (`KEYS[1..]`) with `args` (`ARGV[1..]`).
+   * @throws the client's error (connection, `ReplyError` from the script) other than `NOSCRIPT`.
+   */
+  async run(redis: RedisScriptClient, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return redis.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}
+
+/**
+ * `promise`, or a rejection with an Error (`code` `ETIMEDOUT`) after `timeoutMs` of real time, whichever
+ * comes first. The timer is unref'd and cleared on every path. A command that loses the race may still
+ * run on the server later; callers document what that means for them.
+ */
+export function redisDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(
+        Object.assign(new Error(`${what}: Redis did not answer within ${timeoutMs} ms`), {
+          code: 'ETIMEDOUT',
+        }),
+      );
+    }, timeoutMs);
+    timer.unref();
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
