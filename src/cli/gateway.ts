@@ -21,10 +21,11 @@ import {
   type Store,
 } from '../index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
-import { createAiGateway, createRouteResolver, routeAdminRoutes, type AiGateway } from '../ai/index.js';
+import type { AiGateway } from '../ai/index.js';
 import { setLogger } from '../core/index.js';
 import { createWebhookIngress, type WebhookIngress } from '../webhooks/index.js';
 import type { AppParts, BreakwaterApp } from './app.js';
+import { assembleAi } from './gateway-ai.js';
 import { auditAdminActions, auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
 import { adminToken, gatewayAdminAuth, gatewayDashboard } from './gateway-admin.js';
 
@@ -167,37 +168,28 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       eventStore: (sessionId: string) => createDurableEventStore(store, { scope: sessionId }),
       clock,
     });
-    // The AI gateway, when the app declares one: its counters in the same store.
     // Prometheus metrics of everything this process runs, at GET /metrics.
     const metrics = createMetrics({ clock });
     for (const upstream of parts.upstreams ?? []) metrics.observeUpstream(upstream);
     metrics.observeJobs(jobs, store);
     metrics.observeOperations(operations);
     const server: { app?: FastifyInstance } = {};
-    // `dynamic/<route>` resolves from the store's deployed routes (`breakwater routes`, /admin/ai/routes).
-    const resolver =
+    // The AI gateway, when the app declares one (its counters in this store, or Redis with REDIS_URL).
+    const gatewayAi =
       parts.ai === undefined
         ? undefined
-        : createRouteResolver({
-            routes: store.routes,
-            counters: store.counters,
-            maxRequestCostUsd: parts.ai.maxRequestCostUsd,
-            clock,
-          });
-    const ai =
-      parts.ai === undefined
-        ? undefined
-        : createAiGateway({
-            ...parts.ai,
+        : await assembleAi({
+            ai: parts.ai,
             store,
             clock,
-            routes: resolver!.resolve,
-            // One line per request through the server's logger, once it exists.
-            logger: { info: (line, message) => server.app?.log.info(line, message) },
+            env,
+            guard: adminAuth.hook,
+            log: (line, message) => server.app?.log.info(line, message),
           });
-    if (ai !== undefined) {
-      cleanups.push(() => ai.close());
-      metrics.observeAi(ai);
+    const ai = gatewayAi?.ai;
+    if (gatewayAi !== undefined) {
+      cleanups.push(() => gatewayAi.close());
+      metrics.observeAi(gatewayAi.ai);
     }
     // Handlers as jobs on this runtime; routes mounted below. The inbox is the same store.
     const webhooks =
@@ -223,18 +215,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       routes: [
         mcp,
         ...(webhooks === undefined ? [] : [webhooks.routes]),
-        ...(ai === undefined ? [] : [ai.routes]),
-        ...(resolver === undefined
-          ? []
-          : [
-              (app: FastifyInstance) =>
-                routeAdminRoutes(app, {
-                  routes: store.routes,
-                  resolver,
-                  providers: Object.keys(parts.ai!.providers),
-                  guard: adminAuth.hook,
-                }),
-            ]),
+        ...(gatewayAi?.routes ?? []),
         metrics.routes,
         dashboard.routes,
       ],

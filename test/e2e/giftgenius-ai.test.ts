@@ -6,6 +6,7 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { spendWindowStart } from '../../src/index.js';
+import { TEST_REDIS_URL, describeRedis } from '../support/redis.js';
 import { startBackends, startGiftGenius, tempDb, until, useCleanups } from './support.js';
 
 const defer = useCleanups();
@@ -126,5 +127,40 @@ describe('GiftGenius AI gateway', () => {
       (r) => (JSON.parse(r.body) as { action: string }).action,
     );
     expect(actions).toEqual(expect.arrayContaining(['admin.route_create', 'admin.route_deploy']));
+  });
+});
+
+describeRedis('the AI gateway on Redis')('GiftGenius AI gateway with REDIS_URL', () => {
+  it('two gateways with their own databases share one per-user rate limit through Redis', async () => {
+    const backends = await startBackends(defer);
+    // A fresh Redis database index keeps these counters apart from other tests' keys.
+    const url = `${TEST_REDIS_URL.replace(/\/\d*$/, '')}/9`;
+    const { Redis } = await import('ioredis');
+    const admin = new Redis(url);
+    await admin.flushdb();
+    defer(() => admin.quit());
+    const gateways = await Promise.all(
+      [0, 1].map(() =>
+        startGiftGenius(defer, backends, {
+          dbPath: tempDb(defer),
+          gateway: { env: { ...process.env, REDIS_URL: url } },
+        }),
+      ),
+    );
+    const call = (gateway: (typeof gateways)[number]) =>
+      fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-breakwater-metadata': '{"user":"shared"}' },
+        body: JSON.stringify({
+          model: 'sim/gift-ranker-mini',
+          messages: [{ role: 'user', content: 'hi' }],
+          max_tokens: 4,
+        }),
+      });
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) statuses.push((await call(gateways[i % 2]!)).status);
+    // 30 per minute per user, across both instances (not 30 each).
+    expect(statuses.filter((s) => s === 200)).toHaveLength(30);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(10);
   });
 });

@@ -8,6 +8,7 @@ import { MemoryRateLimitStore, type RateLimitStore } from '../../policy/index.js
 import type { CounterStore, RouteStore, RouteVersion } from '../../store/index.js';
 import { counterRateLimitStore } from '../limits/counter-rate-limit-store.js';
 import { MemoryCounterStore } from '../limits/memory-counters.js';
+import type { SpendStore } from '../limits/spend-store.js';
 import { usdToMicro } from '../pricing.js';
 import type { AiRouteResolver } from '../types.js';
 import { parseRouteDefinition } from './definition.js';
@@ -25,6 +26,8 @@ export interface RouteResolverOptions {
   counters?: CounterStore;
   /** Where limit nodes' rate windows live (default: `counterRateLimitStore(counters)`, or memory). */
   rateLimitStore?: RateLimitStore;
+  /** Where limit nodes' spend reservations live (default: over `counters`; `createRedisLimits` gives Redis's). */
+  spendStore?: SpendStore;
   /**
    * The estimated cost of a request without `max_tokens` under a limit node's spend rule, USD (give the
    * gateway's `maxRequestCostUsd`). Without it such a request is refused (400) by that rule.
@@ -101,6 +104,7 @@ export function createRouteResolver(options: RouteResolverOptions): RouteResolve
     rateStore:
       options.rateLimitStore ??
       (options.counters === undefined ? new MemoryRateLimitStore() : counterRateLimitStore(counters)),
+    spendStore: options.spendStore,
     ceilingMicroUsd: cost === undefined ? undefined : usdToMicro(cost),
   };
   const report = (error: unknown, route: string | undefined): void => {

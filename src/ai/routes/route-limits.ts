@@ -8,6 +8,7 @@ import { BreakwaterError, type Clock, type ErrorCode } from '../../core/index.js
 import { MemoryRateLimitStore, type RateLimitStore } from '../../policy/index.js';
 import type { CounterStore } from '../../store/index.js';
 import { AiLimits, type LimitGrant } from '../limits/limits.js';
+import type { SpendStore } from '../limits/spend-store.js';
 import { MemoryCounterStore } from '../limits/memory-counters.js';
 import type { LimitTarget } from '../limits/scope.js';
 import type { EstimateInput, PriceTable } from '../pricing.js';
@@ -17,6 +18,8 @@ import type { RouteLimitRule } from './definition.js';
 export interface RouteLimitStores {
   counters: CounterStore;
   rateStore: RateLimitStore;
+  /** Where spend reservations live (default: over `counters`). */
+  spendStore?: SpendStore;
   /** The estimate of a request without `max_tokens` under a spend rule, micro-USD (undefined: refused). */
   ceilingMicroUsd: number | undefined;
 }
@@ -46,6 +49,7 @@ export function limitLayer(
       spendRules: kind === 'spend' ? [plain as Extract<RouteLimitRule, { kind: 'spend' }>] : [],
       rateStore: stores.rateStore,
       counters: stores.counters,
+      spendStore: stores.spendStore,
       prices,
       ceilingMicroUsd: stores.ceilingMicroUsd,
       clock,

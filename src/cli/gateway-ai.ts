@@ -1,0 +1,77 @@
+/**
+ * The AI gateway of a gateway process, assembled: its counters in the process's store (or Redis with
+ * `REDIS_URL`), `dynamic/<route>` resolved from the store's deployed routes, and the routes admin API.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  createAiGateway,
+  createRedisLimits,
+  createRouteResolver,
+  routeAdminRoutes,
+  type AiGateway,
+} from '../ai/index.js';
+import type { Clock, Store } from '../index.js';
+import type { AppAiOptions } from './app.js';
+
+/** The AI gateway and its admin routes; `close` releases what it opened. */
+export interface GatewayAi {
+  ai: AiGateway;
+  /** `POST /v1/chat/completions` and the loopback/admin-token routes admin API. */
+  routes: Array<(app: FastifyInstance) => Promise<void>>;
+  close(): Promise<void>;
+}
+
+/**
+ * With `REDIS_URL`, rate windows and spend budgets live in Redis (hot counters shared by every instance);
+ * when Redis is away, rate decisions deny and spend refuses, never counting per process. Without it they
+ * live in the store's counters (SQLite: this machine; PostgreSQL: every instance). `log` takes the one line
+ * per request (the server's logger, once it exists).
+ */
+export async function assembleAi(options: {
+  ai: AppAiOptions;
+  store: Store;
+  clock: Clock;
+  env: NodeJS.ProcessEnv;
+  /** The gateway's admin check, in front of the routes admin API. */
+  guard: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  log: (line: object, message: string) => void;
+}): Promise<GatewayAi> {
+  const { ai: settings, store, clock, env } = options;
+  const redisUrl = env.REDIS_URL;
+  const redis =
+    redisUrl === undefined || redisUrl === ''
+      ? undefined
+      : createRedisLimits({ url: redisUrl, onUnavailable: 'deny' });
+  if (redis !== undefined) await redis.ready();
+  const stores = { rateLimitStore: redis?.rateLimitStore, spendStore: redis?.spendStore };
+  const resolver = createRouteResolver({
+    routes: store.routes,
+    counters: store.counters,
+    ...stores,
+    maxRequestCostUsd: settings.maxRequestCostUsd,
+    clock,
+  });
+  const ai = createAiGateway({
+    ...settings,
+    store,
+    clock,
+    ...stores,
+    routes: resolver.resolve,
+    logger: { info: (line, message) => options.log(line, message) },
+  });
+  const admin = (app: FastifyInstance) =>
+    routeAdminRoutes(app, {
+      routes: store.routes,
+      resolver,
+      providers: Object.keys(settings.providers),
+      guard: options.guard,
+    });
+  return {
+    ai,
+    routes: [ai.routes, admin],
+    async close() {
+      await ai.close();
+      await redis?.close();
+    },
+  };
+}
