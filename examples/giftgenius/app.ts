@@ -45,9 +45,18 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
       };
       let services: GiftGeniusServices | undefined;
       if (given.gift === undefined || given.commerce === undefined || given.analytics === undefined) {
-        services = await startGiftGeniusServices({
-          ports: settings.servicePorts ?? (role === 'serve' ? DEFAULT_PORTS : {}),
-        });
+        try {
+          services = await startGiftGeniusServices({
+            ports: settings.servicePorts ?? (role === 'serve' ? DEFAULT_PORTS : {}),
+          });
+        } catch (error) {
+          throw new Error(
+            `${(error as Error).message} Is another GiftGenius running? Stop it, or start the services ` +
+              `elsewhere (GIFT_PORT, COMMERCE_PORT, ANALYTICS_PORT with examples/giftgenius/services/main.ts) and ` +
+              `set GIFT_URL, COMMERCE_URL and ANALYTICS_URL (LLM_PORT or LLM_URL for the model server).`,
+            { cause: error },
+          );
+        }
         log(
           `giftgenius: example services started: gift ${services.gift.url}, commerce ${services.commerce.url}, analytics ${services.analytics.url}`,
         );

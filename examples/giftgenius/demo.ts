@@ -1,5 +1,5 @@
 /**
- * `npm run demo`: GiftGenius plays the documents' scenario in about a minute, narrated in the terminal.
+ * `npm run demo`: GiftGenius plays the documents' scenario in about 15 seconds, narrated in the terminal.
  * It starts the whole story in this process (the three services, a simulated model server, the gateway on
  * SQLite in a temporary folder, all on free ports), then, with a real MCP client:
  *

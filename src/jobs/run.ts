@@ -371,7 +371,15 @@ const RUN_OUTCOMES: Readonly<Partial<Record<string, JobRunOutcome>>> = {
 /** A retry hint (`Retry-After`) is honoured up to one hour: a larger one would park the job for good. */
 const MAX_RETRY_HINT_MS = 3_600_000;
 
+/**
+ * The message as stored: at most {@link MAX_ERROR_MESSAGE} characters, and a time-relative hint ("try again
+ * in about 30 seconds") made general ("try again shortly"): the message is read long after it was written
+ * (`get_job_status`, the dashboard, `jobs show`), when the count would be wrong.
+ */
 function messageOf(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
+  const text = (error instanceof Error ? error.message : String(error)).replace(
+    /try again in about \d+ (?:seconds?|minutes?)/g,
+    'try again shortly',
+  );
   return text.length > MAX_ERROR_MESSAGE ? `${text.slice(0, MAX_ERROR_MESSAGE - 1)}…` : text;
 }

@@ -322,6 +322,21 @@ describe('jobs worker', () => {
     expect((await h.jobs.get(id))?.status).toBe('in_progress');
   });
 
+  it('a stored failure message drops its time-relative hint (read later, the count would be wrong)', async () => {
+    h = await harness();
+    h.jobs.defineJob('lookup', () => {
+      throw new BreakwaterError('upstream_error', {
+        message: 'The gift service is overloaded right now; try again in about 30 seconds.',
+      });
+    });
+    h.jobs.start();
+    const id = await h.jobs.enqueue('lookup', {});
+    await flush(h.clock);
+    expect((await h.jobs.get(id))?.error?.message).toBe(
+      'The gift service is overloaded right now; try again shortly.',
+    );
+  });
+
   it('a TypeError is classified fatal and not retried', async () => {
     h = await harness();
     h.jobs.defineJob('bug', () => {

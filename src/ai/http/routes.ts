@@ -155,7 +155,9 @@ function failureLine(
     model: text('model'),
     stream,
     status: error.status,
-    outcome: error.code,
+    // The precise reason a client reads as the OpenAI-style `error.code` (`unknown_provider`,
+    // `invalid_header`), else the stable code (`rate_limited`): a fixed, low-cardinality set either way.
+    outcome: typeof d.reason === 'string' && /^[a-z_]{1,40}$/.test(d.reason) ? d.reason : error.code,
     prompt_tokens: null,
     completion_tokens: null,
     cached_tokens: null,

@@ -166,7 +166,7 @@ export const METRIC_FAMILIES = {
   aiRequests: {
     name: 'ai_requests_total',
     type: 'counter',
-    help: 'AI gateway requests by route, step, provider, model and outcome (ok or the error code).',
+    help: 'AI gateway requests by route, step, provider, model and outcome (ok, or the reason the client got).',
     labels: ['route', 'step', 'provider', 'model', 'outcome'],
   },
   aiTokens: {
