@@ -4,7 +4,7 @@
 const SVG = 'http://www.w3.org/2000/svg';
 const WIDTH = 320;
 const HEIGHT = 130;
-const PAD = { left: 30, right: 6, top: 8, bottom: 16 };
+const PAD = { left: 36, right: 6, top: 8, bottom: 16 };
 
 /** Calm, distinguishable line colours (light and dark backgrounds). */
 export const COLORS = ['#3182ce', '#38a169', '#d69e2e', '#805ad5', '#e53e3e', '#319795'];
@@ -25,6 +25,8 @@ function niceMax(value) {
 }
 
 function format(value) {
+  // Short enough for the axis: 12 500 → 12.5k, 200 000 → 200k.
+  if (value >= 10_000) return `${Number((value / 1000).toFixed(value >= 100_000 ? 0 : 1))}k`;
   if (value >= 100) return String(Math.round(value));
   if (value >= 10) return value.toFixed(0);
   if (value >= 1) return value.toFixed(1);
