@@ -1,10 +1,11 @@
 /**
  * `npm run bench -- <suite>`: benchmarks against peers, never part of `npm test`.
- * Suites: policies, jobs, webhooks, ai.
+ * Suites: policies, jobs, jobs-scale, webhooks, ai.
  */
 const suites: Record<string, () => Promise<unknown>> = {
   policies: () => import('./policies.js'),
   jobs: () => import('./jobs.js'),
+  'jobs-scale': () => import('./jobs-scale.js'),
   webhooks: () => import('./webhooks.js'),
   ai: () => import('./ai.js'),
 };

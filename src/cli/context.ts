@@ -1,6 +1,6 @@
 /**
- * What every command shares: where the store is (`--db`, `DATABASE_URL`, `BREAKWATER_DB`), how it is opened
- * with a message a person can act on, and the exit codes.
+ * What every command shares: where the store is (`--db`, `DATABASE_URL`, `BREAKWATER_DB`; on PostgreSQL the
+ * schema `BREAKWATER_DB_SCHEMA`), how it is opened with a message a person can act on, and the exit codes.
  */
 import { existsSync } from 'node:fs';
 import { openStore, storeTarget, type Store } from '../index.js';
@@ -37,10 +37,24 @@ export function storeUrl(flag: string | undefined, env: NodeJS.ProcessEnv = proc
 }
 
 /**
- * Opens the store at `url`, turning a failure into a {@link CliError} that says which database could not be
- * opened and why (the password of a PostgreSQL URL masked).
+ * The PostgreSQL schema a command uses: `BREAKWATER_DB_SCHEMA`, else undefined (the store's default,
+ * `breakwater`). Several deployments (or test runs) can share one database, each in its own schema; every
+ * process of one deployment must use the same value. Ignored for SQLite.
  */
-export async function openStoreForCli(url: string | undefined): Promise<Store> {
+export function storeSchema(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = env.BREAKWATER_DB_SCHEMA?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+/**
+ * Opens the store at `url` (on PostgreSQL in the schema {@link storeSchema} names), turning a failure into a
+ * {@link CliError} that says which database could not be opened and why (the password of a PostgreSQL URL
+ * masked).
+ */
+export async function openStoreForCli(
+  url: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Store> {
   let target;
   try {
     target = storeTarget(url);
@@ -48,7 +62,7 @@ export async function openStoreForCli(url: string | undefined): Promise<Store> {
     throw new CliError((error as Error).message, EXIT.usage);
   }
   try {
-    return await openStore({ url });
+    return await openStore({ url, schema: storeSchema(env) });
   } catch (error) {
     const reason = describe(error);
     throw new CliError(

@@ -9,7 +9,8 @@ import { GATEWAY_DEFAULTS, startGateway, startWorker } from './gateway.js';
 
 const COMMON_OPTIONS = `  --app <module>       the app module (default: $BREAKWATER_APP), e.g. examples/giftgenius/app.ts
   --db <url>           the store: postgres://… or a SQLite path (default: $DATABASE_URL, $BREAKWATER_DB,
-                       then ./data/breakwater.db)
+                       then ./data/breakwater.db); on PostgreSQL the schema is $BREAKWATER_DB_SCHEMA
+                       (default breakwater), the same in every process of a deployment
   -h, --help           show this help`;
 
 export const SERVE_USAGE = `Usage: breakwater serve [options]

@@ -1,0 +1,29 @@
+/**
+ * One worker process of `bench/jobs-scale.ts` (forked with an IPC channel, not run by hand): opens the
+ * PostgreSQL store on the schema it is given, defines the bench's job type, says `ready`, starts claiming on
+ * `go`, and stops (graceful) on `stop`. Argument: JSON `{ url, schema, concurrency, workMs }`.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createJobs, openPostgresStore } from '../src/index.js';
+
+const { url, schema, concurrency, workMs } = JSON.parse(process.argv[2] ?? '') as {
+  url: string;
+  schema: string;
+  concurrency: number;
+  workMs: number;
+};
+
+const store = await openPostgresStore({ url, schema });
+const jobs = createJobs({ store });
+// `workMs` > 0 stands for a handler that waits on something (an upstream call), 0 for a no-op.
+jobs.defineJob('bench.scale', workMs > 0 ? () => sleep(workMs) : () => undefined, { concurrency });
+process.on('message', (message) => {
+  if (message === 'go') jobs.start();
+  if (message === 'stop') {
+    void jobs
+      .stop({ graceMs: 1_000 })
+      .then(() => store.close())
+      .then(() => process.exit(0));
+  }
+});
+process.send!('ready');

@@ -1,0 +1,155 @@
+/**
+ * `npm run bench -- jobs-scale [--jobs=N] [--concurrency=C] [--work-ms=W] [--no-event-notify]`: PostgreSQL job throughput with 1, 2
+ * and 4 worker processes (issue 9: 4 workers ≥ 3× one). For each count, a fresh schema is filled with N
+ * jobs (default 4 000) before any worker runs; then the workers (`jobs-scale-worker.ts`, each its own
+ * process, pool and LISTEN connection, C handlers at once, default 8) are told to start together, and the
+ * time runs until the store's books show all N completed.
+ *
+ * Two handlers, one after the other: `io`, which waits W ms (default 20) like a job calling an upstream
+ * (what jobs mostly do: the work is elsewhere, the worker waits), and `noop`, which returns at once, so
+ * only the queue's own work is measured (claim, events, settle): that one is bounded by the machine's CPUs,
+ * which PostgreSQL and every worker share, so it scales only as far as there are idle cores.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { openPostgresStore } from '../src/index.js';
+
+const PG_URL = process.env.BREAKWATER_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const WORKER = fileURLToPath(new URL('./jobs-scale-worker.ts', import.meta.url));
+const WORKER_COUNTS = [1, 2, 4];
+/** Enqueue calls in flight while the backlog is filled. */
+const IN_FLIGHT = 32;
+/**
+ * `--no-event-notify` (a diagnosis, not a configuration): disables the NOTIFY trigger on `job_events` in the
+ * bench schema. Every commit that sends a NOTIFY holds PostgreSQL's one notification-queue lock (database
+ * 0, AccessExclusiveLock) until its commit is flushed, so all such commits of the server run one at a time;
+ * this shows what that costs the workers (their wake-ups come from `job_available`, which stays).
+ */
+const NO_EVENT_NOTIFY = process.argv.includes('--no-event-notify');
+/** A run that completes nothing for this long is abandoned (ms). */
+const STALL_MS = 60_000;
+
+function intArg(name: string, fallback: number, min = 1): number {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  if (arg === undefined) return fallback;
+  const value = Number(arg.slice(name.length + 3));
+  if (!Number.isInteger(value) || value < min) throw new RangeError(`--${name} must be an integer >= ${min}`);
+  return value;
+}
+
+function reachable(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port || 5432) });
+    socket.setTimeout(1_000, () => (socket.destroy(), resolve(false)));
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Forks a worker and resolves once it has opened its store and defined the job type. */
+function startWorker(config: object): Promise<ChildProcess> {
+  const child = fork(WORKER, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  return new Promise((resolve, reject) => {
+    child.once('message', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`a bench worker exited with ${code} before it was ready`)));
+  });
+}
+
+/** Jobs per second with `workers` processes over a backlog of `n` jobs. */
+async function measure(workers: number, n: number, concurrency: number, workMs: number): Promise<number> {
+  const schema = `bench_scale_${randomUUID().slice(0, 8)}`;
+  const store = await openPostgresStore({ url: PG_URL, schema });
+  const children: ChildProcess[] = [];
+  try {
+    if (NO_EVENT_NOTIFY) {
+      await admin((c) => c.query(`ALTER TABLE "${schema}".job_events DISABLE TRIGGER job_events_notify`));
+    }
+    let next = 0;
+    const filler = async () => {
+      while (next++ < n) {
+        await store.enqueue({
+          type: 'bench.scale',
+          payload: {},
+          runAt: Date.now(),
+          priority: 0,
+          maxAttempts: 1,
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: IN_FLIGHT }, filler));
+    for (let i = 0; i < workers; i++) {
+      children.push(await startWorker({ url: PG_URL, schema, concurrency, workMs }));
+    }
+    const begin = performance.now();
+    for (const child of children) child.send('go');
+    let done = 0;
+    let lastProgress = begin;
+    while (done < n) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const now = (await store.stats()).counts.completed;
+      if (now > done) lastProgress = performance.now();
+      else if (performance.now() - lastProgress > STALL_MS) throw new Error(`stalled at ${now} of ${n}`);
+      done = now;
+    }
+    return (n * 1000) / (performance.now() - begin);
+  } finally {
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.send('stop');
+          }),
+      ),
+    );
+    await store.close();
+    await admin((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+  }
+}
+
+export async function main(): Promise<void> {
+  const n = intArg('jobs', 4_000);
+  const concurrency = intArg('concurrency', 8);
+  const workMs = intArg('work-ms', 20, 0);
+  console.log(
+    `\nJob throughput on PostgreSQL by worker processes: ${n.toLocaleString('en-US')} jobs already queued,` +
+      ` ${concurrency} handlers per process, ${cpus().length} CPUs (shared with PostgreSQL)` +
+      (NO_EVENT_NOTIFY ? ', job_events NOTIFY trigger disabled (diagnosis)' : ''),
+  );
+  if (!(await reachable(PG_URL))) {
+    console.log(`  skipped: PostgreSQL at ${PG_URL} unreachable`);
+    return;
+  }
+  for (const [label, ms] of [
+    [`io (each job waits ${workMs} ms)`, workMs],
+    ['noop (the queue alone)', 0],
+  ] as const) {
+    const rates = new Map<number, number>();
+    for (const workers of WORKER_COUNTS) rates.set(workers, await measure(workers, n, concurrency, ms));
+    const one = rates.get(1)!;
+    console.log(`  ${label}`);
+    for (const [workers, rate] of rates) {
+      console.log(
+        `    ${String(workers).padStart(2)} worker${workers === 1 ? ' ' : 's'}  ${Math.round(rate).toLocaleString('en-US').padStart(7)} jobs/s  ${(rate / one).toFixed(2)}x one`,
+      );
+    }
+    console.log(`    4 workers / 1: ${(rates.get(4)! / one).toFixed(2)}x  target >= 3x`);
+  }
+}
