@@ -5,10 +5,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   createAiGateway,
-  createRedisLimits,
   createRouteResolver,
   routeAdminRoutes,
   type AiGateway,
+  type RedisLimits,
 } from '../ai/index.js';
 import type { Clock, Store } from '../index.js';
 import type { AppAiOptions } from './app.js';
@@ -22,27 +22,22 @@ export interface GatewayAi {
 }
 
 /**
- * With `REDIS_URL`, rate windows and spend budgets live in Redis (hot counters shared by every instance);
- * when Redis is away, rate decisions deny and spend refuses, never counting per process. Without it they
- * live in the store's counters (SQLite: this machine; PostgreSQL: every instance). `log` takes the one line
+ * With the process's Redis limits (`REDIS_URL`), rate windows and spend budgets live in Redis (hot counters
+ * shared by every instance); when Redis is away, rate decisions deny and spend refuses, never counting per
+ * process. Without them they live in the store's counters (SQLite: this machine; PostgreSQL: every instance). `log` takes the one line
  * per request (the server's logger, once it exists).
  */
 export async function assembleAi(options: {
   ai: AppAiOptions;
   store: Store;
   clock: Clock;
-  env: NodeJS.ProcessEnv;
+  /** The process's Redis limits (`REDIS_URL`), when set. */
+  redis: RedisLimits | undefined;
   /** The gateway's admin check, in front of the routes admin API. */
   guard: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   log: (line: object, message: string) => void;
 }): Promise<GatewayAi> {
-  const { ai: settings, store, clock, env } = options;
-  const redisUrl = env.REDIS_URL;
-  const redis =
-    redisUrl === undefined || redisUrl === ''
-      ? undefined
-      : createRedisLimits({ url: redisUrl, onUnavailable: 'deny' });
-  if (redis !== undefined) await redis.ready();
+  const { ai: settings, store, clock, redis } = options;
   const stores = { rateLimitStore: redis?.rateLimitStore, spendStore: redis?.spendStore };
   const resolver = createRouteResolver({
     routes: store.routes,
@@ -71,7 +66,6 @@ export async function assembleAi(options: {
     routes: [ai.routes, admin],
     async close() {
       await ai.close();
-      await redis?.close();
     },
   };
 }

@@ -21,7 +21,7 @@ import {
   type Store,
 } from '../index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
-import type { AiGateway } from '../ai/index.js';
+import { createRedisLimits, type AiGateway } from '../ai/index.js';
 import { setLogger } from '../core/index.js';
 import { createWebhookIngress, type WebhookIngress } from '../webhooks/index.js';
 import type { AppParts, BreakwaterApp } from './app.js';
@@ -174,6 +174,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     metrics.observeJobs(jobs, store);
     metrics.observeOperations(operations);
     const server: { app?: FastifyInstance } = {};
+    // With REDIS_URL, rate windows (the AI gateway's and webhook admission's) and spend budgets live in Redis,
+    // shared by every instance; when Redis is away, rate decisions deny and spend refuses.
+    const redisUrl = env.REDIS_URL;
+    const redis =
+      redisUrl === undefined || redisUrl === ''
+        ? undefined
+        : createRedisLimits({ url: redisUrl, onUnavailable: 'deny' });
+    if (redis !== undefined) {
+      cleanups.push(() => redis.close());
+      await redis.ready();
+    }
     // The AI gateway, when the app declares one (its counters in this store, or Redis with REDIS_URL).
     const gatewayAi =
       parts.ai === undefined
@@ -182,7 +193,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
             ai: parts.ai,
             store,
             clock,
-            env,
+            redis,
             guard: adminAuth.hook,
             log: (line, message) => server.app?.log.info(line, message),
           });
@@ -195,7 +206,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const webhooks =
       parts.webhooks === undefined
         ? undefined
-        : createWebhookIngress({ ...parts.webhooks, store, jobs, clock, adminGuard: adminAuth.hook });
+        : createWebhookIngress({
+            ...parts.webhooks,
+            store,
+            jobs,
+            clock,
+            adminGuard: adminAuth.hook,
+            ...(redis === undefined ? {} : { rateLimitStore: redis.rateLimitStore }),
+          });
     // The page at `/` and `/admin/api/…`, behind the same admin check as every admin route.
     const admin = { auth: adminAuth, parts, store, jobs, operations, webhooks, ai, publicUrl, clock };
     const dashboard = gatewayDashboard(admin);
