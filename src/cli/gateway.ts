@@ -48,6 +48,11 @@ export interface GatewayOptions {
   /** Grace period of shutdown for in-flight requests and running jobs, ms (default 10 000). */
   graceMs?: number;
   /**
+   * Lease of a running job, ms (default the jobs runtime's 30 000): how long a job whose worker died waits
+   * before another worker reclaims it. Heartbeats renew it every third of it.
+   */
+  leaseMs?: number;
+  /**
    * How often expired state is pruned, ms (default 300 000): resumable-stream messages past their retention,
    * idempotency records past their lifetime, counters past their window.
    */
@@ -131,7 +136,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   };
   if (ownsStore) cleanups.push(() => store.close());
   try {
-    const jobs = createJobs({ store, clock });
+    const jobs = createJobs({ store, clock, leaseMs: options.leaseMs });
     // Job URLs are built from the public URL before the server listens, so port 0 is resolved up front.
     const listenPort = port === 0 ? await freePort(host) : port;
     const url = `http://${urlHost(host)}:${listenPort}`;
@@ -286,7 +291,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 }
 
 /** Options of {@link startWorker}. */
-export type WorkerOptions = Pick<GatewayOptions, 'app' | 'store' | 'graceMs' | 'clock' | 'env' | 'log'> & {
+export type WorkerOptions = Pick<
+  GatewayOptions,
+  'app' | 'store' | 'graceMs' | 'leaseMs' | 'clock' | 'env' | 'log'
+> & {
   /** Base URL of the gateway, for job URLs the app may build (default `http://127.0.0.1:8787`). */
   publicUrl?: string;
 };
@@ -313,7 +321,7 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
   const ownsStore = typeof options.store !== 'object';
   const store =
     typeof options.store === 'object' ? options.store : await openStore({ url: options.store, clock });
-  const jobs = createJobs({ store, clock });
+  const jobs = createJobs({ store, clock, leaseMs: options.leaseMs });
   const env = options.env ?? process.env;
   const log = options.log ?? ((line: string) => console.log(line));
   let parts: AppParts;

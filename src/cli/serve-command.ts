@@ -29,6 +29,7 @@ Options:
   --no-worker          do not run jobs here (run 'breakwater worker' processes instead)
   --log                JSON request logs on stdout (pino)
   --grace-ms <ms>      shutdown grace for in-flight requests and running jobs (default ${GATEWAY_DEFAULTS.graceMs})
+  --lease-ms <ms>      how long a job whose worker died waits before another worker takes it (default 30000)
 ${COMMON_OPTIONS}`;
 
 export const WORKER_USAGE = `Usage: breakwater worker [options]
@@ -39,6 +40,7 @@ running jobs finish (up to the grace period).
 Options:
   --public-url <url>   the gateway's base URL, for job links the app builds (default: $BREAKWATER_PUBLIC_URL)
   --grace-ms <ms>      shutdown grace for running jobs (default ${GATEWAY_DEFAULTS.graceMs})
+  --lease-ms <ms>      how long a job whose worker died waits before another worker takes it (default 30000)
 ${COMMON_OPTIONS}`;
 
 /** Resolves when the process gets SIGINT or SIGTERM; a second signal exits at once with code 1. */
@@ -72,6 +74,7 @@ function parse(
         app: { type: 'string' },
         db: { type: 'string' },
         'grace-ms': { type: 'string' },
+        'lease-ms': { type: 'string' },
         'public-url': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         ...extra,
@@ -120,6 +123,7 @@ export async function runServe(argv: string[], out: (line: string) => void = con
     integer('--port', (values.port as string | undefined) ?? process.env.PORT, 0, 65_535) ??
     GATEWAY_DEFAULTS.port;
   const graceMs = integer('--grace-ms', values['grace-ms'] as string | undefined, 0, 600_000);
+  const leaseMs = integer('--lease-ms', values['lease-ms'] as string | undefined, 3, 3_600_000);
   const app = await appFrom(values.app as string | undefined, SERVE_USAGE);
   const db = storeUrl(values.db as string | undefined);
   const store = await openStoreForCli(db);
@@ -134,6 +138,7 @@ export async function runServe(argv: string[], out: (line: string) => void = con
       worker: values.worker !== false,
       logger: values.log === true,
       graceMs,
+      leaseMs,
       log: out,
     });
   } catch (error) {
@@ -171,6 +176,7 @@ export async function runWorker(argv: string[], out: (line: string) => void = co
     return EXIT.ok;
   }
   const graceMs = integer('--grace-ms', values['grace-ms'] as string | undefined, 0, 600_000);
+  const leaseMs = integer('--lease-ms', values['lease-ms'] as string | undefined, 3, 3_600_000);
   const app = await appFrom(values.app as string | undefined, WORKER_USAGE);
   const db = storeUrl(values.db as string | undefined);
   const store = await openStoreForCli(db);
@@ -180,6 +186,7 @@ export async function runWorker(argv: string[], out: (line: string) => void = co
       app,
       store,
       graceMs,
+      leaseMs,
       publicUrl: (values['public-url'] as string | undefined) ?? process.env.BREAKWATER_PUBLIC_URL,
       log: out,
     });

@@ -92,6 +92,17 @@ describe('breakwater serve and worker', () => {
         expect(run.stderr).toBe('');
         expect(run.stdout).toMatch(new RegExp(`^Usage: breakwater ${command} \\[options\\]\\n`));
         expect(run.stdout).toContain('--app <module>');
+        expect(run.stdout).toContain('--lease-ms <ms>');
+        // A lease too short for its heartbeats is a usage error, named, before anything starts.
+        const bad = spawnSync(
+          process.execPath,
+          ['--import', 'tsx', 'src/cli/main.ts', command, '--app', APP, '--lease-ms', '2'],
+          { cwd: root, env: envFor(undefined), encoding: 'utf8', timeout: SLOW },
+        );
+        expect([bad.status, bad.stderr]).toEqual([
+          2,
+          "breakwater: --lease-ms must be an integer from 3 to 3600000, got '2'\n",
+        ]);
       }
     },
     SLOW,
