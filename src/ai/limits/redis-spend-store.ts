@@ -1,5 +1,10 @@
-import { BreakwaterError, POSITIVE_INTEGER, finite, optionalFn } from '../../core/index.js';
-import { RedisScript, redisDeadline, type RedisScriptClient } from '../../policy/index.js';
+import { BreakwaterError } from '../../core/index.js';
+import {
+  RedisScript,
+  redisDeadline,
+  redisStoreSettings,
+  type RedisScriptClient,
+} from '../../policy/index.js';
 import type { SpendState } from './spend.js';
 import type { SpendReservation, SpendStore } from './spend-store.js';
 
@@ -81,26 +86,17 @@ export class RedisSpendStore implements SpendStore {
   readonly timeoutMs: number;
   readonly unavailableRetryAfterMs: number;
   private readonly redis: RedisScriptClient;
-  private readonly onError: ((error: unknown, key: string) => void) | undefined;
+  private readonly report: (error: unknown, key: string) => void;
 
   constructor(options: RedisSpendStoreOptions) {
     const owner = 'RedisSpendStore';
     const d = REDIS_SPEND_STORE_DEFAULTS;
-    if (typeof options?.redis?.evalsha !== 'function' || typeof options.redis.eval !== 'function') {
-      throw new RangeError(`${owner}: redis must be an ioredis client`);
-    }
-    this.redis = options.redis;
-    const prefix = options.keyPrefix ?? d.keyPrefix;
-    if (typeof prefix !== 'string') throw new RangeError(`${owner}: keyPrefix must be a string`);
-    this.keyPrefix = prefix;
-    this.timeoutMs = finite(owner, 'timeoutMs', options.timeoutMs ?? d.timeoutMs, POSITIVE_INTEGER);
-    this.unavailableRetryAfterMs = finite(
-      owner,
-      'unavailableRetryAfterMs',
-      options.unavailableRetryAfterMs ?? d.unavailableRetryAfterMs,
-      POSITIVE_INTEGER,
-    );
-    this.onError = optionalFn(owner, 'onError', options.onError);
+    const settings = redisStoreSettings(owner, options, d);
+    this.redis = settings.redis;
+    this.keyPrefix = settings.keyPrefix;
+    this.timeoutMs = settings.timeoutMs;
+    this.unavailableRetryAfterMs = settings.unavailableRetryAfterMs;
+    this.report = settings.report;
   }
 
   async reserve(
@@ -156,13 +152,5 @@ export class RedisSpendStore implements SpendStore {
       this.timeoutMs,
       'spend',
     );
-  }
-
-  private report(error: unknown, key: string): void {
-    try {
-      this.onError?.(error, key);
-    } catch {
-      // a failing listener changes nothing
-    }
   }
 }

@@ -35,4 +35,11 @@ export {
   type RedisRateLimitStoreOptions,
   type RedisUnavailableMode,
 } from './redis-store.js';
-export { RedisScript, redisDeadline, type RedisScriptClient } from './redis-script.js';
+export {
+  RedisScript,
+  redisDeadline,
+  redisStoreSettings,
+  type RedisScriptClient,
+  type RedisStoreOptions,
+  type RedisStoreSettings,
+} from './redis-script.js';

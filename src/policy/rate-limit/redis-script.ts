@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { POSITIVE_INTEGER, finite, optionalFn } from '../../core/index.js';
 
 /**
  * What a Redis-backed store needs of an ioredis client: `EVALSHA`, `EVAL` and `DEL`. A `Redis` (or `Cluster`,
@@ -57,4 +58,59 @@ export function redisDeadline<T>(promise: Promise<T>, timeoutMs: number, what: s
 
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/** The options every Redis-backed store takes (see `RedisRateLimitStore`, `RedisSpendStore`). */
+export interface RedisStoreOptions {
+  redis: RedisScriptClient;
+  keyPrefix?: string;
+  timeoutMs?: number;
+  unavailableRetryAfterMs?: number;
+  onError?: (error: unknown, key: string) => void;
+}
+
+/** {@link RedisStoreOptions} checked, with defaults applied. */
+export interface RedisStoreSettings {
+  redis: RedisScriptClient;
+  keyPrefix: string;
+  timeoutMs: number;
+  unavailableRetryAfterMs: number;
+  /** Calls `onError` (if any) for a failed or late command; a listener that throws changes nothing. */
+  report(error: unknown, key: string): void;
+}
+
+/**
+ * Checks a Redis store's common options and applies `defaults`.
+ * @throws RangeError naming `owner` and the option: `redis` that is not an ioredis client, a non-string
+ *   `keyPrefix`, `timeoutMs` / `unavailableRetryAfterMs` that are not integers ≥ 1, an `onError` that is not a function.
+ */
+export function redisStoreSettings(
+  owner: string,
+  options: RedisStoreOptions,
+  defaults: { keyPrefix: string; timeoutMs: number; unavailableRetryAfterMs: number },
+): RedisStoreSettings {
+  if (typeof options?.redis?.evalsha !== 'function' || typeof options.redis.eval !== 'function') {
+    throw new RangeError(`${owner}: redis must be an ioredis client`);
+  }
+  const keyPrefix = options.keyPrefix ?? defaults.keyPrefix;
+  if (typeof keyPrefix !== 'string') throw new RangeError(`${owner}: keyPrefix must be a string`);
+  const onError = optionalFn(owner, 'onError', options.onError);
+  return {
+    redis: options.redis,
+    keyPrefix,
+    timeoutMs: finite(owner, 'timeoutMs', options.timeoutMs ?? defaults.timeoutMs, POSITIVE_INTEGER),
+    unavailableRetryAfterMs: finite(
+      owner,
+      'unavailableRetryAfterMs',
+      options.unavailableRetryAfterMs ?? defaults.unavailableRetryAfterMs,
+      POSITIVE_INTEGER,
+    ),
+    report(error, key) {
+      try {
+        onError?.(error, key);
+      } catch {
+        // a failing listener changes nothing
+      }
+    },
+  };
 }

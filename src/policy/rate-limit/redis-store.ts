@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { POSITIVE_INTEGER, finite, oneOf, optionalFn } from '../../core/index.js';
+import { oneOf } from '../../core/index.js';
 import type { RateLimitAlgorithm, RateLimitDecision } from './algorithms.js';
 import { FIXED_WINDOW_LUA, SLIDING_WINDOW_LUA, TOKEN_BUCKET_LUA } from './redis-lua.js';
-import { RedisScript, redisDeadline, type RedisScriptClient } from './redis-script.js';
+import { RedisScript, redisDeadline, redisStoreSettings, type RedisScriptClient } from './redis-script.js';
 import type { RateLimitStore } from './store.js';
 
 /** What a decision is when Redis cannot give one: `deny` refuses the request, `allow` lets it through. */
@@ -74,30 +74,21 @@ export class RedisRateLimitStore implements RateLimitStore {
   readonly timeoutMs: number;
   readonly unavailableRetryAfterMs: number;
   private readonly redis: RedisScriptClient;
-  private readonly onError: ((error: unknown, key: string) => void) | undefined;
+  private readonly report: (error: unknown, key: string) => void;
 
   constructor(options: RedisRateLimitStoreOptions) {
     const owner = 'RedisRateLimitStore';
     const d = REDIS_RATE_LIMIT_STORE_DEFAULTS;
-    if (typeof options?.redis?.evalsha !== 'function' || typeof options.redis.eval !== 'function') {
-      throw new RangeError(`${owner}: redis must be an ioredis client`);
-    }
-    this.redis = options.redis;
-    const prefix = options.keyPrefix ?? d.keyPrefix;
-    if (typeof prefix !== 'string') throw new RangeError(`${owner}: keyPrefix must be a string`);
-    this.keyPrefix = prefix;
+    const settings = redisStoreSettings(owner, options, d);
+    this.redis = settings.redis;
+    this.keyPrefix = settings.keyPrefix;
+    this.timeoutMs = settings.timeoutMs;
+    this.unavailableRetryAfterMs = settings.unavailableRetryAfterMs;
+    this.report = settings.report;
     this.onUnavailable = oneOf(owner, 'onUnavailable', options.onUnavailable ?? d.onUnavailable, [
       'deny',
       'allow',
     ] as const);
-    this.timeoutMs = finite(owner, 'timeoutMs', options.timeoutMs ?? d.timeoutMs, POSITIVE_INTEGER);
-    this.unavailableRetryAfterMs = finite(
-      owner,
-      'unavailableRetryAfterMs',
-      options.unavailableRetryAfterMs ?? d.unavailableRetryAfterMs,
-      POSITIVE_INTEGER,
-    );
-    this.onError = optionalFn(owner, 'onError', options.onError);
   }
 
   async consume(
@@ -137,11 +128,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   private unavailable(error: unknown, key: string, limit: number): RateLimitDecision {
-    try {
-      this.onError?.(error, key);
-    } catch {
-      // a failing listener changes nothing
-    }
+    this.report(error, key);
     if (this.onUnavailable === 'allow') {
       return { allowed: true, limit, remaining: 0, resetMs: 0, retryAfterMs: 0 };
     }
