@@ -16,17 +16,16 @@ import {
   type Disposable,
   type Listener,
 } from '../../core/index.js';
-import type { OperationPatch, OperationRecord, OperationStore } from '../../store/index.js';
-import { decideFailure, decideLookup, observationOf, waitPatch } from './decide.js';
+import type { OperationRecord, OperationStore } from '../../store/index.js';
 import { LEDGER_DEFAULTS } from './defaults.js';
-import { evidenceOf, operationError, toResult, type Evidence } from './result.js';
+import { OperationSteps } from './steps.js';
+import { evidenceOf, operationError, toResult } from './result.js';
 import type {
   AnyOperationAction,
   ExecuteOptions,
   NeedsAttentionEvent,
   OperationAction,
   OperationAuditSink,
-  OperationCallContext,
   OperationLedgerOptions,
   OperationOutcomeEvent,
   OperationResult,
@@ -61,6 +60,7 @@ export class OperationLedger {
   private readonly checkEveryMs: number;
   private readonly attention = new EventSource<NeedsAttentionEvent>();
   private readonly outcomes = new EventSource<OperationOutcomeEvent>();
+  private readonly steps: OperationSteps;
   /** Operations marked `needs_attention` by this process (a counter for metrics). */
   escalated = 0;
 
@@ -77,6 +77,14 @@ export class OperationLedger {
       options.checkEveryMs ?? LEDGER_DEFAULTS.checkEveryMs,
       POSITIVE,
     );
+    this.steps = new OperationSteps({
+      store: this.store,
+      audit: this.audit,
+      log: this.log,
+      clock: this.clock,
+      checkEveryMs: this.checkEveryMs,
+      outcomes: this.outcomes,
+    });
     for (const action of options.actions ?? []) this.define(action);
   }
 
@@ -134,7 +142,7 @@ export class OperationLedger {
         key: options.key,
       });
       record = begun.record;
-      if (begun.created) await this.auditStep(actor, 'operation.begin', record, { request: stored });
+      if (begun.created) await this.steps.auditStep(actor, 'operation.begin', record, { request: stored });
     }
     if (fingerprint(record.request) !== fingerprint(stored)) {
       throw new BreakwaterError('idempotency_key_mismatch', {
@@ -146,7 +154,7 @@ export class OperationLedger {
     const begun = record;
     try {
       const result = await LogContext.run({ operation_id: begun.id }, () =>
-        this.drive(action, begun, options.signal ?? neverAbortedSignal, actor, true),
+        this.steps.drive(action, begun, options.signal ?? neverAbortedSignal, actor, true),
       );
       return result as OperationResult<Res>;
     } catch (error) {
@@ -217,7 +225,7 @@ export class OperationLedger {
     if (record.state === 'succeeded' || record.state === 'failed') return toResult(record, action);
     const manual = record.state === 'needs_attention' || this.clock.now() >= record.recoveryDeadlineAt;
     const after = await LogContext.run(recoveryFields(record), () =>
-      this.lookupStep(action, record, neverAbortedSignal, actor, manual),
+      this.steps.lookupStep(action, record, neverAbortedSignal, actor, manual),
     );
     return toResult(after.record, action);
   }
@@ -291,14 +299,14 @@ export class OperationLedger {
   private async recoverOne(action: AnyOperationAction, record: OperationRecord): Promise<void> {
     if (record.state === 'needs_attention') {
       // Scheduled by requestReconcile (`breakwater ops reconcile`): look it up, never resend.
-      await this.lookupStep(action, record, neverAbortedSignal, 'system', true);
+      await this.steps.lookupStep(action, record, neverAbortedSignal, 'system', true);
       return;
     }
     const now = this.clock.now();
     if (now >= record.recoveryDeadlineAt) {
       if (record.state === 'pending') {
         // Every attempt failed before it was written: nothing happened, and nobody came back for it.
-        await this.transition(record, 'system', 'operation.failed', {
+        await this.steps.transition(record, 'system', 'operation.failed', {
           state: 'failed',
           error: {
             code: 'not_sent',
@@ -317,7 +325,7 @@ export class OperationLedger {
       await this.store.update(record.id, record.version, { nextCheckAt: record.recoveryDeadlineAt });
       return;
     }
-    await this.drive(action, record, neverAbortedSignal, 'system', false);
+    await this.steps.drive(action, record, neverAbortedSignal, 'system', false);
   }
 
   private async escalate(record: OperationRecord): Promise<void> {
@@ -332,7 +340,7 @@ export class OperationLedger {
       last_observation: record.observation,
       lookup: record.reconcile,
     };
-    const updated = await this.transition(record, 'system', 'operation.needs_attention', {
+    const updated = await this.steps.transition(record, 'system', 'operation.needs_attention', {
       state: 'needs_attention',
       evidence,
       nextCheckAt: null,
@@ -345,210 +353,9 @@ export class OperationLedger {
     );
     this.attention.emit({ record: updated });
   }
-
-  /**
-   * Moves an operation until it settles or must wait: sends a `pending` one, looks up an `unknown` one (or an
-   * `in_flight` one whose attempt went silent). Each step is a compare-and-set; a lost race re-reads.
-   */
-  private async drive(
-    action: AnyOperationAction,
-    start: OperationRecord,
-    signal: AbortSignal,
-    actor: string,
-    caller: boolean,
-  ): Promise<OperationResult> {
-    let record = start;
-    const maxAttempts = action.maxAttempts ?? LEDGER_DEFAULTS.maxAttempts;
-    // Each pass sends at most once, and sends only while attempts < maxAttempts: the loop ends.
-    for (let pass = 0; pass <= maxAttempts + 1; pass++) {
-      const now = this.clock.now();
-      if (record.state === 'succeeded' || record.state === 'failed' || record.state === 'needs_attention')
-        break;
-      if (record.state === 'in_flight' && record.nextCheckAt !== null && now < record.nextCheckAt) break;
-      if (signal.aborted) break;
-      if (record.state === 'pending') {
-        if (record.attempts >= maxAttempts || (!caller && record.error !== null)) break;
-        const next = await this.attemptStep(action, record, signal, actor);
-        if (next.reread) {
-          record = next.record;
-          continue;
-        }
-        record = next.record;
-        // Only an unknown attempt goes on (to a lookup); pending/settled results go back to the caller.
-        if (record.state !== 'unknown') break;
-        continue;
-      }
-      // unknown, or in_flight gone silent
-      const looked = await this.lookupStep(action, record, signal, actor, false);
-      record = looked.record;
-      if (!looked.again) break;
-    }
-    return toResult(record, action);
-  }
-
-  /** Sends one attempt: CAS to `in_flight`, audit, send, CAS to the outcome. */
-  private async attemptStep(
-    action: AnyOperationAction,
-    record: OperationRecord,
-    signal: AbortSignal,
-    actor: string,
-  ): Promise<{ record: OperationRecord; reread: boolean }> {
-    const now = this.clock.now();
-    const attempt = record.attempts + 1;
-    const flying = await this.store.update(record.id, record.version, {
-      state: 'in_flight',
-      attempts: attempt,
-      nextCheckAt: now + (action.attemptTimeoutMs ?? LEDGER_DEFAULTS.attemptTimeoutMs),
-      evidence: { ...evidenceOf(record), last_attempt_at: now } satisfies Evidence,
-    });
-    if (flying === undefined) return { record: await this.reread(record), reread: true };
-    await this.auditStep(actor, 'operation.attempt', flying, { attempt });
-    let patch: OperationPatch;
-    let step: string;
-    try {
-      const result: unknown = await action.send(this.context(flying, signal));
-      patch = {
-        state: 'succeeded',
-        result: result ?? null,
-        observation: 'response_received',
-        nextCheckAt: null,
-      };
-      step = 'operation.succeeded';
-    } catch (error) {
-      ({ patch, step } = decideFailure(error, flying, this.clock.now()));
-    }
-    const settled = await this.transition(flying, actor, step, patch);
-    return settled === undefined
-      ? { record: await this.reread(flying), reread: true }
-      : { record: settled, reread: false };
-  }
-
-  /**
-   * Looks the operation up and settles it on a confirmed result. `again: true` when the caller should go on
-   * with the returned record: it went back to `pending` for a resend (allowed and nothing accepted), or
-   * another writer moved it first (re-read). `manual`: never resend, and a `not_found` settles
-   * it `failed` (it is past its deadline: no request is still in transit).
-   */
-  private async lookupStep(
-    action: AnyOperationAction,
-    record: OperationRecord,
-    signal: AbortSignal,
-    actor: string,
-    manual: boolean,
-  ): Promise<{ record: OperationRecord; again: boolean }> {
-    const now = this.clock.now();
-    let patch: OperationPatch;
-    let step: string;
-    let resend = false;
-    let data: Record<string, unknown> | undefined;
-    if (action.lookup === undefined) {
-      ({ patch, step } = { patch: waitPatch(record, now, this.checkEveryMs), step: 'operation.unknown' });
-    } else {
-      try {
-        const found = await action.lookup(this.context(record, signal));
-        ({ patch, step, resend } = decideLookup(action, record, found, now, manual, this.checkEveryMs));
-        data = { found: found.state };
-      } catch (error) {
-        const last_lookup = `lookup failed: ${observationOf(error)}`;
-        const evidence: Evidence = { ...evidenceOf(record), last_lookup_at: now, last_lookup };
-        patch = { ...waitPatch(record, now, this.checkEveryMs), evidence };
-        step = 'operation.lookup_failed';
-      }
-    }
-    const updated = await this.transition(record, actor, step, patch, data);
-    if (updated === undefined) return { record: await this.reread(record), again: true };
-    return { record: updated, again: resend };
-  }
-
-  private context(record: OperationRecord, signal: AbortSignal): OperationCallContext<unknown> {
-    return {
-      operationId: record.id,
-      correlationId: record.correlationId,
-      request: record.request,
-      attempt: record.attempts,
-      signal,
-    };
-  }
-
-  /** CAS update plus its audit record; undefined when another writer moved the operation first. */
-  private async transition(
-    record: OperationRecord,
-    actor: string,
-    step: string,
-    patch: OperationPatch,
-    data?: Record<string, unknown>,
-  ): Promise<OperationRecord | undefined> {
-    const updated = await this.store.update(record.id, record.version, patch);
-    if (updated !== undefined) {
-      this.logTransition(record, updated, step);
-      await this.auditStep(actor, step, updated, {
-        ...data,
-        state: updated.state,
-        observation: updated.observation,
-      });
-      if (this.outcomes.hasListeners && updated.state !== record.state && OUTCOMES.has(updated.state)) {
-        this.outcomes.emit({ record: updated, previous: record.state });
-      }
-    }
-    return updated;
-  }
-
-  private async reread(record: OperationRecord): Promise<OperationRecord> {
-    const again = await this.store.get(record.id);
-    if (again === undefined) throw new Error(`operation ${record.id} vanished from the ledger`);
-    return again;
-  }
-
-  private logTransition(before: OperationRecord, after: OperationRecord, step: string): void {
-    // `info` even for `unknown`: the warning is the escalation, once the recovery deadline has passed.
-    if (!this.log.enabled('info')) return;
-    const fields: Record<string, unknown> = {
-      operation_id: after.id,
-      action: after.action,
-      step,
-      from: before.state,
-      to: after.state,
-      attempts: after.attempts,
-    };
-    if (after.observation !== null) fields['observation'] = after.observation;
-    const error = after.error as { code?: unknown } | null;
-    if (typeof error?.code === 'string') fields['code'] = error.code;
-    this.log.info(fields, 'operation transition');
-  }
-
-  /**
-   * Appends the step to the audit log. The log is evidence, not a gate: a failed append is a warning, and
-   * the operation goes on (stopping between a persisted attempt and its send would strand it `in_flight`).
-   */
-  private async auditStep(
-    actor: string,
-    step: string,
-    record: OperationRecord,
-    data: unknown,
-  ): Promise<void> {
-    if (this.audit === undefined) return;
-    try {
-      await this.audit.record({
-        actor,
-        action: step,
-        target: record.target,
-        operationId: record.id,
-        correlationId: record.correlationId,
-        data,
-      });
-    } catch (error) {
-      this.log.warn(
-        { err: errorFields(error), operation_id: record.id, step },
-        'audit record of an operation step failed',
-      );
-    }
-  }
 }
 
 /** The log scope of a recovery step: no request is behind it, so the operation's own correlation id. */
 function recoveryFields(record: OperationRecord): { operation_id: string; correlation_id: string } {
   return { operation_id: record.id, correlation_id: record.correlationId };
 }
-
-/** The states {@link OperationLedger.onOutcome} reports: the outcomes of the result contract. */
-const OUTCOMES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'unknown']);

@@ -1,0 +1,243 @@
+import { errorFields, type Clock, type EventSource, type Log } from '../../core/index.js';
+import type { OperationPatch, OperationRecord, OperationStore } from '../../store/index.js';
+import { decideFailure, decideLookup, observationOf, waitPatch } from './decide.js';
+import { LEDGER_DEFAULTS } from './defaults.js';
+import { evidenceOf, toResult, type Evidence } from './result.js';
+import type {
+  AnyOperationAction,
+  OperationAuditSink,
+  OperationCallContext,
+  OperationOutcomeEvent,
+  OperationResult,
+} from './types.js';
+
+/** What the steps share with their ledger. */
+export interface StepDeps {
+  store: OperationStore;
+  audit: OperationAuditSink | undefined;
+  log: Log;
+  clock: Clock;
+  checkEveryMs: number;
+  /** Hears each transition to an outcome this process wins (`OperationLedger.onOutcome`). */
+  outcomes: EventSource<OperationOutcomeEvent>;
+}
+
+/**
+ * The steps of an operation (DESIGN: "Idempotency and operations"): an attempt, a lookup, and the loop that
+ * runs them until the operation settles or must wait. Each writes with a compare-and-set on the stored
+ * version (a lost race re-reads), logs the transitions it wins and records them in the audit log.
+ * `OperationLedger` decides when to run them (a caller's `execute`, a recovery pass, `reconcile`).
+ */
+export class OperationSteps {
+  private readonly store: OperationStore;
+  private readonly audit: OperationAuditSink | undefined;
+  private readonly log: Log;
+  private readonly clock: Clock;
+  private readonly checkEveryMs: number;
+  private readonly outcomes: EventSource<OperationOutcomeEvent>;
+
+  constructor(deps: StepDeps) {
+    this.store = deps.store;
+    this.audit = deps.audit;
+    this.log = deps.log;
+    this.clock = deps.clock;
+    this.checkEveryMs = deps.checkEveryMs;
+    this.outcomes = deps.outcomes;
+  }
+
+  /**
+   * Moves an operation until it settles or must wait: sends a `pending` one, looks up an `unknown` one (or an
+   * `in_flight` one whose attempt went silent). Each step is a compare-and-set; a lost race re-reads.
+   */
+  async drive(
+    action: AnyOperationAction,
+    start: OperationRecord,
+    signal: AbortSignal,
+    actor: string,
+    caller: boolean,
+  ): Promise<OperationResult> {
+    let record = start;
+    const maxAttempts = action.maxAttempts ?? LEDGER_DEFAULTS.maxAttempts;
+    // Each pass sends at most once, and sends only while attempts < maxAttempts: the loop ends.
+    for (let pass = 0; pass <= maxAttempts + 1; pass++) {
+      const now = this.clock.now();
+      if (record.state === 'succeeded' || record.state === 'failed' || record.state === 'needs_attention')
+        break;
+      if (record.state === 'in_flight' && record.nextCheckAt !== null && now < record.nextCheckAt) break;
+      if (signal.aborted) break;
+      if (record.state === 'pending') {
+        if (record.attempts >= maxAttempts || (!caller && record.error !== null)) break;
+        const next = await this.attemptStep(action, record, signal, actor);
+        if (next.reread) {
+          record = next.record;
+          continue;
+        }
+        record = next.record;
+        // Only an unknown attempt goes on (to a lookup); pending/settled results go back to the caller.
+        if (record.state !== 'unknown') break;
+        continue;
+      }
+      // unknown, or in_flight gone silent
+      const looked = await this.lookupStep(action, record, signal, actor, false);
+      record = looked.record;
+      if (!looked.again) break;
+    }
+    return toResult(record, action);
+  }
+
+  /** Sends one attempt: CAS to `in_flight`, audit, send, CAS to the outcome. */
+  private async attemptStep(
+    action: AnyOperationAction,
+    record: OperationRecord,
+    signal: AbortSignal,
+    actor: string,
+  ): Promise<{ record: OperationRecord; reread: boolean }> {
+    const now = this.clock.now();
+    const attempt = record.attempts + 1;
+    const flying = await this.store.update(record.id, record.version, {
+      state: 'in_flight',
+      attempts: attempt,
+      nextCheckAt: now + (action.attemptTimeoutMs ?? LEDGER_DEFAULTS.attemptTimeoutMs),
+      evidence: { ...evidenceOf(record), last_attempt_at: now } satisfies Evidence,
+    });
+    if (flying === undefined) return { record: await this.reread(record), reread: true };
+    await this.auditStep(actor, 'operation.attempt', flying, { attempt });
+    let patch: OperationPatch;
+    let step: string;
+    try {
+      const result: unknown = await action.send(this.context(flying, signal));
+      patch = {
+        state: 'succeeded',
+        result: result ?? null,
+        observation: 'response_received',
+        nextCheckAt: null,
+      };
+      step = 'operation.succeeded';
+    } catch (error) {
+      ({ patch, step } = decideFailure(error, flying, this.clock.now()));
+    }
+    const settled = await this.transition(flying, actor, step, patch);
+    return settled === undefined
+      ? { record: await this.reread(flying), reread: true }
+      : { record: settled, reread: false };
+  }
+
+  /**
+   * Looks the operation up and settles it on a confirmed result. `again: true` when the caller should go on
+   * with the returned record: it went back to `pending` for a resend (allowed and nothing accepted), or
+   * another writer moved it first (re-read). `manual`: never resend, and a `not_found` settles
+   * it `failed` (it is past its deadline: no request is still in transit).
+   */
+  async lookupStep(
+    action: AnyOperationAction,
+    record: OperationRecord,
+    signal: AbortSignal,
+    actor: string,
+    manual: boolean,
+  ): Promise<{ record: OperationRecord; again: boolean }> {
+    const now = this.clock.now();
+    let patch: OperationPatch;
+    let step: string;
+    let resend = false;
+    let data: Record<string, unknown> | undefined;
+    if (action.lookup === undefined) {
+      ({ patch, step } = { patch: waitPatch(record, now, this.checkEveryMs), step: 'operation.unknown' });
+    } else {
+      try {
+        const found = await action.lookup(this.context(record, signal));
+        ({ patch, step, resend } = decideLookup(action, record, found, now, manual, this.checkEveryMs));
+        data = { found: found.state };
+      } catch (error) {
+        const last_lookup = `lookup failed: ${observationOf(error)}`;
+        const evidence: Evidence = { ...evidenceOf(record), last_lookup_at: now, last_lookup };
+        patch = { ...waitPatch(record, now, this.checkEveryMs), evidence };
+        step = 'operation.lookup_failed';
+      }
+    }
+    const updated = await this.transition(record, actor, step, patch, data);
+    if (updated === undefined) return { record: await this.reread(record), again: true };
+    return { record: updated, again: resend };
+  }
+
+  private context(record: OperationRecord, signal: AbortSignal): OperationCallContext<unknown> {
+    return {
+      operationId: record.id,
+      correlationId: record.correlationId,
+      request: record.request,
+      attempt: record.attempts,
+      signal,
+    };
+  }
+
+  /** CAS update plus its audit record; undefined when another writer moved the operation first. */
+  async transition(
+    record: OperationRecord,
+    actor: string,
+    step: string,
+    patch: OperationPatch,
+    data?: Record<string, unknown>,
+  ): Promise<OperationRecord | undefined> {
+    const updated = await this.store.update(record.id, record.version, patch);
+    if (updated !== undefined) {
+      this.logTransition(record, updated, step);
+      await this.auditStep(actor, step, updated, {
+        ...data,
+        state: updated.state,
+        observation: updated.observation,
+      });
+      if (this.outcomes.hasListeners && updated.state !== record.state && OUTCOMES.has(updated.state)) {
+        this.outcomes.emit({ record: updated, previous: record.state });
+      }
+    }
+    return updated;
+  }
+
+  private async reread(record: OperationRecord): Promise<OperationRecord> {
+    const again = await this.store.get(record.id);
+    if (again === undefined) throw new Error(`operation ${record.id} vanished from the ledger`);
+    return again;
+  }
+
+  private logTransition(before: OperationRecord, after: OperationRecord, step: string): void {
+    // `info` even for `unknown`: the warning is the escalation, once the recovery deadline has passed.
+    if (!this.log.enabled('info')) return;
+    const fields: Record<string, unknown> = {
+      operation_id: after.id,
+      action: after.action,
+      step,
+      from: before.state,
+      to: after.state,
+      attempts: after.attempts,
+    };
+    if (after.observation !== null) fields['observation'] = after.observation;
+    const error = after.error as { code?: unknown } | null;
+    if (typeof error?.code === 'string') fields['code'] = error.code;
+    this.log.info(fields, 'operation transition');
+  }
+
+  /**
+   * Appends the step to the audit log. The log is evidence, not a gate: a failed append is a warning, and
+   * the operation goes on (stopping between a persisted attempt and its send would strand it `in_flight`).
+   */
+  async auditStep(actor: string, step: string, record: OperationRecord, data: unknown): Promise<void> {
+    if (this.audit === undefined) return;
+    try {
+      await this.audit.record({
+        actor,
+        action: step,
+        target: record.target,
+        operationId: record.id,
+        correlationId: record.correlationId,
+        data,
+      });
+    } catch (error) {
+      this.log.warn(
+        { err: errorFields(error), operation_id: record.id, step },
+        'audit record of an operation step failed',
+      );
+    }
+  }
+}
+
+/** The states {@link OperationLedger.onOutcome} reports: the outcomes of the result contract. */
+const OUTCOMES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'unknown']);
