@@ -21,8 +21,9 @@ export interface FollowCallbacks {
 }
 
 /**
- * Follows one job's events with `seq > fromSeq`: subscribes to the store's notifications first, then reads
- * the stored events, so an event committed in between is read, not missed. Every read asks for `seq > last
+ * Follows one job's events with `seq > fromSeq`: subscribes to the store's notifications and watches the job
+ * ({@link JobStore.watchEvents}) first, then reads the stored events, so an event committed in between is
+ * read, not missed. Every read asks for `seq > last
  * delivered`, and only the next seq in line is delivered, so an event is never duplicated nor skipped, even
  * when notifications arrive late, twice or out of order. Reads are serialised; a notification during a read
  * triggers one more. A poll every `pollMs` covers notifications that never arrive (best effort on
@@ -105,10 +106,19 @@ export function followJob(
     active = false;
     subscription.dispose();
     if (pollTimer !== undefined) clock.clearTimeout(pollTimer);
+    void watching
+      .then((watch) => watch?.unwatch())
+      .catch((error) => deps.warn(`unwatching job ${jobId} failed`, error));
   }
 
+  // Watch before the first read: every event from then on is either stored already or announced. A failed
+  // watch leaves the safety-net poll, and is said.
+  const watching = store.watchEvents(jobId).catch((error: unknown) => {
+    deps.warn(`watching job ${jobId} failed; following it by polling every ${deps.pollMs} ms`, error);
+    return undefined;
+  });
   schedulePoll();
-  void read(true);
+  void watching.then(() => (active ? read(true) : undefined));
   return { dispose };
 }
 

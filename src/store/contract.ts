@@ -1108,10 +1108,11 @@ export function jobStoreContract(
         await expectNotified(received, { kind: 'job_available', type: 'gift.suggest', runAt: start + 2_500 });
       });
 
-      it('receives job_event for every event written', async () => {
+      it('receives job_event for every event written of a watched job', async () => {
         const received: StoreNotification[] = [];
         const job = await enqueue();
         store.subscribe((n) => received.push(n));
+        await store.watchEvents(job.id);
         const lease = leaseOf(await claimOne());
         await expectNotified(received, {
           kind: 'job_event',

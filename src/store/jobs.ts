@@ -272,6 +272,16 @@ export interface JobStore {
   /** Subscribes to {@link StoreNotification}s. */
   subscribe(listener: (notification: StoreNotification) => void): Disposable;
 
+  /**
+   * Asks for `job_event` notifications of `jobId` until `unwatch()` resolves. A follower calls it before it
+   * reads the stored events: from its resolution on, every new event of the job is announced. On PostgreSQL
+   * only watched jobs' events are notified (a NOTIFY makes its commit wait for a server-wide lock, so one
+   * per event of every job would serialize all workers); SQLite announces every event anyway and this is a
+   * no-op. A watch of a job that does not exist does nothing. The watch ends with the store's `close`;
+   * a process that dies keeps its watches registered, which only costs notifications of those jobs.
+   */
+  watchEvents(jobId: string): Promise<{ unwatch(): Promise<void> }>;
+
   /** Closes connections and stops listening. Idempotent. */
   close(): Promise<void>;
 }

@@ -130,6 +130,7 @@ describePostgres('contract tests')('PostgreSQL job store', () => {
       await pollUntil(has(available));
       expect(received).toContainEqual(available);
 
+      await b.watchEvents(job.id);
       await a.claim({ owner: 'w', types: ['cross'], limit: 1, leaseMs: 30_000 });
       const started: StoreNotification = {
         kind: 'job_event',
@@ -144,6 +145,41 @@ describePostgres('contract tests')('PostgreSQL job store', () => {
       const cancel: StoreNotification = { kind: 'cancel_requested', jobId: job.id };
       await pollUntil(has(cancel));
       expect(received).toContainEqual(cancel);
+    });
+
+    it("announces a job's events only while some instance watches it; close ends its watches", async () => {
+      const received: StoreNotification[] = [];
+      a.subscribe((n) => received.push(n));
+      const events = (): StoreNotification[] => received.filter((n) => n.kind === 'job_event');
+      const job = (await a.enqueue(newJob({ type: 'watched' }))).job;
+      const other = (await a.enqueue(newJob({ type: 'unwatched' }))).job;
+      expect(await b.watchEvents('job_missing')).toBeDefined(); // no such job: registers nothing
+
+      const watch = await b.watchEvents(job.id);
+      const [claim] = await a.claim({ owner: 'w', types: ['watched'], limit: 1, leaseMs: 30_000 });
+      const [otherClaim] = await a.claim({ owner: 'w', types: ['unwatched'], limit: 1, leaseMs: 30_000 });
+      await a.complete({ id: other.id, token: otherClaim!.token }, 'unseen');
+      await a.appendRunEvent({ id: job.id, token: claim!.token }, 'job.progress', { step: 1 });
+      await pollUntil(() => events().length === 2);
+      // The other job's started and completed events were committed before the progress event was.
+      expect(events()).toEqual([
+        { kind: 'job_event', jobId: job.id, seq: 1, eventType: 'job.started' },
+        { kind: 'job_event', jobId: job.id, seq: 2, eventType: 'job.progress' },
+      ]);
+
+      await watch.unwatch();
+      await a.appendRunEvent({ id: job.id, token: claim!.token }, 'job.progress', { step: 2 });
+      await b.watchEvents(job.id); // a new watch, left to close
+      await a.appendRunEvent({ id: job.id, token: claim!.token }, 'job.progress', { step: 3 });
+      await pollUntil(() => events().length === 3);
+      expect(events()[2]).toEqual({ kind: 'job_event', jobId: job.id, seq: 4, eventType: 'job.progress' });
+
+      await b.close();
+      await a.complete({ id: job.id, token: claim!.token }, 'done');
+      const marker = (await a.enqueue(newJob({ type: 'marker' }))).job;
+      await pollUntil(() => received.some((n) => n.kind === 'job_available' && n.type === 'marker'));
+      expect(marker.status).toBe('pending');
+      expect(events()).toHaveLength(3); // seq 3 (unwatched) and the completion (watch closed) were silent
     });
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Clock } from '../../core/index.js';
 
@@ -11,6 +12,10 @@ export interface Db {
   readonly jobs: string;
   /** `"schema".job_events`. */
   readonly events: string;
+  /** `"schema".job_watchers` (see `watchEvents`). */
+  readonly watchers: string;
+  /** `"schema".claim_jobs`, the claim function (see `claim`). */
+  readonly claimJobs: string;
   readonly clock: Clock;
 }
 
@@ -76,3 +81,34 @@ export const storeTypes: pg.CustomTypesConfig = {
       ? (value: string) => Number(value)
       : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
+
+/** Statement names by SQL text (see {@link query}). */
+const statementNames = new Map<string, string>();
+
+/** SQLSTATE of "cached plan must not change result type" (feature_not_supported). */
+const FEATURE_NOT_SUPPORTED = '0A000';
+
+/**
+ * Runs `text` as a named prepared statement: each pooled connection parses and plans it once, then only
+ * binds and runs it (for the job statements, planning cost as much as running). The name is a hash of the
+ * text, so one text always has one name, whatever schema it was built for. When a migration of another
+ * process changed a table a `SELECT *` or `RETURNING *` reads (a rolling upgrade), PostgreSQL refuses the
+ * old plan once: the statement is then run unprepared, which plans it afresh.
+ */
+export async function query<R extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  text: string,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `bw_${createHash('sha256').update(text).digest('base64url').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  try {
+    return await pool.query<R>({ name, text, values });
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== FEATURE_NOT_SUPPORTED) throw error;
+    return pool.query<R>(text, values);
+  }
+}

@@ -1,6 +1,6 @@
 import { newId } from '../../core/index.js';
 import type { JobRecord, NewJob } from '../jobs.js';
-import { json, ms, type Db } from './db.js';
+import { json, ms, type Db, query } from './db.js';
 import { toJob, type JobRow } from './rows.js';
 
 /**
@@ -15,7 +15,8 @@ import { toJob, type JobRow } from './rows.js';
 export async function enqueue(db: Db, job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
   const now = ms(db.clock.now());
   const key = job.idempotencyKey ?? null;
-  const inserted = await db.pool.query<JobRow>(
+  const inserted = await query<JobRow>(
+    db.pool,
     `INSERT INTO ${db.jobs} (id, type, status, payload, max_attempts, run_at, priority, idempotency_key,
                              timeout_ms, created_at, updated_at, ordering_key)
      VALUES ($1, $2, 'pending', $3::jsonb, $4, $5, $6, $7, $8, $9, $9, $10)
@@ -39,7 +40,8 @@ export async function enqueue(db: Db, job: NewJob): Promise<{ job: JobRecord; cr
 
   // Only a conflict inserts nothing, so the key is set and its row is committed (jobs are never deleted
   // by the store).
-  const existing = await db.pool.query<JobRow>(
+  const existing = await query<JobRow>(
+    db.pool,
     `SELECT * FROM ${db.jobs} WHERE type = $1 AND idempotency_key = $2`,
     [job.type, key],
   );

@@ -1,5 +1,5 @@
 import type { JobEvent, LeaseRef } from '../jobs.js';
-import { json, ms, type Db } from './db.js';
+import { json, ms, type Db, query } from './db.js';
 import { toEvent, type EventRow } from './rows.js';
 
 /** Default page of {@link events}. */
@@ -18,7 +18,8 @@ export async function events(
   // Not capped: a caller paging until a short page comes back must get what it asked for.
   const pageSize =
     limit === Infinity ? null : Number.isNaN(limit) ? EVENTS_DEFAULT_LIMIT : Math.max(Math.floor(limit), 0);
-  const result = await db.pool.query<EventRow>(
+  const result = await query<EventRow>(
+    db.pool,
     `SELECT * FROM ${db.events} WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     [jobId, Number.isFinite(afterSeq) ? Math.floor(afterSeq) : 0, pageSize],
   );
@@ -43,7 +44,8 @@ export async function appendRunEvent(
     throw new TypeError(`appendRunEvent: type must be 'job.progress' or 'job.partial', got ${String(type)}`);
   }
   const now = ms(db.clock.now());
-  const result = await db.pool.query<EventRow>(
+  const result = await query<EventRow>(
+    db.pool,
     `WITH run AS (
        UPDATE ${db.jobs}
        SET next_seq = next_seq + 1

@@ -1,3 +1,4 @@
+import { query } from './db.js';
 import type { JobFilter, JobRecord } from '../jobs.js';
 import type { Db } from './db.js';
 import { toJob, type JobRow } from './rows.js';
@@ -8,7 +9,7 @@ const LIST_MAX_LIMIT = 1000;
 
 /** One job by id, through the primary key. */
 export async function get(db: Db, id: string): Promise<JobRecord | undefined> {
-  const result = await db.pool.query<JobRow>(`SELECT * FROM ${db.jobs} WHERE id = $1`, [id]);
+  const result = await query<JobRow>(db.pool, `SELECT * FROM ${db.jobs} WHERE id = $1`, [id]);
   const row = result.rows[0];
   return row === undefined ? undefined : toJob(row);
 }
@@ -40,7 +41,8 @@ export async function list(db: Db, filter: JobFilter = {}): Promise<JobRecord[]>
     ? LIST_DEFAULT_LIMIT
     : Math.min(Math.max(Math.floor(requested), 0), LIST_MAX_LIMIT);
 
-  const result = await db.pool.query<JobRow>(
+  const result = await query<JobRow>(
+    db.pool,
     `SELECT * FROM ${db.jobs}
      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
      ORDER BY id DESC

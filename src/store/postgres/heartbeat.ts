@@ -1,5 +1,5 @@
 import type { LeaseRef } from '../jobs.js';
-import { ms, type Db } from './db.js';
+import { ms, type Db, query } from './db.js';
 
 /**
  * Extends a lease to `now + leaseMs` and reports a pending cancel request, in one UPDATE.
@@ -14,7 +14,8 @@ export async function heartbeat(
   leaseMs: number,
 ): Promise<{ ok: boolean; cancelRequested: boolean }> {
   const now = ms(db.clock.now());
-  const result = await db.pool.query<{ cancel_requested_at: number | null }>(
+  const result = await query<{ cancel_requested_at: number | null }>(
+    db.pool,
     `UPDATE ${db.jobs}
      SET lease_expires_at = $3::bigint + $4::bigint, updated_at = $3
      WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'

@@ -39,6 +39,7 @@ import { migrate } from './migrate.js';
 import { PostgresOperationStore } from './operations.js';
 import { PostgresRouteStore } from './routes.js';
 import { PgRunner } from './runner.js';
+import { unwatchEvents, watchEvents } from './watchers.js';
 import { complete, fail, finishCanceled, release } from './settle.js';
 import { nextRunAt, stats } from './stats.js';
 import { appendStreamEvent, pruneStreamEvents, streamEventsAfter, type StreamDb } from './stream-events.js';
@@ -123,13 +124,23 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const s = quoteIdent(schema);
   return new PostgresJobStore(
     new PgRunner(pool, clock, schema),
-    { pool, jobs: `${s}.jobs`, events: `${s}.job_events`, clock },
+    {
+      pool,
+      jobs: `${s}.jobs`,
+      events: `${s}.job_events`,
+      watchers: `${s}.job_watchers`,
+      claimJobs: `${s}.claim_jobs`,
+      clock,
+    },
     { pool, streams: `${s}.streams`, streamEvents: `${s}.stream_events`, clock },
     { pool, jobs: `${s}.jobs`, inbox: `${s}.webhook_inbox`, clock },
     listener,
     notifications,
   );
 }
+
+/** A watch that registered nothing (no such job). */
+const NO_WATCH = { unwatch: (): Promise<void> => Promise.resolve() };
 
 /**
  * The {@link JobStore}, {@link StreamEventStore} and {@link WebhookInboxStore} over one pool and one LISTEN
@@ -141,6 +152,8 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
   readonly audit: PostgresAuditStore;
   readonly counters: PostgresCounterStore;
   readonly routes: PostgresRouteStore;
+  /** Watches of this store not yet unwatched, `[jobId, watcher]`. */
+  private readonly watches = new Set<readonly [string, string]>();
 
   constructor(
     /** The pool, clock and schema every aggregate shares, and the store's closed state. */
@@ -267,12 +280,29 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
     return this.notifications.on(listener);
   }
 
+  /** Registers a row in `job_watchers` (see `watchers.ts`); `close` removes the ones still registered. */
+  async watchEvents(jobId: string): Promise<{ unwatch(): Promise<void> }> {
+    await this.open();
+    const watcher = await watchEvents(this.db, jobId);
+    if (watcher === undefined) return NO_WATCH;
+    const watch = [jobId, watcher] as const;
+    this.watches.add(watch);
+    let unwatched: Promise<void> | undefined;
+    return {
+      unwatch: () =>
+        (unwatched ??= this.watches.delete(watch) ? unwatchEvents(this.db, [watch]) : Promise.resolve()),
+    };
+  }
+
   /**
    * Stops listening, then ends the pool once queries in flight have returned their connections. Idempotent:
    * every call returns the same promise. Later operations reject.
    */
   close(): Promise<void> {
     return this.runner.close(async () => {
+      // Best effort: a watch left behind only costs notifications of its job.
+      await unwatchEvents(this.db, [...this.watches]).catch(() => undefined);
+      this.watches.clear();
       await this.listener.close();
       await this.db.pool.end();
     });

@@ -1,5 +1,5 @@
 import type { JobError, JobEvent, LeaseRef } from '../jobs.js';
-import { json, ms, type Db } from './db.js';
+import { json, ms, type Db, query } from './db.js';
 import { plainError, toEvent, type EventRow } from './rows.js';
 
 /**
@@ -14,7 +14,8 @@ import { plainError, toEvent, type EventRow } from './rows.js';
 /** `in_progress` → `completed` with `result`; writes `job.completed` `{ result }`. */
 export async function complete(db: Db, lease: LeaseRef, result: unknown): Promise<JobEvent | undefined> {
   const now = ms(db.clock.now());
-  const inserted = await db.pool.query<EventRow>(
+  const inserted = await query<EventRow>(
+    db.pool,
     `WITH done AS (
        UPDATE ${db.jobs}
        SET status = 'completed', result = $4::jsonb, lease_owner = NULL, lease_expires_at = NULL,
@@ -45,7 +46,8 @@ export async function fail(
 ): Promise<JobEvent | undefined> {
   const now = ms(db.clock.now());
   // In SET, column references read the row before the update, so every CASE sees the same decision.
-  const inserted = await db.pool.query<EventRow>(
+  const inserted = await query<EventRow>(
+    db.pool,
     `WITH settled AS (
        UPDATE ${db.jobs}
        SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'canceled'
@@ -80,7 +82,8 @@ export async function fail(
 /** Ends a run stopped by a cancel request: `canceled`, `job.canceled` `{ attempts }`. */
 export async function finishCanceled(db: Db, lease: LeaseRef): Promise<JobEvent | undefined> {
   const now = ms(db.clock.now());
-  const inserted = await db.pool.query<EventRow>(
+  const inserted = await query<EventRow>(
+    db.pool,
     `WITH done AS (
        UPDATE ${db.jobs}
        SET status = 'canceled', lease_owner = NULL, lease_expires_at = NULL,
@@ -106,7 +109,8 @@ export async function release(db: Db, lease: LeaseRef): Promise<boolean> {
   const now = ms(db.clock.now());
   // The run is not counted (attempts - 1). A job whose cancel was requested is not handed back to run
   // again: it ends `canceled` with its `job.canceled` event, in the same statement, so the cancel is kept.
-  const result = await db.pool.query<{ released: string }>(
+  const result = await query<{ released: string }>(
+    db.pool,
     `WITH released AS (
        UPDATE ${db.jobs}
        SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'canceled' END,

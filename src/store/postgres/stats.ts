@@ -1,5 +1,5 @@
 import type { JobStats, JobStatus } from '../jobs.js';
-import { ms, type Db } from './db.js';
+import { ms, type Db, query } from './db.js';
 import { notBlocked } from './ordering.js';
 
 /**
@@ -9,7 +9,8 @@ import { notBlocked } from './ordering.js';
  */
 export async function stats(db: Db): Promise<JobStats> {
   const now = ms(db.clock.now());
-  const result = await db.pool.query<Record<JobStatus, number> & { oldest_due: number | null }>(
+  const result = await query<Record<JobStatus, number> & { oldest_due: number | null }>(
+    db.pool,
     `SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
             count(*) FILTER (WHERE status = 'in_progress') AS in_progress,
             count(*) FILTER (WHERE status = 'completed') AS completed,
@@ -45,7 +46,8 @@ export async function stats(db: Db): Promise<JobStats> {
  */
 export async function nextRunAt(db: Db, types: readonly string[]): Promise<number | null> {
   const ofTypes = '(cardinality($1::text[]) = 0 OR type = ANY ($1::text[]))';
-  const result = await db.pool.query<{ next: number | null }>(
+  const result = await query<{ next: number | null }>(
+    db.pool,
     `SELECT LEAST(
        (SELECT min(run_at) FROM ${db.jobs} j
          WHERE status = 'pending' AND ${ofTypes} AND ${notBlocked(db.jobs, 'j')}),

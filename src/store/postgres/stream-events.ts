@@ -6,7 +6,7 @@ import {
   streamEventsLimit,
   type StreamEventsPage,
 } from '../stream-events.js';
-import { json, ms, withTransaction, type Db } from './db.js';
+import { json, ms, withTransaction, type Db, query } from './db.js';
 
 /** What the stream event operations need: the pool, the clock and their two schema-qualified tables. */
 export interface StreamDb extends Pick<Db, 'pool' | 'clock'> {
@@ -25,7 +25,8 @@ export async function appendStreamEvent(db: StreamDb, streamId: string, message:
   checkStreamId(streamId);
   const text = json(message);
   const now = ms(db.clock.now());
-  const result = await db.pool.query<{ stream_key: number; seq: number }>(
+  const result = await query<{ stream_key: number; seq: number }>(
+    db.pool,
     `WITH stream AS (
        INSERT INTO ${db.streams} AS s (stream_id, last_seq, created_at, updated_at) VALUES ($1, 1, $2, $2)
        ON CONFLICT (stream_id) DO UPDATE SET last_seq = s.last_seq + 1, updated_at = EXCLUDED.updated_at
@@ -53,7 +54,8 @@ export async function streamEventsAfter(
 ): Promise<StreamEventsPage | undefined> {
   const ref = parseStreamEventId(eventId);
   if (ref === undefined) return undefined;
-  const result = await db.pool.query<{ stream_id: string; seq: number | null; message: unknown }>(
+  const result = await query<{ stream_id: string; seq: number | null; message: unknown }>(
+    db.pool,
     `SELECT s.stream_id, e.seq, e.message
        FROM ${db.streamEvents} a
        JOIN ${db.streams} s ON s.stream_key = a.stream_key

@@ -11,7 +11,7 @@ import {
   type InboxJob,
   type InboxRecord,
 } from '../webhooks.js';
-import { json, ms } from './db.js';
+import { json, ms, query } from './db.js';
 
 /** What the inbox operations need: the pool, the quoted `jobs` and `webhook_inbox` tables, the clock. */
 export interface InboxDb {
@@ -96,7 +96,8 @@ export async function acceptWebhook(
   const jobId = newId('job');
   const newJob = resolveInboxJob(job, inboxId);
   const now = ms(db.clock.now());
-  const inserted = await db.pool.query<InboxRow>(
+  const inserted = await query<InboxRow>(
+    db.pool,
     `WITH delivery AS (
        INSERT INTO ${db.inbox} (id, source, event_id, event_type, received_at, occurred_at, body, job_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -133,7 +134,8 @@ export async function getWebhook(
   eventId: string,
 ): Promise<InboxRecord | undefined> {
   if (!isInboxKey(source) || !isInboxKey(eventId)) return undefined;
-  const result = await db.pool.query<InboxRow>(
+  const result = await query<InboxRow>(
+    db.pool,
     `SELECT * FROM ${db.inbox} WHERE source = $1 AND event_id = $2`,
     [source, eventId],
   );
@@ -156,7 +158,8 @@ export async function listWebhooks(db: InboxDb, filter: InboxFilter = {}): Promi
     where.push(`id < $${values.length}`);
   }
   values.push(limit);
-  const result = await db.pool.query<InboxRow>(
+  const result = await query<InboxRow>(
+    db.pool,
     `SELECT * FROM ${db.inbox}
      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
      ORDER BY id DESC
@@ -172,7 +175,8 @@ export async function listWebhooks(db: InboxDb, filter: InboxFilter = {}): Promi
  */
 export async function webhookBacklog(db: InboxDb, source: string): Promise<number> {
   if (!isInboxKey(source)) return 0;
-  const result = await db.pool.query<{ n: number }>(
+  const result = await query<{ n: number }>(
+    db.pool,
     `SELECT count(*) AS n FROM ${db.jobs}
       WHERE inbox_source = $1 AND status IN ('pending', 'in_progress')`,
     [source],
@@ -197,7 +201,8 @@ export async function replayWebhook(
   const jobId = newId('job');
   const newJob = resolveInboxJob(job, found.id);
   const now = ms(db.clock.now());
-  const result = await db.pool.query<InboxRow>(
+  const result = await query<InboxRow>(
+    db.pool,
     `WITH pointed AS (
        UPDATE ${db.inbox} SET job_id = $1, replays = replays + 1
         WHERE id = $2

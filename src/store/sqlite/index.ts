@@ -149,6 +149,9 @@ export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise
   }
 }
 
+/** The watch of {@link SqliteJobStore.watchEvents}: nothing to undo. */
+const NO_WATCH = { unwatch: (): Promise<void> => Promise.resolve() };
+
 /**
  * The {@link JobStore}, {@link StreamEventStore} and {@link WebhookInboxStore} over one better-sqlite3
  * connection, with the {@link StoreFacets} on the same connection. Each operation lives in its own file.
@@ -303,6 +306,11 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
 
   subscribe(listener: (notification: StoreNotification) => void): Disposable {
     return this.ctx.notifications.on(listener);
+  }
+
+  /** A no-op: every event is announced already (in this process at once, to others by `watchMs`). */
+  watchEvents(): Promise<{ unwatch(): Promise<void> }> {
+    return Promise.resolve(NO_WATCH);
   }
 
   // Stream events are not group-committed: like every unbatched operation they commit what is queued first.

@@ -1,0 +1,195 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Log,
+  POSITIVE_INTEGER,
+  clockOption,
+  errorFields,
+  finite,
+  invalidOption,
+  loggerOption,
+  systemClock,
+  type Clock,
+  type Disposable,
+  type Logger,
+  type TimerHandle,
+} from '../core/index.js';
+import type { CircuitBreakerPolicy, CircuitBreakerSnapshot, CircuitStateChange } from '../policy/index.js';
+import { UNCHANGED, type CounterStore } from '../store/index.js';
+
+/** Options of {@link shareBreakerState}. */
+export interface SharedBreakerOptions {
+  /**
+   * Where the shared state lives: `store.counters` of the SQLite or PostgreSQL store every instance opens
+   * (one row per breaker, changed by an atomic read-modify-write).
+   */
+  store: CounterStore;
+  /** How often the shared state is read, ms (default 1 000): an open elsewhere reaches this instance within it. */
+  refreshMs?: number;
+  /** The row's key (default `breaker:<breaker name>`): instances share a breaker by using the same key. */
+  key?: string;
+  /** Time source for the reads' schedule; default the system clock. The breaker's own clock stamps its state. */
+  clock?: Clock;
+  /** Where a failed read or write is said (pino-compatible); default the process's logger. */
+  logger?: Logger;
+}
+
+/** Defaults of {@link SharedBreakerOptions}. */
+export const SHARED_BREAKER_DEFAULTS = { refreshMs: 1_000 } as const;
+
+/** A breaker's sharing, from {@link shareBreakerState}. */
+export interface SharedBreakerState extends Disposable {
+  /** Reads the shared state now and takes it on if it is newer (the timer does this every `refreshMs`). */
+  sync(): Promise<void>;
+  /** Resolves once every publish started so far has been written (or has failed and been logged). */
+  flush(): Promise<void>;
+}
+
+/** The stored record: the snapshot of the instance that changed state last. */
+interface SharedRecord {
+  snapshot: CircuitBreakerSnapshot;
+  /** Which sharing wrote it (one id per {@link shareBreakerState} call). */
+  writer: string;
+}
+
+/**
+ * Shares a circuit breaker's open state with the breakers of other instances through the store (issue 9:
+ * per process by default, shared on request). Breakers stay per process and keep their own windows; what
+ * travels is each instance's decisions:
+ * - a breaker that opens (its window tripped, or a trial failed), is isolated, or closes (trials succeeded,
+ *   or an operator's `reset`) writes its snapshot, unless the stored one is newer (`takenAt`);
+ * - every `refreshMs` each instance reads the row and takes on a newer snapshot of another instance: an open
+ *   one (with its absolute `halfOpenAt`, so only the remaining open time is waited) when it is still open
+ *   and would end later than this breaker's own open period; an isolated one always; a closed one when this
+ *   breaker is not closed (the dependency recovered for somebody's trial). A half-open breaker is not
+ *   shared: every instance sends its own trial once its open period ends.
+ *
+ * No cost on the call path: one listener on state changes and one timer per breaker. The store being
+ * unreachable changes nothing locally (the breaker goes on per process); the failure is logged. Clocks of
+ * the instances are trusted to agree within a small fraction of the open period.
+ *
+ * @throws RangeError for a bad option (names it).
+ */
+export function shareBreakerState(
+  breaker: CircuitBreakerPolicy,
+  options: SharedBreakerOptions,
+): SharedBreakerState {
+  const owner = 'shareBreakerState';
+  if (typeof options !== 'object' || options === null) {
+    throw invalidOption(owner, 'options', 'an object { store, refreshMs?, key? }', options);
+  }
+  const store = options.store;
+  if (typeof store !== 'object' || store === null || typeof store.update !== 'function') {
+    throw invalidOption(owner, 'store', 'a CounterStore (store.counters)', store);
+  }
+  const refreshMs = finite(
+    owner,
+    'refreshMs',
+    options.refreshMs ?? SHARED_BREAKER_DEFAULTS.refreshMs,
+    POSITIVE_INTEGER,
+  );
+  const key = options.key ?? `breaker:${breaker.name}`;
+  if (typeof key !== 'string' || key.length === 0) {
+    throw invalidOption(owner, 'key', 'a non-empty string', key);
+  }
+  const clock = clockOption(owner, options.clock ?? systemClock);
+  const log = new Log(loggerOption(owner, 'logger', options.logger));
+  const writer = randomUUID();
+  /** The newest snapshot seen (written or taken on): older ones are never applied. */
+  let newest = -Infinity;
+  let publishing: Promise<void> = Promise.resolve();
+  let timer: TimerHandle | undefined;
+  let active = true;
+
+  const warn = (what: string, error: unknown): void =>
+    log.warn({ breaker: breaker.name, key, err: errorFields(error) }, `shared breaker state: ${what} failed`);
+
+  const publish = (change: CircuitStateChange): void => {
+    // Restored: taken from the store (or by hand). Half-open: each instance's own, computed lazily.
+    if (change.reason === 'restored' || change.to === 'half-open') return;
+    const snapshot = breaker.snapshot();
+    newest = Math.max(newest, snapshot.takenAt);
+    const record: SharedRecord = { snapshot, writer };
+    publishing = publishing.then(() =>
+      store
+        .update(key, (state) => {
+          const stored = asRecord(state);
+          if (stored !== undefined && stored.snapshot.takenAt > snapshot.takenAt) {
+            return { state: UNCHANGED, expiresAt: null, result: undefined };
+          }
+          return { state: record, expiresAt: expiryOf(snapshot, refreshMs), result: undefined };
+        })
+        .catch((error: unknown) => warn('write', error)),
+    );
+  };
+
+  const apply = (record: SharedRecord): void => {
+    const s = record.snapshot;
+    if (record.writer === writer || s.takenAt <= newest) return;
+    newest = s.takenAt;
+    const local = breaker.snapshot(); // takenAt: now on the breaker's clock
+    switch (s.state) {
+      case 'open':
+        if (local.state === 'isolated' || s.halfOpenAt === null || s.halfOpenAt <= local.takenAt) return;
+        if (local.state === 'open' && (local.halfOpenAt ?? 0) >= s.halfOpenAt) return;
+        return breaker.restore(s);
+      case 'isolated':
+        if (local.state !== 'isolated') breaker.restore(s);
+        return;
+      case 'closed':
+        if (local.state !== 'closed') breaker.restore(s);
+        return;
+      default:
+        return; // half-open is never written
+    }
+  };
+
+  const sync = async (): Promise<void> => {
+    try {
+      const record = asRecord(await store.get(key));
+      if (active && record !== undefined) apply(record);
+    } catch (error) {
+      warn('read', error);
+    }
+  };
+
+  const schedule = (): void => {
+    timer = clock.setTimeout(() => {
+      void sync().finally(() => {
+        if (active) schedule();
+      });
+    }, refreshMs);
+  };
+
+  const subscription = breaker.onStateChange(publish);
+  void sync();
+  schedule();
+  return {
+    sync,
+    flush: () => publishing,
+    dispose() {
+      if (!active) return;
+      active = false;
+      subscription.dispose();
+      if (timer !== undefined) clock.clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * When the stored record stops mattering: an open one at the end of its open period, an isolated one never
+ * (until a reset overwrites it), a closed one once every instance has had many reads to see it.
+ */
+function expiryOf(snapshot: CircuitBreakerSnapshot, refreshMs: number): number | null {
+  if (snapshot.state === 'open') return snapshot.halfOpenAt;
+  if (snapshot.state === 'isolated') return null;
+  return snapshot.takenAt + Math.max(60_000, 10 * refreshMs);
+}
+
+/** The stored value as a record, or undefined when absent or not one (written by something else). */
+function asRecord(state: unknown): SharedRecord | undefined {
+  if (typeof state !== 'object' || state === null) return undefined;
+  const { snapshot, writer } = state as Partial<SharedRecord>;
+  if (typeof writer !== 'string' || typeof snapshot !== 'object' || snapshot === null) return undefined;
+  if (snapshot.version !== 1 || typeof snapshot.takenAt !== 'number') return undefined;
+  return { snapshot, writer };
+}
