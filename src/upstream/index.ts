@@ -4,6 +4,12 @@
  */
 export { createUpstream } from './upstream.js';
 export { UPSTREAM_DEFAULTS } from './options.js';
+export {
+  SHARED_BREAKER_DEFAULTS,
+  shareBreakerState,
+  type SharedBreakerOptions,
+  type SharedBreakerState,
+} from './shared-breaker.js';
 export type {
   DependencyErrorText,
   Upstream,
