@@ -22,9 +22,9 @@ import { planDeliveries, sendAiRequests, sendWebhooks } from './load.js';
  * SIGKILLed and restarted. Afterwards every 2xx webhook was processed exactly once, every job is terminal
  * with exactly one terminal event, at most 30 AI requests were allowed, and the audit chain verifies.
  *
- * Knobs (environment): BREAKWATER_PROOF_JOBS (default 2 000: the issue's 5 000 take about 80 s on this
- * two-CPU machine when it is quiet and over the budget when other work shares it; each deep analysis is
- * about ten round trips, and the app runs four at a time per worker), BREAKWATER_PROOF_EVENTS (distinct
+ * Knobs (environment): BREAKWATER_PROOF_JOBS (default 5 000, the issue's number: about 90 s on this
+ * two-CPU machine when it is quiet; each deep analysis is about ten round trips, and the app runs four at a
+ * time per worker, so the two workers' eight slots set the pace), BREAKWATER_PROOF_EVENTS (distinct
  * webhook events, default 1 000; half as many duplicates again), BREAKWATER_PROOF_REDIS_DB (the Redis
  * database index, default 13; the test deletes its `breakwater:` keys there afterwards).
  */
@@ -35,7 +35,7 @@ function knob(name: string, fallback: number): number {
   return value;
 }
 
-const JOBS = knob('BREAKWATER_PROOF_JOBS', 2_000);
+const JOBS = knob('BREAKWATER_PROOF_JOBS', 5_000);
 const EVENTS = knob('BREAKWATER_PROOF_EVENTS', 1_000);
 const REDIS_DB = knob('BREAKWATER_PROOF_REDIS_DB', 13);
 const DUPLICATES = Math.round(EVENTS / 2);
@@ -45,7 +45,8 @@ const AI_REQUESTS = 90;
 const AI_LIMIT = 30;
 /** Kill once this share of the distinct events got a 2xx. */
 const KILL_AT = 0.4;
-const BUDGET_MS = 110_000;
+/** Generous: CI runs other test files beside this one on the same two CPUs. */
+const BUDGET_MS = 240_000;
 
 // Both print why they skip when their server is not given.
 const withRedis = describeRedis('distributed proof');
