@@ -1,15 +1,16 @@
 /**
- * `npm run bench -- jobs-scale [--jobs=N] [--concurrency=C] [--work-ms=W]`: PostgreSQL job throughput with 1, 2
- * and 4 worker processes (issue 9: 4 workers ≥ 3× one). For each count, a fresh schema is filled with N
- * jobs (default 4 000) before any worker runs; then the workers (`jobs-scale-worker.ts`, each its own
+ * `npm run bench -- jobs-scale [--jobs=N] [--concurrency=C] [--work-ms=W1,W2]`: PostgreSQL job throughput
+ * with 1, 2 and 4 worker processes (issue 9: 4 workers ≥ 3× one). For each count, a fresh schema is filled
+ * with N jobs (default 4 000) before any worker runs; then the workers (`jobs-scale-worker.ts`, each its own
  * process, pool and LISTEN connection, C handlers at once, default 8) are told to start together, and the
  * time runs until the store's books show all N completed.
  *
- * Two handlers, one after the other: `io`, which waits W ms (default 20) like a job calling an upstream
- * (what jobs mostly do: the work is elsewhere, the worker waits), and `noop`, which returns at once, so
- * only the queue's own work is measured (claim, events, settle): that one is bounded by the machine's CPUs,
- * which PostgreSQL and every worker share, so it scales only as far as there are idle cores.
- */
+ * Handlers, one after the other: `io`, which waits W ms (default 20, then 100) like a job calling an
+ * upstream (what jobs mostly do: the work is elsewhere, the worker waits), and `noop`, which returns at
+ * once, so only the queue's own work is measured (claim, events, settle). Each line also says how busy the
+ * whole machine was and its CPU per job (the workers' share apart): when the machine is saturated — the
+ * workers, PostgreSQL and this process share its cores — more workers cannot add throughput, and the
+ * ratio says more about the machine than about the queue. */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -34,6 +35,20 @@ function intArg(name: string, fallback: number, min = 1): number {
   const value = Number(arg.slice(name.length + 3));
   if (!Number.isInteger(value) || value < min) throw new RangeError(`--${name} must be an integer >= ${min}`);
   return value;
+}
+
+/** `--name=a,b,…`: integers >= 1. */
+function listArg(name: string, fallback: number[]): number[] {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  if (arg === undefined) return fallback;
+  const values = arg
+    .slice(name.length + 3)
+    .split(',')
+    .map(Number);
+  if (values.some((v) => !Number.isInteger(v) || v < 1)) {
+    throw new RangeError(`--${name} must be a comma-separated list of integers >= 1`);
+  }
+  return values;
 }
 
 function reachable(url: string): Promise<boolean> {
@@ -162,7 +177,7 @@ async function measure(workers: number, n: number, concurrency: number, workMs: 
 export async function main(): Promise<void> {
   const n = intArg('jobs', 4_000);
   const concurrency = intArg('concurrency', 8);
-  const workMs = intArg('work-ms', 20, 0);
+  const workMs = listArg('work-ms', [20, 100]);
   console.log(
     `\nJob throughput on PostgreSQL by worker processes: ${n.toLocaleString('en-US')} jobs already queued,` +
       ` ${concurrency} handlers per process, ${cpus().length} CPUs (shared with PostgreSQL)`,
@@ -171,10 +186,11 @@ export async function main(): Promise<void> {
     console.log(`  skipped: PostgreSQL at ${PG_URL} unreachable`);
     return;
   }
-  for (const [label, ms] of [
-    [`io (each job waits ${workMs} ms)`, workMs],
+  const handlers: [string, number][] = [
+    ...workMs.map((ms): [string, number] => [`io (each job waits ${ms} ms)`, ms]),
     ['noop (the queue alone)', 0],
-  ] as const) {
+  ];
+  for (const [label, ms] of handlers) {
     const rates = new Map<number, Rate>();
     for (const workers of WORKER_COUNTS) rates.set(workers, await measure(workers, n, concurrency, ms));
     const one = rates.get(1)!.jobsPerSecond;
