@@ -131,6 +131,57 @@ describe('job event subscriptions', () => {
     expect(ended).toBe(true);
   });
 
+  it('a watch that fails is warned about, and the poll still delivers every event once, in order', async () => {
+    // A store that cannot register watches and drops job_event notifications (on PostgreSQL an unwatched
+    // job's events are not announced), so only the safety-net poll can deliver them.
+    const base = await harness();
+    await base.jobs.stop();
+    const unwatchable: JobStore = Object.assign(Object.create(base.store) as JobStore, {
+      watchEvents: () => Promise.reject(new Error('watchers table unavailable')),
+      subscribe: (listener: (n: StoreNotification) => void) =>
+        base.store.subscribe((n) => (n.kind === 'job_event' ? undefined : listener(n))),
+    });
+    h = await harness({ clock: base.clock }, unwatchable);
+    const gate = deferred();
+    h.jobs.defineJob('unwatched', async (ctx) => {
+      await ctx.progress(1, 2);
+      await gate.promise;
+      await ctx.partial('a');
+      await ctx.progress(2, 2);
+    });
+    h.jobs.start();
+    const id = await h.jobs.enqueue('unwatched', {});
+    await flush(h.clock);
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): number => warnings.push(w);
+    process.on('warning', onWarning);
+    const seqs: number[] = [];
+    let ended: unknown = 'not yet';
+    try {
+      h.jobs.subscribe(id, 0, (e) => seqs.push(e.seq), { onEnd: (e) => (ended = e) });
+      await flush(h.clock);
+      // process.emitWarning delivers on the next tick; flush has let it through.
+      expect(warnings.map((w) => [w.name, w.message])).toEqual([
+        [
+          'BreakwaterJobsWarning',
+          `jobs: watching job ${id} failed; following it by polling every ${POLL_MS} ms: watchers table unavailable`,
+        ],
+      ]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(seqs).toEqual([1, 2]); // the first read does not wait for the poll
+    gate.resolve();
+    await flush(h.clock);
+    expect(seqs).toEqual([1, 2]);
+    await h.clock.tickAsync(POLL_MS);
+    await flush(h.clock);
+    expect(seqs).toEqual([1, 2, 3, 4, 5]);
+    expect(ended).toBeUndefined();
+    await h.clock.tickAsync(POLL_MS); // the follower has ended: no more reads, no duplicates
+    expect(seqs).toEqual([1, 2, 3, 4, 5]);
+  });
+
   it('dispose stops delivery; fromSeq must be an integer >= 0', async () => {
     h = await harness();
     h.jobs.defineJob('x', async (ctx) => ctx.partial('a'));

@@ -125,7 +125,8 @@ export class Worker {
       return;
     }
     if (n.kind === 'external_change') {
-      // Another process wrote to the store (SQLite): a job may be due, or a running one canceled.
+      // Another process wrote to the store (SQLite), or notifications were lost while PostgreSQL's LISTEN
+      // connection was down: a job may be due (a running one's cancel is seen by its next heartbeat).
       this.wake();
       return;
     }

@@ -157,17 +157,19 @@ export interface JobStats {
  * A push from the store: after a commit in this process and, on PostgreSQL, from other processes through
  * LISTEN/NOTIFY. `job_available` is sent when a job is enqueued or put back to `pending`, and for the next
  * pending job of an ordering key when the job ahead of it finishes (it may now be claimable). Delivery is
- * best effort (a dropped connection loses some): consumers treat it as a hint to look at the store, never
- * as the data itself.
+ * best effort (a dropped connection loses some, then says so with `external_change` once back): consumers
+ * treat it as a hint to look at the store, never as the data itself.
  */
 export type StoreNotification =
   | { kind: 'job_available'; type: string; runAt: number }
   | { kind: 'job_event'; jobId: string; seq: number; eventType: JobEventType }
   | { kind: 'cancel_requested'; jobId: string }
   /**
-   * Another connection (another process on the same SQLite file) committed something; what is unknown, so
-   * consumers re-read (a worker runs a claim round, a follower reads new events). PostgreSQL never sends it:
-   * its notifications travel between processes already.
+   * Something may have been committed that this store did not announce; what is unknown, so consumers
+   * re-read (a worker runs a claim round, a follower reads new events). SQLite sends it when another
+   * connection (another process on the same file) committed; PostgreSQL, whose notifications travel between
+   * processes already, sends it once after its LISTEN connection reconnected, for what was notified while
+   * it was down (lost).
    */
   | { kind: 'external_change' };
 

@@ -54,9 +54,12 @@ export function parseNotification(payload: string | undefined): StoreNotificatio
  * LISTEN when returned). It parses each notification and hands it to `deliver`.
  *
  * When the connection drops (server restart, network, an administrator's pg_terminate_backend), it
- * reconnects with exponential backoff and jitter until it succeeds or is closed; its errors are handled
- * here and never reach the process as an unhandled 'error' event. Notifications sent while it is down are
- * lost: they are hints (see {@link StoreNotification}), and workers also look at the store on their own.
+ * reconnects with exponential backoff and jitter ({@link LISTENER_RECONNECT}) until it succeeds or is
+ * closed; its errors are handled here and never reach the process as an unhandled 'error' event.
+ * Notifications sent while it is down are lost, so after every successful reconnect (LISTEN in place again;
+ * not after the first connect) it delivers one `{ kind: 'external_change' }`: workers run a claim round and
+ * followers re-read their job's events at once, which covers whatever was committed during the gap; the
+ * consumers' own poll stays a safety net only.
  *
  * Backoff uses real timers, not the store's injected clock: it waits on a real server, and a test's fake
  * clock must not freeze reconnects. The timer is unref'd so it never keeps a process alive by itself.
@@ -66,6 +69,8 @@ export class NotificationListener {
   private timer: NodeJS.Timeout | undefined;
   private failures = 0;
   private closed = false;
+  /** True once a connection has LISTENed: a later successful connect is a reconnect. */
+  private listened = false;
 
   constructor(
     private readonly url: string,
@@ -121,6 +126,10 @@ export class NotificationListener {
       return;
     }
     this.failures = 0;
+    const reconnected = this.listened;
+    this.listened = true;
+    // After the LISTEN: anything committed from now on is heard; anything before it is re-read.
+    if (reconnected) this.deliver({ kind: 'external_change' });
   }
 
   /** The current connection failed or ended: drop it and schedule one reconnect (unless closed). */
