@@ -81,6 +81,7 @@ export {
   type PostgresStoreOptions,
   type SqliteStoreOptions,
   type StoreNotification,
+  type CounterStore,
 } from './store/index.js';
 export * from './jobs/index.js';
 export * from './operations/index.js';

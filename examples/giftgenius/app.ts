@@ -37,7 +37,7 @@ operation_id instead of starting a new one.`;
 export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): BreakwaterApp {
   return defineApp({
     async setup(context): Promise<AppParts> {
-      const { env, clock, jobs, operations, role, log } = context;
+      const { env, clock, jobs, operations, role, log, sharedBreakers } = context;
       const given = {
         gift: settings.giftUrl ?? env.GIFT_URL,
         commerce: settings.commerceUrl ?? env.COMMERCE_URL,
@@ -66,6 +66,7 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
         giftUrl: given.gift ?? services!.gift.url,
         commerceUrl: given.commerce ?? services!.commerce.url,
         analyticsUrl: given.analytics ?? services!.analytics.url,
+        sharedBreakers: settings.sharedBreakers ?? sharedBreakers,
         clock,
       });
       const stepMs = settings.stepMs ?? Number(env.GIFTGENIUS_STEP_MS ?? 750);

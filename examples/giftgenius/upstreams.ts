@@ -2,8 +2,9 @@
  * GiftGenius's three dependencies, with the policies of DESIGN's defaults table: gift (timeout 4 s,
  * bulkhead 10, breaker 5 failures / 30 s open), commerce (3 s, bulkhead 3, breaker 3 / 20 s) and analytics
  * (bulkhead 50). Each has its own bulkhead and breaker, so a hanging gift service cannot take checkout down.
+ * Breakers are per process unless `sharedBreakers` is given (`breakwater serve --shared-breakers`).
  */
-import { createUpstream, type Clock, type Upstream } from '../../src/index.js';
+import { createUpstream, type Clock, type CounterStore, type Upstream } from '../../src/index.js';
 
 /** Where the services are and how patient to be with them; tests shrink the times. */
 export interface UpstreamSettings {
@@ -17,6 +18,11 @@ export interface UpstreamSettings {
   /** Breaker open periods, ms (defaults 30 000 / 20 000). */
   giftOpenMs?: number;
   commerceOpenMs?: number;
+  /**
+   * `store.counters` of the store every instance shares: each breaker's open, isolated and closed state is
+   * then shared with the other instances (read every second). Default: none, each process on its own.
+   */
+  sharedBreakers?: CounterStore;
   clock?: Clock;
 }
 
@@ -35,12 +41,14 @@ export interface GiftGeniusUpstreams {
 
 export function createUpstreams(settings: UpstreamSettings): GiftGeniusUpstreams {
   const { clock } = settings;
+  // One row per dependency (`breaker:gift`, …): instances share a breaker by its upstream's name.
+  const shared = settings.sharedBreakers && { store: settings.sharedBreakers };
   const gift = createUpstream({
     name: 'gift',
     baseUrl: settings.giftUrl,
     timeoutMs: settings.giftTimeoutMs ?? 4_000,
     bulkhead: { maxConcurrent: 10, maxQueue: 20, queueTimeoutMs: 1_000 },
-    breaker: { consecutiveFailures: 5, openMs: settings.giftOpenMs ?? 30_000 },
+    breaker: { consecutiveFailures: 5, openMs: settings.giftOpenMs ?? 30_000, shared },
     // One retry: a second 4 s attempt still fits the 10 s tool deadline; a third would not.
     retry: { maxAttempts: 2 },
     errors: {
@@ -60,7 +68,7 @@ export function createUpstreams(settings: UpstreamSettings): GiftGeniusUpstreams
     baseUrl: settings.commerceUrl,
     timeoutMs: settings.commerceTimeoutMs ?? 3_000,
     bulkhead: { maxConcurrent: 3, maxQueue: 5, queueTimeoutMs: 1_000 },
-    breaker: { consecutiveFailures: 3, openMs: settings.commerceOpenMs ?? 20_000 },
+    breaker: { consecutiveFailures: 3, openMs: settings.commerceOpenMs ?? 20_000, shared },
     retry: { maxAttempts: 2 },
     errors: {
       unavailable: {
@@ -77,7 +85,7 @@ export function createUpstreams(settings: UpstreamSettings): GiftGeniusUpstreams
     baseUrl: settings.analyticsUrl,
     timeoutMs: settings.analyticsTimeoutMs ?? 2_000,
     bulkhead: { maxConcurrent: 50, maxQueue: 0 },
-    breaker: { consecutiveFailures: 10, openMs: 10_000 },
+    breaker: { consecutiveFailures: 10, openMs: 10_000, shared },
     retry: false,
     clock,
   });

@@ -6,6 +6,7 @@
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import type { Clock, Jobs, Store, Upstream } from '../index.js';
+import type { CounterStore } from '../store/index.js';
 import type { McpTool } from '../mcp/index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
 import type { AiGatewayOptions } from '../ai/index.js';
@@ -30,6 +31,12 @@ export interface AppContext {
   publicUrl: string;
   /** `serve`: a gateway (with or without a worker); `worker`: a worker-only process (tools are not served). */
   role: 'serve' | 'worker';
+  /**
+   * `store.counters` when the operator asked for shared breakers (`serve --shared-breakers`,
+   * `BREAKWATER_SHARED_BREAKERS=1`), else undefined (breakers per process, the default). Give it to the
+   * app's upstreams as `breaker: { shared: { store: context.sharedBreakers } }` (docs/deploy.md).
+   */
+  sharedBreakers?: CounterStore;
   /** Environment variables, for the app's own settings (default `process.env`). */
   env: NodeJS.ProcessEnv;
   /** Prints a line for the operator (stdout by default). */

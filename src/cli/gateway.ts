@@ -53,6 +53,11 @@ export interface GatewayOptions {
    */
   leaseMs?: number;
   /**
+   * Share the app's breaker state with the other processes on this store (default false: per process): the
+   * app gets `store.counters` as `AppContext.sharedBreakers` for its upstreams (`serve --shared-breakers`).
+   */
+  sharedBreakers?: boolean;
+  /**
    * How often expired state is pruned, ms (default 300 000): resumable-stream messages past their retention,
    * idempotency records past their lifetime, counters past their window.
    */
@@ -154,6 +159,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       role: 'serve',
       env,
       log,
+      sharedBreakers: options.sharedBreakers === true ? store.counters : undefined,
     });
     cleanups.push(() => parts.close?.() ?? Promise.resolve());
     for (const upstream of parts.upstreams ?? []) cleanups.push(() => upstream.close());
@@ -293,7 +299,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 /** Options of {@link startWorker}. */
 export type WorkerOptions = Pick<
   GatewayOptions,
-  'app' | 'store' | 'graceMs' | 'leaseMs' | 'clock' | 'env' | 'log'
+  'app' | 'store' | 'graceMs' | 'leaseMs' | 'sharedBreakers' | 'clock' | 'env' | 'log'
 > & {
   /** Base URL of the gateway, for job URLs the app may build (default `http://127.0.0.1:8787`). */
   publicUrl?: string;
@@ -339,6 +345,7 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
       role: 'worker',
       env,
       log,
+      sharedBreakers: options.sharedBreakers === true ? store.counters : undefined,
     });
     // The app's webhook handlers run here too (one job type per source); nothing is served.
     if (parts.webhooks !== undefined) createWebhookIngress({ ...parts.webhooks, store, jobs, clock });

@@ -13,6 +13,9 @@ const COMMON_OPTIONS = `  --app <module>       the app module (default: $BREAKWA
                        (default breakwater), the same in every process of a deployment
   -h, --help           show this help`;
 
+const SHARED_BREAKERS_OPTION = `  --shared-breakers    share the app's breaker state (open, isolated, closed) with every process on the store,
+                       read every second (default: $BREAKWATER_SHARED_BREAKERS=1, else each process its own)`;
+
 export const SERVE_USAGE = `Usage: breakwater serve [options]
 
 Runs the gateway: the dashboard at / (admin API under /admin/api/), MCP (Streamable HTTP) at /mcp,
@@ -30,6 +33,7 @@ Options:
   --log                JSON request logs on stdout (pino)
   --grace-ms <ms>      shutdown grace for in-flight requests and running jobs (default ${GATEWAY_DEFAULTS.graceMs})
   --lease-ms <ms>      how long a job whose worker died waits before another worker takes it (default 30000)
+${SHARED_BREAKERS_OPTION}
 ${COMMON_OPTIONS}`;
 
 export const WORKER_USAGE = `Usage: breakwater worker [options]
@@ -41,6 +45,7 @@ Options:
   --public-url <url>   the gateway's base URL, for job links the app builds (default: $BREAKWATER_PUBLIC_URL)
   --grace-ms <ms>      shutdown grace for running jobs (default ${GATEWAY_DEFAULTS.graceMs})
   --lease-ms <ms>      how long a job whose worker died waits before another worker takes it (default 30000)
+${SHARED_BREAKERS_OPTION}
 ${COMMON_OPTIONS}`;
 
 /** Resolves when the process gets SIGINT or SIGTERM; a second signal exits at once with code 1. */
@@ -76,6 +81,7 @@ function parse(
         'grace-ms': { type: 'string' },
         'lease-ms': { type: 'string' },
         'public-url': { type: 'string' },
+        'shared-breakers': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         ...extra,
       },
@@ -92,6 +98,18 @@ function integer(name: string, value: string | undefined, min: number, max: numb
     throw new CliError(`${name} must be an integer from ${min} to ${max}, got '${value}'`, EXIT.usage);
   }
   return number;
+}
+
+/**
+ * `--shared-breakers` / `--no-shared-breakers`, else $BREAKWATER_SHARED_BREAKERS: `1` or `true` on, `0`,
+ * `false` or unset off.
+ */
+function sharedBreakers(flag: string | boolean | undefined): boolean {
+  if (typeof flag === 'boolean') return flag;
+  const value = process.env.BREAKWATER_SHARED_BREAKERS ?? '';
+  if (value === '1' || value === 'true') return true;
+  if (value === '' || value === '0' || value === 'false') return false;
+  throw new CliError(`BREAKWATER_SHARED_BREAKERS must be 1 or 0, got '${value}'`, EXIT.usage);
 }
 
 async function appFrom(flag: string | undefined, usage: string) {
@@ -124,6 +142,7 @@ export async function runServe(argv: string[], out: (line: string) => void = con
     GATEWAY_DEFAULTS.port;
   const graceMs = integer('--grace-ms', values['grace-ms'] as string | undefined, 0, 600_000);
   const leaseMs = integer('--lease-ms', values['lease-ms'] as string | undefined, 3, 3_600_000);
+  const shared = sharedBreakers(values['shared-breakers']);
   const app = await appFrom(values.app as string | undefined, SERVE_USAGE);
   const db = storeUrl(values.db as string | undefined);
   const store = await openStoreForCli(db);
@@ -139,6 +158,7 @@ export async function runServe(argv: string[], out: (line: string) => void = con
       logger: values.log === true,
       graceMs,
       leaseMs,
+      sharedBreakers: shared,
       log: out,
     });
   } catch (error) {
@@ -158,8 +178,12 @@ export async function runServe(argv: string[], out: (line: string) => void = con
   out(`  tools          ${gateway.toolNames.join(', ') || '(none)'}`);
   if (gateway.ai !== undefined) out(`  AI gateway     ${gateway.url}/v1/chat/completions`);
   out(`  metrics        ${gateway.url}/metrics`);
+  const notes = [
+    ...(values.worker === false ? [] : ['worker running']),
+    ...(shared ? ['breakers shared'] : []),
+  ];
   out(
-    `  store          ${db ?? './data/breakwater.db'}${values.worker === false ? '' : ' (worker running)'}`,
+    `  store          ${db ?? './data/breakwater.db'}${notes.length === 0 ? '' : ` (${notes.join(', ')})`}`,
   );
   await untilSignal(out);
   await gateway.close();
@@ -177,6 +201,7 @@ export async function runWorker(argv: string[], out: (line: string) => void = co
   }
   const graceMs = integer('--grace-ms', values['grace-ms'] as string | undefined, 0, 600_000);
   const leaseMs = integer('--lease-ms', values['lease-ms'] as string | undefined, 3, 3_600_000);
+  const shared = sharedBreakers(values['shared-breakers']);
   const app = await appFrom(values.app as string | undefined, WORKER_USAGE);
   const db = storeUrl(values.db as string | undefined);
   const store = await openStoreForCli(db);
@@ -187,6 +212,7 @@ export async function runWorker(argv: string[], out: (line: string) => void = co
       store,
       graceMs,
       leaseMs,
+      sharedBreakers: shared,
       publicUrl: (values['public-url'] as string | undefined) ?? process.env.BREAKWATER_PUBLIC_URL,
       log: out,
     });
@@ -194,7 +220,7 @@ export async function runWorker(argv: string[], out: (line: string) => void = co
     await store.close();
     throw startError(error);
   }
-  out(`breakwater: worker running on ${db ?? './data/breakwater.db'}`);
+  out(`breakwater: worker running on ${db ?? './data/breakwater.db'}${shared ? ' (breakers shared)' : ''}`);
   await untilSignal(out);
   await worker.close();
   await store.close();

@@ -26,4 +26,5 @@ export type {
   UpstreamResponse,
   UpstreamResultEvent,
   UpstreamRetryOptions,
+  UpstreamSharedBreakerOptions,
 } from './types.js';

@@ -14,6 +14,7 @@ import {
   POSITIVE_INTEGER,
   NON_NEGATIVE,
   type Clock,
+  type Logger,
 } from '../core/index.js';
 import {
   BulkheadPolicy,
@@ -24,12 +25,14 @@ import {
   type Policy,
 } from '../policy/index.js';
 import { DependencyErrors, SNAKE_CASE } from './dependency-errors.js';
+import { SHARED_BREAKER_DEFAULTS } from './shared-breaker.js';
 import type {
   UpstreamBreakerOptions,
   UpstreamBulkheadOptions,
   UpstreamOptions,
   UpstreamPolicies,
   UpstreamRetryOptions,
+  UpstreamSharedBreakerOptions,
 } from './types.js';
 
 /** Defaults of {@link UpstreamOptions} (see docs/upstream.md for the full table). */
@@ -59,6 +62,10 @@ export interface ResolvedUpstream {
   readonly clock: Clock;
   /** Where failures are logged: the `logger` option, else the process logger. */
   readonly log: Log;
+  /** The `logger` option as given (checked). */
+  readonly logger: Logger | undefined;
+  /** `breaker.shared`, checked and with its default; undefined without a breaker or without sharing. */
+  readonly sharedBreaker: Required<UpstreamSharedBreakerOptions> | undefined;
   readonly dispatcher: Dispatcher;
   readonly ownsDispatcher: boolean;
   readonly policies: UpstreamPolicies;
@@ -94,6 +101,7 @@ export function resolveUpstream(options: UpstreamOptions): ResolvedUpstream {
     POSITIVE_INTEGER,
   );
   const headers = headersOf(options.headers);
+  const logger = loggerOption(OWNER, 'logger', options.logger);
 
   const given = options.dispatcher;
   if (given !== undefined && typeof (given as Partial<Dispatcher> | null)?.request !== 'function') {
@@ -103,6 +111,7 @@ export function resolveUpstream(options: UpstreamOptions): ResolvedUpstream {
   const bulkhead = bulkheadOf(options.bulkhead, name, clock);
   const retry = retryOf(options.retry, name, marginMs, clock);
   const breaker = breakerOf(options.breaker, name, clock);
+  const sharedBreaker = options.breaker === false ? undefined : sharedOf(options.breaker?.shared);
   const timeout = new TimeoutPolicy({ timeoutMs, deadlineMarginMs: marginMs, name, clock });
   const errors = new DependencyErrors(name, options.errors, clock);
   const present = (list: (Policy | undefined)[]): Policy[] => list.filter((p) => p !== undefined);
@@ -115,7 +124,9 @@ export function resolveUpstream(options: UpstreamOptions): ResolvedUpstream {
     headers,
     maxResponseBytes,
     clock,
-    log: new Log(loggerOption(OWNER, 'logger', options.logger)),
+    log: new Log(logger),
+    logger,
+    sharedBreaker,
     // One keep-alive pool per upstream: its sockets are reused across requests to this origin only.
     dispatcher: given ?? new Pool(url.origin),
     ownsDispatcher: given === undefined,
@@ -198,7 +209,7 @@ function breakerOf(
 ): CircuitBreakerPolicy | undefined {
   if (given === false) return undefined;
   optionalObject(OWNER, 'breaker', given, 'false, an object { consecutiveFailures?, openMs?, … }');
-  const { consecutiveFailures, window, openMs, ...rest } = given ?? {};
+  const { consecutiveFailures, window, openMs, shared: _shared, ...rest } = given ?? {};
   if (consecutiveFailures !== undefined && window !== undefined) {
     throw invalidOption(OWNER, 'breaker.window', 'left out when breaker.consecutiveFailures is set', window);
   }
@@ -215,4 +226,29 @@ function breakerOf(
     name,
     clock,
   });
+}
+
+/** Checks `breaker.shared` (the sharing itself starts in `createUpstream`). */
+function sharedOf(
+  given: UpstreamSharedBreakerOptions | undefined,
+): Required<UpstreamSharedBreakerOptions> | undefined {
+  if (optionalObject(OWNER, 'breaker.shared', given, 'an object { store, refreshMs? }') === undefined) {
+    return undefined;
+  }
+  const store = given!.store as Partial<UpstreamSharedBreakerOptions['store']> | null | undefined;
+  if (
+    typeof store !== 'object' ||
+    store === null ||
+    typeof store.update !== 'function' ||
+    typeof store.get !== 'function'
+  ) {
+    throw invalidOption(OWNER, 'breaker.shared.store', 'a CounterStore (store.counters)', store);
+  }
+  const refreshMs = finite(
+    OWNER,
+    'breaker.shared.refreshMs',
+    given!.refreshMs ?? SHARED_BREAKER_DEFAULTS.refreshMs,
+    POSITIVE_INTEGER,
+  );
+  return { store: given!.store, refreshMs };
 }

@@ -49,7 +49,13 @@ interface SharedRecord {
   snapshot: CircuitBreakerSnapshot;
   /** Which sharing wrote it (one id per {@link shareBreakerState} call). */
   writer: string;
+  /** The transition's reason (`consecutive_failures`, `trials_succeeded`, `isolated`, `reset`, …). */
+  reason?: string;
 }
+
+/** Reasons of an operator's decisions: only a `reset` ends an isolation, wherever it was decided. */
+const ISOLATED = 'isolated';
+const RESET = 'reset';
 
 /**
  * Shares a circuit breaker's open state with the breakers of other instances through the store (issue 9:
@@ -59,26 +65,46 @@ interface SharedRecord {
  *   or an operator's `reset`) writes its snapshot, unless the stored one is newer (`takenAt`);
  * - every `refreshMs` each instance reads the row and takes on a newer snapshot of another instance: an open
  *   one (with its absolute `halfOpenAt`, so only the remaining open time is waited) when it is still open
- *   and would end later than this breaker's own open period; an isolated one always; a closed one when this
- *   breaker is not closed (the dependency recovered for somebody's trial). A half-open breaker is not
- *   shared: every instance sends its own trial once its open period ends.
+ *   and would end later than this breaker's own open period; a closed one when this breaker is open or
+ *   half-open (the dependency recovered for somebody's trial). A half-open breaker is not shared: every
+ *   instance sends its own trial once its open period ends.
+ * - an isolation holds everywhere until an operator's `reset` (on any instance): a stored isolated record is
+ *   taken on whatever its age and is overwritten only by a reset (or a newer isolation), never by another
+ *   instance's own open or trial success; an isolated breaker is closed only by a shared reset.
  *
  * No cost on the call path: one listener on state changes and one timer per breaker. The store being
- * unreachable changes nothing locally (the breaker goes on per process); the failure is logged. Clocks of
- * the instances are trusted to agree within a small fraction of the open period.
+ * unreachable changes nothing locally (the breaker goes on per process); the failure is logged (`warn`,
+ * `shared breaker state: read failed` / `write failed`). Clocks of the instances are trusted to agree within
+ * a small fraction of the open period. The refresh timer is unref'd (Node timers): it never keeps a process
+ * alive by itself; `dispose()` stops it and the listener.
  *
- * @throws RangeError for a bad option (names it).
+ * @throws RangeError for a bad argument or option (names it).
  */
 export function shareBreakerState(
   breaker: CircuitBreakerPolicy,
   options: SharedBreakerOptions,
 ): SharedBreakerState {
   const owner = 'shareBreakerState';
+  const b = breaker as Partial<CircuitBreakerPolicy> | null;
+  if (
+    typeof b !== 'object' ||
+    b === null ||
+    typeof b.onStateChange !== 'function' ||
+    typeof b.snapshot !== 'function' ||
+    typeof b.restore !== 'function'
+  ) {
+    throw invalidOption(owner, 'breaker', 'a CircuitBreakerPolicy', breaker);
+  }
   if (typeof options !== 'object' || options === null) {
     throw invalidOption(owner, 'options', 'an object { store, refreshMs?, key? }', options);
   }
   const store = options.store;
-  if (typeof store !== 'object' || store === null || typeof store.update !== 'function') {
+  if (
+    typeof store !== 'object' ||
+    store === null ||
+    typeof store.update !== 'function' ||
+    typeof store.get !== 'function'
+  ) {
     throw invalidOption(owner, 'store', 'a CounterStore (store.counters)', store);
   }
   const refreshMs = finite(
@@ -108,14 +134,18 @@ export function shareBreakerState(
     if (change.reason === 'restored' || change.to === 'half-open') return;
     const snapshot = breaker.snapshot();
     newest = Math.max(newest, snapshot.takenAt);
-    const record: SharedRecord = { snapshot, writer };
+    const record: SharedRecord = { snapshot, writer, reason: change.reason };
+    const operator = change.reason === ISOLATED || change.reason === RESET;
     publishing = publishing.then(() =>
       store
         .update(key, (state) => {
           const stored = asRecord(state);
-          if (stored !== undefined && stored.snapshot.takenAt > snapshot.takenAt) {
-            return { state: UNCHANGED, expiresAt: null, result: undefined };
-          }
+          const keep =
+            stored !== undefined &&
+            (stored.snapshot.takenAt > snapshot.takenAt ||
+              // This instance's own open or trial success must not lift another's isolation.
+              (stored.snapshot.state === 'isolated' && !operator));
+          if (keep) return { state: UNCHANGED, expiresAt: null, result: undefined };
           return { state: record, expiresAt: expiryOf(snapshot, refreshMs), result: undefined };
         })
         .catch((error: unknown) => warn('write', error)),
@@ -124,8 +154,11 @@ export function shareBreakerState(
 
   const apply = (record: SharedRecord): void => {
     const s = record.snapshot;
-    if (record.writer === writer || s.takenAt <= newest) return;
-    newest = s.takenAt;
+    if (record.writer === writer) return;
+    // A stored isolation is current whatever its age: only a reset replaces it (see `publish`), and this
+    // breaker's own later open may have been refused by it.
+    if (s.takenAt <= newest && s.state !== 'isolated') return;
+    newest = Math.max(newest, s.takenAt);
     const local = breaker.snapshot(); // takenAt: now on the breaker's clock
     switch (s.state) {
       case 'open':
@@ -136,8 +169,8 @@ export function shareBreakerState(
         if (local.state !== 'isolated') breaker.restore(s);
         return;
       case 'closed':
-        if (local.state !== 'closed') breaker.restore(s);
-        return;
+        if (local.state === 'closed' || (local.state === 'isolated' && record.reason !== RESET)) return;
+        return breaker.restore(s);
       default:
         return; // half-open is never written
     }
@@ -158,6 +191,8 @@ export function shareBreakerState(
         if (active) schedule();
       });
     }, refreshMs);
+    // A background refresh must not keep the process alive (a Node timer; other clocks' handles are left).
+    (timer as { unref?: () => unknown }).unref?.();
   };
 
   const subscription = breaker.onStateChange(publish);
@@ -188,8 +223,8 @@ function expiryOf(snapshot: CircuitBreakerSnapshot, refreshMs: number): number |
 /** The stored value as a record, or undefined when absent or not one (written by something else). */
 function asRecord(state: unknown): SharedRecord | undefined {
   if (typeof state !== 'object' || state === null) return undefined;
-  const { snapshot, writer } = state as Partial<SharedRecord>;
+  const { snapshot, writer, reason } = state as Partial<SharedRecord>;
   if (typeof writer !== 'string' || typeof snapshot !== 'object' || snapshot === null) return undefined;
   if (snapshot.version !== 1 || typeof snapshot.takenAt !== 'number') return undefined;
-  return { snapshot, writer };
+  return { snapshot, writer, reason: typeof reason === 'string' ? reason : undefined };
 }

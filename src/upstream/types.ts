@@ -16,13 +16,26 @@ import type {
   RetryPolicy,
   TimeoutPolicy,
 } from '../policy/index.js';
+import type { CounterStore } from '../store/index.js';
 
 /** Bulkhead of an upstream: the policy's options without `name` and `clock` (the upstream's are used). */
 export type UpstreamBulkheadOptions = Omit<BulkheadOptions, 'name' | 'clock'>;
 
 /**
- * Circuit breaker of an upstream: the policy's options without `name` and `clock`, plus two shorthands.
- * Give `consecutiveFailures` or a `window`, not both.
+ * Sharing of an upstream's breaker state with the same-named upstreams of other instances (issue 9): see
+ * `shareBreakerState`. Each instance keeps its own breaker and window; an open, an isolation and a close
+ * decided by one reach the others within `refreshMs`.
+ */
+export interface UpstreamSharedBreakerOptions {
+  /** `store.counters` of the store every instance opens (SQLite file or PostgreSQL); one row per upstream. */
+  store: CounterStore;
+  /** How often the shared state is read, ms (integer >= 1, default 1 000). */
+  refreshMs?: number;
+}
+
+/**
+ * Circuit breaker of an upstream: the policy's options without `name` and `clock`, plus two shorthands and
+ * `shared`. Give `consecutiveFailures` or a `window`, not both.
  */
 export interface UpstreamBreakerOptions extends Omit<
   CircuitBreakerOptions,
@@ -34,6 +47,11 @@ export interface UpstreamBreakerOptions extends Omit<
   window?: BreakerWindow;
   /** Open period before half-open, ms (default 30 000): the breaker's `openDurationMs`. */
   openMs?: number;
+  /**
+   * Default: none (the breaker is per process). Given: its state is shared through the store, under the key
+   * `breaker:<upstream name>`, until `close()`; a store that fails is logged and the breaker stays per process.
+   */
+  shared?: UpstreamSharedBreakerOptions;
 }
 
 /**
@@ -222,8 +240,9 @@ export interface Upstream {
   ): Promise<UpstreamResponse<T>>;
   delete<T = unknown>(path: string, options?: UpstreamRequestOptions): Promise<UpstreamResponse<T>>;
   /**
-   * Stops accepting requests (later ones reject with `upstream_unavailable`, reason `upstream_closed`) and
-   * closes the upstream's own dispatcher once requests in flight end. Idempotent.
+   * Stops accepting requests (later ones reject with `upstream_unavailable`, reason `upstream_closed`), stops
+   * sharing the breaker's state (`breaker.shared`), and closes the upstream's own dispatcher once requests in
+   * flight end. Idempotent.
    */
   close(): Promise<void>;
 }

@@ -20,6 +20,7 @@ import type {
 import type { FailedRequest } from './dependency-errors.js';
 import { resolveUpstream, type ResolvedUpstream } from './options.js';
 import { sendOnce, type Outgoing } from './send.js';
+import { shareBreakerState, type SharedBreakerState } from './shared-breaker.js';
 import { UpstreamTrace } from './trace.js';
 import type {
   Upstream,
@@ -55,6 +56,8 @@ const NO_OPTIONS: UpstreamRequestOptions = {};
  * - Retries apply only to requests safe to send twice: idempotent methods, keyed writes, and requests marked
  *   `idempotent`. A POST or PATCH without a key is sent once, and so is any request given `retry: false`.
  * - A 2xx answer resolves with its body (JSON parsed by content-type, else text). Anything else rejects.
+ * - With `breaker.shared`, the breaker's open, isolated and closed decisions are shared with the same-named
+ *   upstreams of other instances through the store (`shareBreakerState`) until `close()`.
  *
  * @returns the {@link Upstream}; call `close()` at shutdown.
  * @throws RangeError at construction for a bad option (names it).
@@ -88,13 +91,21 @@ class UpstreamClient implements Upstream {
   /** Span names by method (`upstream gift GET`), made once each. */
   private readonly spanNames = new Map<string, string>();
   private closing: Promise<void> | undefined;
+  /** The breaker's sharing (`breaker.shared`), stopped by `close()`. */
+  private readonly sharing: SharedBreakerState | undefined;
 
   constructor(config: ResolvedUpstream) {
     this.config = config;
     this.name = config.name;
     this.baseUrl = config.baseUrl;
     this.policies = config.policies;
-    this.breaker = config.policies.breaker && new BreakerView(config.policies.breaker);
+    const breaker = config.policies.breaker;
+    this.breaker = breaker && new BreakerView(breaker);
+    const shared = config.sharedBreaker;
+    this.sharing =
+      breaker === undefined || shared === undefined
+        ? undefined
+        : shareBreakerState(breaker, { ...shared, clock: config.clock, logger: config.logger });
   }
 
   request<T>(request: UpstreamRequest): Promise<UpstreamResponse<T>> {
@@ -127,6 +138,7 @@ class UpstreamClient implements Upstream {
   close(): Promise<void> {
     if (this.closing === undefined) {
       this.closed = true;
+      this.sharing?.dispose();
       this.closing = this.config.ownsDispatcher ? this.config.dispatcher.close() : Promise.resolve();
     }
     return this.closing;

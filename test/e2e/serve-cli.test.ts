@@ -93,6 +93,7 @@ describe('breakwater serve and worker', () => {
         expect(run.stdout).toMatch(new RegExp(`^Usage: breakwater ${command} \\[options\\]\\n`));
         expect(run.stdout).toContain('--app <module>');
         expect(run.stdout).toContain('--lease-ms <ms>');
+        expect(run.stdout).toContain('--shared-breakers');
         // A lease too short for its heartbeats is a usage error, named, before anything starts.
         const bad = spawnSync(
           process.execPath,

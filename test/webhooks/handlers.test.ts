@@ -79,7 +79,15 @@ describe('ordering key', () => {
 describe('the breaker around a handler’s downstream', () => {
   it('once open, runs fail fast with circuit_open and are retried no earlier than half-open: the dependency is not hammered', async () => {
     let downstreamCalls = 0;
-    const source = defineWebhookSource({ name: 'payments', verifier, backoff: constantBackoff(10) });
+    // One run at a time: each failure is recorded before the next call is admitted, so exactly two calls open
+    // it. (With room for more, a claim that takes two jobs at once runs both under a closed breaker: a third
+    // call, which is the breaker working as specified, not the dependency being hammered.)
+    const source = defineWebhookSource({
+      name: 'payments',
+      verifier,
+      backoff: constantBackoff(10),
+      concurrency: 1,
+    });
     const handler = onWebhook(
       'payments',
       '*',
