@@ -1,6 +1,7 @@
 import { afterEach, expect, it } from 'vitest';
 import { BreakwaterError, FakeClock } from '../core/index.js';
 import { openPostgresStore } from '../store/index.js';
+import { eventually } from '../../test/support/eventually.js';
 import { TEST_DATABASE_URL as url, describePostgres, testSchemas } from '../../test/support/postgres.js';
 import { fixedBackoff, harness, type Harness } from './test-support.js';
 
@@ -9,20 +10,6 @@ import { fixedBackoff, harness, type Harness } from './test-support.js';
  * after it. Store I/O and NOTIFY take real time here, so conditions are polled for up to 5 s of real time
  * (the only real waits of the jobs tests); all job timing still runs on the FakeClock.
  */
-
-/** Polls `check` (letting FakeClock-driven promises settle) until it passes or 5 s of real time pass. */
-async function eventually(clock: FakeClock, check: () => Promise<void>): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    await clock.tickAsync(0);
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise<void>((resolve) => setTimeout(resolve, 10));
-    }
-  }
-}
 
 describePostgres('jobs tests')('jobs on PostgreSQL', () => {
   const schemas = testSchemas();

@@ -25,7 +25,7 @@ import {
   type Policy,
 } from '../policy/index.js';
 import { DependencyErrors, SNAKE_CASE } from './dependency-errors.js';
-import { SHARED_BREAKER_DEFAULTS } from './shared-breaker.js';
+import { counterStoreOption, refreshMsOption } from './shared-breaker.js';
 import type {
   UpstreamBreakerOptions,
   UpstreamBulkheadOptions,
@@ -235,20 +235,7 @@ function sharedOf(
   if (optionalObject(OWNER, 'breaker.shared', given, 'an object { store, refreshMs? }') === undefined) {
     return undefined;
   }
-  const store = given!.store as Partial<UpstreamSharedBreakerOptions['store']> | null | undefined;
-  if (
-    typeof store !== 'object' ||
-    store === null ||
-    typeof store.update !== 'function' ||
-    typeof store.get !== 'function'
-  ) {
-    throw invalidOption(OWNER, 'breaker.shared.store', 'a CounterStore (store.counters)', store);
-  }
-  const refreshMs = finite(
-    OWNER,
-    'breaker.shared.refreshMs',
-    given!.refreshMs ?? SHARED_BREAKER_DEFAULTS.refreshMs,
-    POSITIVE_INTEGER,
-  );
-  return { store: given!.store, refreshMs };
+  const store = counterStoreOption(OWNER, 'breaker.shared.store', given!.store);
+  const refreshMs = refreshMsOption(OWNER, 'breaker.shared.refreshMs', given!.refreshMs);
+  return { store, refreshMs };
 }

@@ -98,21 +98,8 @@ export function shareBreakerState(
   if (typeof options !== 'object' || options === null) {
     throw invalidOption(owner, 'options', 'an object { store, refreshMs?, key? }', options);
   }
-  const store = options.store;
-  if (
-    typeof store !== 'object' ||
-    store === null ||
-    typeof store.update !== 'function' ||
-    typeof store.get !== 'function'
-  ) {
-    throw invalidOption(owner, 'store', 'a CounterStore (store.counters)', store);
-  }
-  const refreshMs = finite(
-    owner,
-    'refreshMs',
-    options.refreshMs ?? SHARED_BREAKER_DEFAULTS.refreshMs,
-    POSITIVE_INTEGER,
-  );
+  const store = counterStoreOption(owner, 'store', options.store);
+  const refreshMs = refreshMsOption(owner, 'refreshMs', options.refreshMs);
   const key = options.key ?? `breaker:${breaker.name}`;
   if (typeof key !== 'string' || key.length === 0) {
     throw invalidOption(owner, 'key', 'a non-empty string', key);
@@ -208,6 +195,31 @@ export function shareBreakerState(
       if (timer !== undefined) clock.clearTimeout(timer);
     },
   };
+}
+
+/**
+ * `value` as the store of a sharing: a {@link CounterStore} (`store.counters`).
+ * @throws RangeError naming `owner` and `option` otherwise.
+ */
+export function counterStoreOption(owner: string, option: string, value: unknown): CounterStore {
+  const store = value as Partial<CounterStore> | null | undefined;
+  if (
+    typeof store !== 'object' ||
+    store === null ||
+    typeof store.update !== 'function' ||
+    typeof store.get !== 'function'
+  ) {
+    throw invalidOption(owner, option, 'a CounterStore (store.counters)', value);
+  }
+  return store as CounterStore;
+}
+
+/**
+ * A sharing's refresh interval, ms: an integer >= 1, default {@link SHARED_BREAKER_DEFAULTS}.refreshMs.
+ * @throws RangeError naming `owner` and `option` otherwise.
+ */
+export function refreshMsOption(owner: string, option: string, value: unknown): number {
+  return finite(owner, option, value ?? SHARED_BREAKER_DEFAULTS.refreshMs, POSITIVE_INTEGER);
 }
 
 /**

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { FakeClock } from '../../src/core/index.js';
 import { openPostgresStore, type Store } from '../../src/store/index.js';
+import { eventually } from './eventually.js';
 import { TEST_DATABASE_URL, testSchemas } from './postgres.js';
 
 /** A TCP proxy to the test database that can hold new LISTEN connections (and only those) at connect. */
@@ -168,18 +169,7 @@ export function listenerDrops(prefix: string): ListenerDrops {
       });
     },
     release: () => gate!.release(),
-    async eventually(check) {
-      const deadline = Date.now() + 5_000;
-      for (;;) {
-        await clock.tickAsync(0);
-        try {
-          return await check();
-        } catch (error) {
-          if (Date.now() > deadline) throw error;
-          await new Promise<void>((resolve) => setTimeout(resolve, 10));
-        }
-      }
-    },
+    eventually: (check) => eventually(clock, check),
     defer: (cleanup) => void cleanups.push(cleanup),
   };
   return drops;
