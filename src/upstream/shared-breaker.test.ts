@@ -110,6 +110,7 @@ describe('shareBreakerState over one SQLite store', () => {
       },
       writer: expect.any(String),
       reason: 'consecutive_failures',
+      version: 1,
     });
     expect(b.state().state).toBe('closed');
 
@@ -214,6 +215,29 @@ describe('shareBreakerState over one SQLite store', () => {
     expect(await b.execute(() => 'called')).toBe('called');
   });
 
+  it('(c) a reset on an instance whose clock is 10 minutes behind still lifts an isolation everywhere', async () => {
+    const ahead = new FakeClock(T0 + 600_000);
+    const g = breakerOn(ahead);
+    const h = breakerOn(clock);
+    const sharedG = share(g, { clock: ahead });
+    const sharedH = share(h);
+    g.isolate(); // takenAt T0 + 600 000
+    await sharedG.flush();
+    await sharedH.sync();
+    expect(h.state().state).toBe('isolated');
+
+    h.reset(); // takenAt T0: older by the clocks, newer by the version
+    await sharedH.flush();
+    expect(await store.counters.get(KEY)).toMatchObject({
+      snapshot: { state: 'closed' },
+      reason: 'reset',
+      version: 2,
+    });
+    await sharedG.sync();
+    await sharedH.sync();
+    expect([g.state().state, h.state().state]).toEqual(['closed', 'closed']);
+  });
+
   it('(c) an isolation is lifted only by a reset: another instance’s trial success or open does not', async () => {
     const a = breakerOn(clock, 10_000);
     const b = breakerOn(clock);
@@ -306,8 +330,8 @@ describe('shareBreakerState over one SQLite store', () => {
     let failTrial!: (error: unknown) => void;
     const trial = a.execute(() => new Promise((_resolve, reject) => (failTrial = reject)));
     await sharedA.flush();
-    // The open row expired with its open period, and half-open (a trial running) wrote nothing.
-    expect(await store.counters.get(KEY)).toBeUndefined();
+    // Half-open (a trial running) wrote nothing: the row is still the open one, past its half-open time.
+    expect(await store.counters.get(KEY)).toMatchObject({ snapshot: { state: 'open' }, version: 1 });
 
     failTrial(new BreakwaterError('upstream_unavailable'));
     await trial.catch(() => {});

@@ -51,6 +51,8 @@ interface SharedRecord {
   writer: string;
   /** The transition's reason (`consecutive_failures`, `trials_succeeded`, `isolated`, `reset`, …). */
   reason?: string;
+  /** Bumped by every write, inside the store's atomic update: the order of decisions, whatever the clocks. */
+  version: number;
 }
 
 /** Reasons of an operator's decisions: only a `reset` ends an isolation, wherever it was decided. */
@@ -62,15 +64,18 @@ const RESET = 'reset';
  * per process by default, shared on request). Breakers stay per process and keep their own windows; what
  * travels is each instance's decisions:
  * - a breaker that opens (its window tripped, or a trial failed), is isolated, or closes (trials succeeded,
- *   or an operator's `reset`) writes its snapshot, unless the stored one is newer (`takenAt`);
- * - every `refreshMs` each instance reads the row and takes on a newer snapshot of another instance: an open
- *   one (with its absolute `halfOpenAt`, so only the remaining open time is waited) when it is still open
- *   and would end later than this breaker's own open period; a closed one when this breaker is open or
- *   half-open (the dependency recovered for somebody's trial). A half-open breaker is not shared: every
- *   instance sends its own trial once its open period ends.
- * - an isolation holds everywhere until an operator's `reset` (on any instance): a stored isolated record is
- *   taken on whatever its age and is overwritten only by a reset (or a newer isolation), never by another
- *   instance's own open or trial success; an isolated breaker is closed only by a shared reset.
+ *   or an operator's `reset`) writes its snapshot with the next `version` (bumped inside the store's atomic
+ *   update, so versions order the writes whatever the clocks say). Its own open or close is not written over
+ *   a newer snapshot (`takenAt`) nor over an isolation; an operator's isolate or reset is always written;
+ * - every `refreshMs` each instance reads the row and takes on a version it has not seen, from another
+ *   instance: an open one (with its absolute `halfOpenAt`, so only the remaining open time is waited) when
+ *   it is still open, was decided after this breaker's own last decision and would end later than its own
+ *   open period; a closed one when this breaker is open or half-open (the dependency recovered for
+ *   somebody's trial). The first read marks what is there as seen (an old close never reopens anything).
+ *   A half-open breaker is not shared: every instance sends its own trial once its open period ends.
+ * - an isolation holds everywhere until an operator's `reset` on any instance: a stored isolation is taken
+ *   on whenever this breaker is not isolated, and an isolated breaker is closed only by a shared reset.
+ *   The row is kept (one per breaker key), so versions never restart.
  *
  * No cost on the call path: one listener on state changes and one timer per breaker. The store being
  * unreachable changes nothing locally (the breaker goes on per process); the failure is logged (`warn`,
@@ -107,8 +112,10 @@ export function shareBreakerState(
   const clock = clockOption(owner, options.clock ?? systemClock);
   const log = new Log(loggerOption(owner, 'logger', options.logger));
   const writer = randomUUID();
-  /** The newest snapshot seen (written or taken on): older ones are never applied. */
+  /** When this breaker last decided or took on an open (its clock): an open decided earlier is stale here. */
   let newest = -Infinity;
+  /** The highest record version written or taken on here. */
+  let seen = 0;
   let publishing: Promise<void> = Promise.resolve();
   let timer: TimerHandle | undefined;
   let active = true;
@@ -121,19 +128,24 @@ export function shareBreakerState(
     if (change.reason === 'restored' || change.to === 'half-open') return;
     const snapshot = breaker.snapshot();
     newest = Math.max(newest, snapshot.takenAt);
-    const record: SharedRecord = { snapshot, writer, reason: change.reason };
     const operator = change.reason === ISOLATED || change.reason === RESET;
     publishing = publishing.then(() =>
       store
         .update(key, (state) => {
           const stored = asRecord(state);
+          // An operator's isolate or reset is the latest intent whatever the clocks say; an instance's own
+          // open or close never replaces a newer decision, nor lifts an isolation.
           const keep =
             stored !== undefined &&
-            (stored.snapshot.takenAt > snapshot.takenAt ||
-              // This instance's own open or trial success must not lift another's isolation.
-              (stored.snapshot.state === 'isolated' && !operator));
+            !operator &&
+            (stored.snapshot.takenAt > snapshot.takenAt || stored.snapshot.state === 'isolated');
           if (keep) return { state: UNCHANGED, expiresAt: null, result: undefined };
-          return { state: record, expiresAt: expiryOf(snapshot, refreshMs), result: undefined };
+          const version = (stored?.version ?? 0) + 1;
+          const record: SharedRecord = { snapshot, writer, reason: change.reason, version };
+          return { state: record, expiresAt: null, result: version };
+        })
+        .then((version) => {
+          if (version !== undefined) seen = Math.max(seen, version);
         })
         .catch((error: unknown) => warn('write', error)),
     );
@@ -142,14 +154,17 @@ export function shareBreakerState(
   const apply = (record: SharedRecord): void => {
     const s = record.snapshot;
     if (record.writer === writer) return;
-    // A stored isolation is current whatever its age: only a reset replaces it (see `publish`), and this
-    // breaker's own later open may have been refused by it.
-    if (s.takenAt <= newest && s.state !== 'isolated') return;
-    newest = Math.max(newest, s.takenAt);
     const local = breaker.snapshot(); // takenAt: now on the breaker's clock
+    // A stored isolation holds whatever this instance saw before (its own refused open, a reset whose write
+    // failed); anything else is taken once, in write order (versions, not clocks).
+    if (record.version <= seen && !(s.state === 'isolated' && local.state !== 'isolated')) return;
+    seen = Math.max(seen, record.version);
     switch (s.state) {
       case 'open':
-        if (local.state === 'isolated' || s.halfOpenAt === null || s.halfOpenAt <= local.takenAt) return;
+        // An open decided before this breaker's own last decision is stale for it.
+        if (s.takenAt <= newest || local.state === 'isolated') return;
+        newest = s.takenAt;
+        if (s.halfOpenAt === null || s.halfOpenAt <= local.takenAt) return;
         if (local.state === 'open' && (local.halfOpenAt ?? 0) >= s.halfOpenAt) return;
         return breaker.restore(s);
       case 'isolated':
@@ -222,21 +237,12 @@ export function refreshMsOption(owner: string, option: string, value: unknown): 
   return finite(owner, option, value ?? SHARED_BREAKER_DEFAULTS.refreshMs, POSITIVE_INTEGER);
 }
 
-/**
- * When the stored record stops mattering: an open one at the end of its open period, an isolated one never
- * (until a reset overwrites it), a closed one once every instance has had many reads to see it.
- */
-function expiryOf(snapshot: CircuitBreakerSnapshot, refreshMs: number): number | null {
-  if (snapshot.state === 'open') return snapshot.halfOpenAt;
-  if (snapshot.state === 'isolated') return null;
-  return snapshot.takenAt + Math.max(60_000, 10 * refreshMs);
-}
-
 /** The stored value as a record, or undefined when absent or not one (written by something else). */
 function asRecord(state: unknown): SharedRecord | undefined {
   if (typeof state !== 'object' || state === null) return undefined;
-  const { snapshot, writer, reason } = state as Partial<SharedRecord>;
+  const { snapshot, writer, reason, version } = state as Partial<SharedRecord>;
   if (typeof writer !== 'string' || typeof snapshot !== 'object' || snapshot === null) return undefined;
   if (snapshot.version !== 1 || typeof snapshot.takenAt !== 'number') return undefined;
-  return { snapshot, writer, reason: typeof reason === 'string' ? reason : undefined };
+  if (typeof version !== 'number' || !Number.isInteger(version)) return undefined;
+  return { snapshot, writer, reason: typeof reason === 'string' ? reason : undefined, version };
 }

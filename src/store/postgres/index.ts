@@ -286,6 +286,11 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
     const watcher = await watchEvents(this.db, jobId);
     if (watcher === undefined) return NO_WATCH;
     const watch = [jobId, watcher] as const;
+    if (this.runner.closed) {
+      // close() began while this watch was in flight and has removed the watches it knew: remove this one.
+      await unwatchEvents(this.db, [watch]).catch(() => undefined);
+      return NO_WATCH;
+    }
     this.watches.add(watch);
     let unwatched: Promise<void> | undefined;
     return {
