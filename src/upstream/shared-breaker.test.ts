@@ -373,6 +373,32 @@ describe('shareBreakerState over one SQLite store', () => {
     expect(a.state().state).toBe('closed');
   });
 
+  it('(f) a read that never answers does not end the refreshes: said once, one read at a time', async () => {
+    let reads = 0;
+    let answer: ((value: unknown) => void) | undefined;
+    const hanging: CounterStore = {
+      ...downStore(),
+      get: () => {
+        reads++;
+        return new Promise((resolve) => (answer = resolve));
+      },
+    };
+    share(breakerOn(clock), { store: hanging }); // the read at creation hangs
+    await clock.tickAsync(5_000);
+    expect(reads).toBe(1); // five refreshes found it pending
+    expect(lines.map((l) => [l.level, l.message])).toEqual([['warn', 'shared breaker state: read failed']]);
+    expect(lines[0]!.fields).toMatchObject({
+      err: { message: 'the previous read has not answered after 1000 ms' },
+    });
+    answer!(undefined);
+    await clock.tickAsync(1_000);
+    expect(reads).toBe(2); // the refreshes go on
+    answer!(undefined);
+    await clock.tickAsync(1_000);
+    expect(reads).toBe(3);
+    expect(lines).toHaveLength(1);
+  });
+
   it('(g) dispose stops the refresh timer and the listener', async () => {
     const a = breakerOn(clock);
     const b = breakerOn(clock);

@@ -187,18 +187,33 @@ export function shareBreakerState(
     }
   };
 
+  // The next read is scheduled whether or not this one answers: a read that hangs (a stuck connection) must
+  // not end the refreshes. One read at a time; a hang is said once.
+  let reading = false;
+  let hangSaid = false;
+  const refresh = (): void => {
+    schedule();
+    read();
+  };
+  const read = (): void => {
+    if (reading) {
+      if (!hangSaid) warn('read', new Error(`the previous read has not answered after ${refreshMs} ms`));
+      hangSaid = true;
+      return;
+    }
+    reading = true;
+    hangSaid = false;
+    void sync().finally(() => (reading = false));
+  };
   const schedule = (): void => {
-    timer = clock.setTimeout(() => {
-      void sync().finally(() => {
-        if (active) schedule();
-      });
-    }, refreshMs);
+    if (!active) return;
+    timer = clock.setTimeout(refresh, refreshMs);
     // A background refresh must not keep the process alive (a Node timer; other clocks' handles are left).
     (timer as { unref?: () => unknown }).unref?.();
   };
 
   const subscription = breaker.onStateChange(publish);
-  void sync();
+  read();
   schedule();
   return {
     sync,
