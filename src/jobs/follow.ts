@@ -23,12 +23,11 @@ export interface FollowCallbacks {
 /**
  * Follows one job's events with `seq > fromSeq`: subscribes to the store's notifications and watches the job
  * ({@link JobStore.watchEvents}) first, then reads the stored events, so an event committed in between is
- * read, not missed. Every read asks for `seq > last
- * delivered`, and only the next seq in line is delivered, so an event is never duplicated nor skipped, even
- * when notifications arrive late, twice or out of order. Reads are serialised; a notification during a read
- * triggers one more. A poll every `pollMs` covers notifications that never arrive (best effort on
- * PostgreSQL). Ends after the terminal event, or at once when the job is already finished and its terminal
- * event is at or before `fromSeq`.
+ * read, not missed. Every read asks for `seq > last delivered`, and only the next seq in line is delivered,
+ * so an event is never duplicated nor skipped, even when notifications arrive late, twice or out of order.
+ * Reads are serialised; a notification during a read triggers one more. A poll every `pollMs` covers
+ * notifications that never arrive (best effort on PostgreSQL). Ends after the terminal event, or at once when
+ * the job is already finished and its terminal event is at or before `fromSeq`.
  */
 export function followJob(
   deps: FollowDeps,
