@@ -363,12 +363,12 @@ const MIGRATIONS: readonly Migration[] = [
       -- say a few jobs are pending, and the planner then fetches every due job through a bitmap scan and sorts
       -- them all, on every claim (measured: 5-20 ms a claim over a 4,000-job backlog instead of under 1). The
       -- function plans with sequential scans, bitmap scans and sorts disabled, so pending jobs are always
-      -- walked in claim order along jobs_pending and the walk stops at the limit, and rows are always found by
-      -- key, whatever the statistics say (the few sorts it cannot avoid, over the rows it keeps, still run).
-      -- Disabled paths cost 1e10 to the planner, which would start JIT compilation (seconds): jit is off.
-      -- PL/pgSQL caches the plan per connection. Pending and reclaimable jobs are locked by two scans, each
-      -- along its own partial index in claim order; the better of the two lists wins (a row locked there and
-      -- not chosen stays as it was).
+      -- walked in claim order along jobs_pending and the walk stops at the limit, whatever the statistics say
+      -- (the few sorts it cannot avoid, over the rows it keeps, still run; the expired-lease probes may read
+      -- the running jobs through jobs_status_id rather than jobs_leases: these settings cannot choose between
+      -- two indexes). Disabled paths cost 1e10 to the planner, which would start JIT compilation (seconds):
+      -- jit is off. PL/pgSQL caches the plan per connection. Pending and reclaimable jobs are locked by two
+      -- limited scans; the better of the two lists wins (a row locked there and not chosen stays as it was).
       -- $1 now, $2 types (empty: all), $3 limit (NULL: none), $4 owner, $5 lease ms.
       CREATE FUNCTION ${s}.claim_jobs(bigint, text[], integer, text, bigint) RETURNS SETOF ${s}.jobs
         LANGUAGE plpgsql
