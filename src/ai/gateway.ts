@@ -4,7 +4,7 @@
  * route flows) and one log line per request.
  */
 import type { FastifyInstance } from 'fastify';
-import { BreakwaterError, EventSource, type Disposable, type ErrorCode } from '../core/index.js';
+import { BreakwaterError, EventSource, type Disposable } from '../core/index.js';
 import { MemoryRateLimitStore } from '../policy/index.js';
 import { splitModel } from './body.js';
 import { chatCompletionsRoutes } from './http/routes.js';
@@ -152,14 +152,5 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
 function withRoute(error: unknown, route: string): BreakwaterError {
   const e =
     error instanceof BreakwaterError ? error : new BreakwaterError('internal_error', { cause: error });
-  return new BreakwaterError(e.code as ErrorCode, {
-    message: e.message,
-    kind: e.kind,
-    status: e.status,
-    retryAfterMs: e.retryAfterMs,
-    outcome: e.outcome,
-    source: e.source,
-    details: { ...e.details, route },
-    cause: e.cause ?? error,
-  });
+  return e.withDetails({ route });
 }

@@ -194,3 +194,40 @@ describe('isBreakwaterError / isErrorCode', () => {
     expect(isErrorCode(undefined)).toBe(false);
   });
 });
+
+describe('BreakwaterError.withDetails', () => {
+  it('keeps every field, merges the details (new keys win) and keeps the cause chain', () => {
+    const root = new Error('socket hang up');
+    const error = new BreakwaterError('upstream_unavailable', {
+      message: 'gift is down',
+      kind: 'transient',
+      status: 502,
+      retryAfterMs: 2_000,
+      outcome: 'unknown',
+      operationId: 'op_1',
+      source: 'gift',
+      details: { reason: 'reset', step: 'old' },
+      cause: root,
+    });
+    const copy = error.withDetails({ step: 'primary', attempts: 2 });
+    expect(copy).not.toBe(error);
+    expect([copy.code, copy.message, copy.kind, copy.status, copy.retryAfterMs]).toEqual([
+      'upstream_unavailable',
+      'gift is down',
+      'transient',
+      502,
+      2_000,
+    ]);
+    expect([copy.outcome, copy.operationId, copy.source, copy.cause]).toEqual([
+      'unknown',
+      'op_1',
+      'gift',
+      root,
+    ]);
+    expect(copy.details).toEqual({ reason: 'reset', step: 'primary', attempts: 2 });
+    expect(error.details).toEqual({ reason: 'reset', step: 'old' });
+
+    const bare = new BreakwaterError('timeout');
+    expect(bare.withDetails({ route: 'r' }).cause).toBe(bare);
+  });
+});

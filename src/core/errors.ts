@@ -213,6 +213,26 @@ export class BreakwaterError extends Error {
   }
 
   /**
+   * A copy with `details` merged over this error's own (the new keys win): the same code, message, kind,
+   * status, retryAfterMs, outcome, operationId and source. Its `cause` is this error's cause, or this error
+   * when it has none. For a layer that passes an error on with its own context (the AI gateway's route, step
+   * and failed steps).
+   */
+  withDetails(details: Readonly<Record<string, unknown>>): BreakwaterError {
+    return new BreakwaterError(this.code, {
+      message: this.message,
+      kind: this.kind,
+      status: this.status,
+      retryAfterMs: this.retryAfterMs,
+      outcome: this.outcome,
+      operationId: this.operationId,
+      source: this.source,
+      details: { ...this.details, ...details },
+      cause: this.cause ?? this,
+    });
+  }
+
+  /**
    * Builds the error without a stack trace. For fast-fail paths (an open breaker, a full bulkhead) that
    * reject thousands of calls a second: capturing the stack is most of the cost, and it would only point
    * into the policy. `Error.stackTraceLimit` is restored whatever happens.

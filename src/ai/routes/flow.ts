@@ -5,7 +5,7 @@
  * `runFallbackChain` does, across nested nodes.
  */
 import { createHash } from 'node:crypto';
-import { BreakwaterError, type ErrorCode } from '../../core/index.js';
+import { BreakwaterError } from '../../core/index.js';
 import { executeStep } from '../step/execute.js';
 import type { AiFlow, AiRequest, AiStep, StepAnswer, StepContext, StepFailure } from '../types.js';
 import { compileCondition } from './conditions.js';
@@ -218,18 +218,8 @@ function stopsChain(error: unknown, request: AiRequest): boolean {
 
 function withTrail(error: unknown, trail: Run['trail']): unknown {
   if (!(error instanceof BreakwaterError) || trail.failures.length === 0) return error;
-  return new BreakwaterError(error.code as ErrorCode, {
-    message: error.message,
-    kind: error.kind,
-    status: error.status,
-    retryAfterMs: error.retryAfterMs,
-    outcome: error.outcome,
-    source: error.source,
-    details: {
-      ...error.details,
-      attempts: trail.attempts,
-      failed_steps: trail.failures.map((f) => `${f.step}:${f.code}`),
-    },
-    cause: error.cause ?? error,
+  return error.withDetails({
+    attempts: trail.attempts,
+    failed_steps: trail.failures.map((f) => `${f.step}:${f.code}`),
   });
 }

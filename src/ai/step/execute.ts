@@ -2,7 +2,7 @@
  * The step executor: one model step from the limit check to an answer whose first bytes have arrived
  * (DESIGN: "AI gateway"). Route flows compose it (`runFallbackChain`, conditions, splits).
  */
-import { BreakwaterError, type ErrorCode } from '../../core/index.js';
+import { BreakwaterError } from '../../core/index.js';
 import { estimateInput, providerBody } from '../body.js';
 import type { LimitGrant } from '../limits/limits.js';
 import { costPico, formatUsd, picoToMicro } from '../pricing.js';
@@ -220,14 +220,5 @@ async function settle(
 function failed(error: unknown, step: AiStep, attempts: number): BreakwaterError {
   const e =
     error instanceof BreakwaterError ? error : new BreakwaterError('internal_error', { cause: error });
-  return new BreakwaterError(e.code as ErrorCode, {
-    message: e.message,
-    kind: e.kind,
-    status: e.status,
-    retryAfterMs: e.retryAfterMs,
-    outcome: e.outcome,
-    source: e.source,
-    details: { ...e.details, step: step.name, provider: step.provider, model: step.model, attempts },
-    cause: e.cause ?? error,
-  });
+  return e.withDetails({ step: step.name, provider: step.provider, model: step.model, attempts });
 }

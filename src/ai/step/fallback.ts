@@ -1,4 +1,4 @@
-import { BreakwaterError, type ErrorCode } from '../../core/index.js';
+import type { BreakwaterError } from '../../core/index.js';
 import type { AiRequest, AiStep, StepAnswer, StepContext, StepFailure } from '../types.js';
 import { executeStep } from './execute.js';
 
@@ -48,14 +48,5 @@ function stopsChain(error: BreakwaterError, request: AiRequest): boolean {
 }
 
 function chainFailure(error: BreakwaterError, failures: StepFailure[], attempts: number): BreakwaterError {
-  return new BreakwaterError(error.code as ErrorCode, {
-    message: error.message,
-    kind: error.kind,
-    status: error.status,
-    retryAfterMs: error.retryAfterMs,
-    outcome: error.outcome,
-    source: error.source,
-    details: { ...error.details, attempts, failed_steps: failures.map((f) => `${f.step}:${f.code}`) },
-    cause: error.cause,
-  });
+  return error.withDetails({ attempts, failed_steps: failures.map((f) => `${f.step}:${f.code}`) });
 }
