@@ -2,6 +2,7 @@
  * The simulated provider's behaviour switches, changeable at run time (in process through
  * `provider.faults`, or over HTTP at `/_faults`), in the manner of GiftGenius's services/faults.ts.
  */
+import { HangGate } from '../shared/hang.js';
 
 /** How the simulated provider behaves. */
 export interface SimBehaviour {
@@ -103,7 +104,7 @@ export interface SimSwitch {
 /** The behaviour state and the hang waits. */
 export class SimController implements SimSwitch {
   private behaviour: SimBehaviour;
-  private readonly waiters = new Set<() => void>();
+  private readonly gate = new HangGate();
 
   constructor(initial: SimSettings = {}) {
     this.behaviour = parseSettings(initial);
@@ -126,32 +127,17 @@ export class SimController implements SimSwitch {
   }
 
   hanging(): number {
-    return this.waiters.size;
+    return this.gate.size;
   }
 
   /** Resolves true once `hang` is off, false when `signal` aborts first. */
-  async waitWhileHanging(signal: AbortSignal): Promise<boolean> {
-    while (this.behaviour.hang) {
-      if (signal.aborted) return false;
-      const released = await new Promise<boolean>((resolve) => {
-        const finish = (value: boolean): void => {
-          this.waiters.delete(onRelease);
-          signal.removeEventListener('abort', onAbort);
-          resolve(value);
-        };
-        const onRelease = (): void => finish(true);
-        const onAbort = (): void => finish(false);
-        this.waiters.add(onRelease);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
-      if (!released) return false;
-    }
-    return !signal.aborted;
+  waitWhileHanging(signal: AbortSignal): Promise<boolean> {
+    return this.gate.wait(() => this.behaviour.hang, signal);
   }
 
   private apply(next: SimBehaviour): SimBehaviour {
     this.behaviour = next;
-    if (!next.hang) for (const release of [...this.waiters]) release();
+    if (!next.hang) this.gate.releaseAll();
     return this.get();
   }
 }

@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { completion, errorBody, planAnswer, streamFrames, type AnswerPlan } from './answers.js';
+import { pause } from '../shared/hang.js';
 import { SimController, type SimBehaviour, type SimSettings, type SimSwitch } from './faults.js';
 
 /** Options of {@link startSimulatedProvider}: the initial behaviour and fixed traits. */
@@ -248,21 +249,4 @@ function clientGone(res: ServerResponse, closing: AbortSignal): AbortSignal {
     if (!res.writableFinished) left.abort();
   });
   return AbortSignal.any([left.signal, closing]);
-}
-
-/** Resolves true after `ms` (at once for 0), false as soon as `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  if (ms <= 0) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

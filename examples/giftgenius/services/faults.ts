@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HangGate, pause } from '../../shared/hang.js';
 import { sendProblem } from './problem.js';
 
 /**
@@ -86,13 +87,13 @@ export function parseFaults(input: unknown): Faults {
  */
 export class FaultController implements FaultSwitch {
   private faults: Faults = { ...NO_FAULTS };
-  private readonly waiters = new Set<() => void>();
+  private readonly gate = new HangGate();
 
   constructor(private readonly random: () => number = Math.random) {}
 
   set(settings: FaultSettings): Faults {
     this.faults = parseFaults(settings);
-    if (!this.faults.hang) this.releaseHanging();
+    if (!this.faults.hang) this.gate.releaseAll();
     return this.get();
   }
 
@@ -105,7 +106,7 @@ export class FaultController implements FaultSwitch {
   }
 
   hanging(): number {
-    return this.waiters.size;
+    return this.gate.size;
   }
 
   /** Whether this request draws an injected error; consults `random` only while 0 < `errorRate` < 1. */
@@ -118,44 +119,9 @@ export class FaultController implements FaultSwitch {
    * Waits while `hang` is on. Resolves true once released (hang switched off), false when `signal` aborts
    * first (the client left or the service is closing).
    */
-  async waitWhileHanging(signal: AbortSignal): Promise<boolean> {
-    while (this.faults.hang) {
-      if (signal.aborted) return false;
-      const released = await new Promise<boolean>((resolve) => {
-        const finish = (value: boolean): void => {
-          this.waiters.delete(onRelease);
-          signal.removeEventListener('abort', onAbort);
-          resolve(value);
-        };
-        const onRelease = (): void => finish(true);
-        const onAbort = (): void => finish(false);
-        this.waiters.add(onRelease);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
-      if (!released) return false;
-    }
-    return !signal.aborted;
+  waitWhileHanging(signal: AbortSignal): Promise<boolean> {
+    return this.gate.wait(() => this.faults.hang, signal);
   }
-
-  private releaseHanging(): void {
-    for (const release of [...this.waiters]) release();
-  }
-}
-
-/** Resolves true after `ms`, or false as soon as `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 function isFaultRoute(request: FastifyRequest): boolean {
