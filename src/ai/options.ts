@@ -11,7 +11,13 @@ import type { RateRule, SpendRule } from './limits/limits.js';
 import type { SpendStore } from './limits/spend-store.js';
 import type { PriceTableInput } from './pricing.js';
 import type { ProviderConfig } from './providers.js';
-import { HEADER_BOUNDS } from './request-headers.js';
+import {
+  nameSchema,
+  rateRuleFields,
+  scopeSchema,
+  stepSettingsFields,
+  windowMsSchema,
+} from './schema-parts.js';
 import type { AiLogger, AiRouteResolver, StepSettings } from './types.js';
 
 /** Options of `createAiGateway`. */
@@ -66,24 +72,8 @@ export const AI_GATEWAY_DEFAULTS = {
   maxSpendRules: 20,
 } as const;
 
-const NAME = /^[A-Za-z0-9._-]{1,64}$/;
-const name = z.string().regex(NAME, 'must be 1 to 64 of A-Z a-z 0-9 . _ -');
+const name = nameSchema;
 const usd = z.number().finite().nonnegative();
-const windowMs = z
-  .number()
-  .int()
-  .min(1)
-  .max(366 * 24 * 3_600_000);
-
-const scope = z
-  .strictObject({
-    by: z.enum(['provider', 'model', 'metadata']),
-    key: z.string().min(1).max(HEADER_BOUNDS.metadata.maxKeyLength).optional(),
-    value: z.string().min(1).max(HEADER_BOUNDS.metadata.maxValueLength).optional(),
-  })
-  .refine((s) => (s.by === 'metadata') === (s.key !== undefined), {
-    message: "key is required with by: 'metadata' and not allowed otherwise",
-  });
 
 const schema = z.strictObject({
   providers: z
@@ -105,34 +95,12 @@ const schema = z.strictObject({
       z.strictObject({ inputPerMTok: usd, outputPerMTok: usd, cachedInputPerMTok: usd.optional() }),
     )
     .optional(),
-  rateRules: z
-    .array(
-      z.strictObject({
-        name,
-        limit: z.number().int().min(1).max(10_000),
-        windowMs,
-        technique: z.enum(['fixed', 'sliding']),
-        scope,
-      }),
-    )
-    .optional(),
+  rateRules: z.array(z.strictObject(rateRuleFields)).optional(),
   spendRules: z
-    .array(z.strictObject({ name, budgetUsd: usd.positive(), windowMs, scope }))
+    .array(z.strictObject({ name, budgetUsd: usd.positive(), windowMs: windowMsSchema, scope: scopeSchema }))
     .max(AI_GATEWAY_DEFAULTS.maxSpendRules)
     .optional(),
-  defaults: z
-    .strictObject({
-      timeoutMs: z
-        .number()
-        .int()
-        .min(HEADER_BOUNDS.timeoutMs.min)
-        .max(HEADER_BOUNDS.timeoutMs.max)
-        .optional(),
-      maxAttempts: z.number().int().min(1).max(HEADER_BOUNDS.maxAttempts.max).optional(),
-      retryDelayMs: z.number().int().min(0).max(HEADER_BOUNDS.retryDelayMs.max).optional(),
-      backoff: z.enum(['constant', 'linear', 'exponential']).optional(),
-    })
-    .optional(),
+  defaults: z.strictObject(stepSettingsFields).optional(),
   maxRetryDelayMs: z.number().int().min(0).max(60_000).optional(),
   maxRequestCostUsd: usd.positive().optional(),
   bodyLimitBytes: z.number().int().min(1).optional(),

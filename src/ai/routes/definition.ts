@@ -6,7 +6,14 @@
 import { z } from 'zod';
 import { BreakwaterError } from '../../core/index.js';
 import type { RateRule, SpendRule } from '../limits/limits.js';
-import { HEADER_BOUNDS } from '../request-headers.js';
+import {
+  metadataKeySchema,
+  nameSchema,
+  rateRuleFields,
+  scopeSchema,
+  stepSettingsFields,
+  windowMsSchema,
+} from '../schema-parts.js';
 import type { AiStep } from '../types.js';
 import { conditionSchema, type RouteCondition } from './conditions.js';
 
@@ -69,23 +76,7 @@ export const ROUTE_DEFINITION_BOUNDS = {
   maxChildren: 32,
 } as const;
 
-const NAME = /^[A-Za-z0-9._-]{1,64}$/;
-const name = z.string().regex(NAME, 'must be 1 to 64 of A-Z a-z 0-9 . _ -');
-const metadataKey = z.string().min(1).max(HEADER_BOUNDS.metadata.maxKeyLength);
-const windowMs = z
-  .number()
-  .int()
-  .min(1)
-  .max(366 * 24 * 3_600_000);
-const scope = z
-  .strictObject({
-    by: z.enum(['provider', 'model', 'metadata']),
-    key: metadataKey.optional(),
-    value: z.string().min(1).max(HEADER_BOUNDS.metadata.maxValueLength).optional(),
-  })
-  .refine((s) => (s.by === 'metadata') === (s.key !== undefined), {
-    message: "key is required with by: 'metadata' and not allowed otherwise",
-  });
+const name = nameSchema;
 const children = <T extends z.ZodType>(item: T) =>
   z.array(item).min(1).max(ROUTE_DEFINITION_BOUNDS.maxChildren);
 
@@ -94,10 +85,7 @@ const modelNode = z.strictObject({
   name,
   provider: name,
   model: z.string().min(1).max(256),
-  timeoutMs: z.number().int().min(HEADER_BOUNDS.timeoutMs.min).max(HEADER_BOUNDS.timeoutMs.max).optional(),
-  maxAttempts: z.number().int().min(1).max(HEADER_BOUNDS.maxAttempts.max).optional(),
-  retryDelayMs: z.number().int().min(0).max(HEADER_BOUNDS.retryDelayMs.max).optional(),
-  backoff: z.enum(['constant', 'linear', 'exponential']).optional(),
+  ...stepSettingsFields,
 });
 
 const fallbackNode = z.strictObject({
@@ -126,7 +114,7 @@ const conditionalNode = z.strictObject({
 
 const splitNode = z.strictObject({
   type: z.literal('split'),
-  key: metadataKey.optional(),
+  key: metadataKeySchema.optional(),
   seed: z.string().min(1).max(256).optional(),
   get splits() {
     return children(
@@ -143,20 +131,13 @@ const splitNode = z.strictObject({
 });
 
 const rule = z.discriminatedUnion('kind', [
-  z.strictObject({
-    kind: z.literal('rate'),
-    name,
-    limit: z.number().int().min(1).max(10_000),
-    windowMs,
-    technique: z.enum(['fixed', 'sliding']),
-    scope,
-  }),
+  z.strictObject({ kind: z.literal('rate'), ...rateRuleFields }),
   z.strictObject({
     kind: z.literal('spend'),
     name,
     budgetUsd: z.number().finite().positive(),
-    windowMs,
-    scope,
+    windowMs: windowMsSchema,
+    scope: scopeSchema,
   }),
 ]);
 
