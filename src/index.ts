@@ -56,6 +56,8 @@ export {
   type OpenStoreOptions,
   type Store,
   type StoreTarget,
+  JOB_STATUSES,
+  OPERATION_STATES,
   STREAM_EVENT_RETENTION_MS,
   STREAM_EVENTS_PAGE_MAX,
   INBOX_LIST_DEFAULT_LIMIT,

@@ -2,7 +2,8 @@
  * `breakwater jobs list|show|cancel|retry`: the job queue from a terminal, straight against the store (no
  * server needs to run). Every subcommand takes `--db` and `--json`.
  */
-import { createJobs, type JobRecord, type JobStatus } from '../index.js';
+import { createJobs, type JobRecord } from '../index.js';
+import { JOB_STATUSES } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';
 import { choiceOptions, integerOption, parseSubcommand } from './subcommand.js';
@@ -26,8 +27,6 @@ Options:
   --json               print JSON instead of text
   -h, --help           show this help`;
 
-const STATUSES: readonly JobStatus[] = ['pending', 'in_progress', 'completed', 'failed', 'canceled'];
-
 /** Runs `breakwater jobs ...`; resolves with the exit code. Output goes to `out`. */
 export async function runJobsCommand(
   argv: string[],
@@ -50,7 +49,7 @@ export async function runJobsCommand(
   if ('exit' in parsed) return parsed.exit;
   const { sub, args, values } = parsed;
   const id = args[0];
-  const statuses = choiceOptions('--status', values.status, STATUSES);
+  const statuses = choiceOptions('--status', values.status, JOB_STATUSES);
   const limit = integerOption('--limit', values.limit, 20, 1, 1000);
 
   const store = await openExistingStoreForCli(values.db);

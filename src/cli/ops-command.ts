@@ -5,20 +5,11 @@
  */
 import { isBreakwaterError } from '../core/index.js';
 import { reconcileOperation } from '../server/index.js';
-import type { OperationRecord, OperationState, Store } from '../store/index.js';
+import { OPERATION_STATES, type OperationRecord, type Store } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';
 import { choiceOptions, integerOption, parseSubcommand } from './subcommand.js';
 import { auditCliAction } from './operations-runtime.js';
-
-const STATES: readonly OperationState[] = [
-  'pending',
-  'in_flight',
-  'succeeded',
-  'failed',
-  'unknown',
-  'needs_attention',
-];
 
 export const OPS_USAGE = `Usage: breakwater ops <list|show|reconcile> [options]
 
@@ -31,7 +22,7 @@ Subcommands:
 Options:
   --db <url>         the store: postgres://… or a SQLite path (default: $DATABASE_URL, $BREAKWATER_DB,
                      then ./data/breakwater.db)
-  --state <state>    list: only this state (${STATES.join(', ')}); may be repeated
+  --state <state>    list: only this state (${OPERATION_STATES.join(', ')}); may be repeated
   --action <name>    list: only this action, e.g. commerce.create_order
   --limit <n>        list: at most n operations (default 20, at most 1000)
   --wait <ms>        reconcile: how long to wait for the lookup (default 30000)
@@ -61,7 +52,7 @@ export async function runOpsCommand(
   if ('exit' in parsed) return parsed.exit;
   const { sub, args, values } = parsed;
   const id = args[0];
-  const states = choiceOptions('--state', values.state, STATES);
+  const states = choiceOptions('--state', values.state, OPERATION_STATES);
   const limit = integerOption('--limit', values.limit, 20, 1, 1000);
   const waitMs = integerOption('--wait', values.wait, 30_000, 0, 600_000);
   const json = values.json === true;

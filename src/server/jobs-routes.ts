@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { BreakwaterError } from '../core/index.js';
 import type { Jobs } from '../jobs/index.js';
-import type { JobRecord, JobStatus } from '../store/index.js';
+import { JOB_STATUSES, type JobRecord, type JobStatus } from '../store/index.js';
 import type { ServerStore } from './options.js';
 import { lastProgress, toJobView, type JobView } from './views.js';
 
@@ -11,8 +11,6 @@ export interface JobRoutesOptions {
   store: ServerStore;
   publicUrl: string | undefined;
 }
-
-const JOB_STATUSES: readonly JobStatus[] = ['pending', 'in_progress', 'completed', 'failed', 'canceled'];
 
 /** Route schema of `:id`: ids are short (`job_` + a UUID); anything else cannot exist. */
 export const JOB_ID_PARAMS = {

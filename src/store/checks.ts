@@ -11,6 +11,7 @@ import {
   MAX_OPERATION_FIELD_LENGTH,
   OPERATION_LIST_DEFAULT_LIMIT,
   OPERATION_LIST_MAX_LIMIT,
+  OPERATION_STATES,
   type NewOperation,
   type OperationFilter,
   type OperationPatch,
@@ -23,16 +24,6 @@ import { MAX_ROUTE_NAME_LENGTH } from './routes.js';
  * refuse exactly the same input, always before anything is written. NUL is refused in every string stored as
  * text because PostgreSQL text cannot hold it. Internal to `store/`.
  */
-
-/** Every {@link OperationState}, in lifecycle order. */
-export const OPERATION_STATES: readonly OperationState[] = [
-  'pending',
-  'in_flight',
-  'succeeded',
-  'failed',
-  'unknown',
-  'needs_attention',
-];
 
 /** A string the stores keep as a key: 1..`max` UTF-16 code units, no NUL. */
 export function isStoreKey(value: unknown, max = MAX_OPERATION_FIELD_LENGTH): value is string {

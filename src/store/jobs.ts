@@ -14,6 +14,15 @@ import type { Disposable } from '../core/index.js';
 /** `pending` (waiting for `runAt`), `in_progress` (leased by a worker), and the three terminal states. */
 export type JobStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'canceled';
 
+/** Every {@link JobStatus}, in lifecycle order (for filters, schemas and per-status counts). */
+export const JOB_STATUSES: readonly JobStatus[] = [
+  'pending',
+  'in_progress',
+  'completed',
+  'failed',
+  'canceled',
+];
+
 /** Terminal states: a job in one of them never changes again, except `failed` → `pending` by {@link JobStore.retryFailed}. */
 export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'canceled']);
 

@@ -20,6 +20,16 @@
  */
 export type OperationState = 'pending' | 'in_flight' | 'succeeded' | 'failed' | 'unknown' | 'needs_attention';
 
+/** Every {@link OperationState}, in lifecycle order. */
+export const OPERATION_STATES: readonly OperationState[] = [
+  'pending',
+  'in_flight',
+  'succeeded',
+  'failed',
+  'unknown',
+  'needs_attention',
+];
+
 /** `succeeded` and `failed`: an operation in one of them never changes again. */
 export const SETTLED_OPERATION_STATES: ReadonlySet<OperationState> = new Set(['succeeded', 'failed']);
 

@@ -20,7 +20,13 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BreakwaterError, isBreakwaterError } from '../../core/index.js';
-import type { JobStatus, OperationState, OperationStore } from '../../store/index.js';
+import {
+  JOB_STATUSES,
+  OPERATION_STATES,
+  type JobStatus,
+  type OperationState,
+  type OperationStore,
+} from '../../store/index.js';
 import { JOB_ID_PARAMS, LIST_LIMITS } from '../jobs-routes.js';
 import { toJobView } from '../views.js';
 import { reconcileOperation, retryDeadLetter } from './actions.js';
@@ -41,16 +47,6 @@ export interface AdminRoutesOptions extends OverviewSources {
   /** Longest wait of `POST …/reconcile` when the request names none, ms (default 5 000). */
   reconcileWaitMs?: number;
 }
-
-const JOB_STATUSES: readonly JobStatus[] = ['pending', 'in_progress', 'completed', 'failed', 'canceled'];
-const OPERATION_STATES: readonly OperationState[] = [
-  'pending',
-  'in_flight',
-  'succeeded',
-  'failed',
-  'unknown',
-  'needs_attention',
-];
 
 const NAME_PARAMS = {
   type: 'object',

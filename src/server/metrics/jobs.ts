@@ -5,7 +5,7 @@
  */
 import type { Disposable } from '../../core/index.js';
 import type { Jobs } from '../../jobs/index.js';
-import type { JobStats, JobStatus } from '../../store/index.js';
+import { JOB_STATUSES, type JobStats } from '../../store/index.js';
 import type { BoundedCollections, Instruments } from './instruments.js';
 import { all } from './observers.js';
 
@@ -16,8 +16,6 @@ export type ObservedJobs = Pick<Jobs, 'onStarted' | 'onRunEnded' | 'stats'>;
 export interface JobStatsSource {
   stats(): Promise<JobStats>;
 }
-
-const STATUSES: readonly JobStatus[] = ['pending', 'in_progress', 'completed', 'failed', 'canceled'];
 
 /** The collector name of the store read in `metrics_collect_errors_total`. */
 export const JOBS_COLLECTOR = 'jobs';
@@ -67,7 +65,7 @@ export class JobMetrics {
     const gauge = this.m.jobs;
     gauge.reset();
     if (stats === undefined) return;
-    for (const status of STATUSES) gauge.set({ status }, stats.counts[status] ?? 0);
+    for (const status of JOB_STATUSES) gauge.set({ status }, stats.counts[status] ?? 0);
   }
 
   /** Scrape: `job_queue_depth` (pending jobs); left out when the store did not answer. */
