@@ -14,12 +14,12 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { openPostgresStore } from '../src/index.js';
+import { intArg, reachable, withPg } from './support.js';
 
 const PG_URL = process.env.BREAKWATER_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const WORKER = fileURLToPath(new URL('./jobs-scale-worker.ts', import.meta.url));
@@ -28,14 +28,6 @@ const WORKER_COUNTS = [1, 2, 4];
 const IN_FLIGHT = 32;
 /** A run that completes nothing for this long is abandoned (ms). */
 const STALL_MS = 60_000;
-
-function intArg(name: string, fallback: number, min = 1): number {
-  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
-  if (arg === undefined) return fallback;
-  const value = Number(arg.slice(name.length + 3));
-  if (!Number.isInteger(value) || value < min) throw new RangeError(`--${name} must be an integer >= ${min}`);
-  return value;
-}
 
 /** `--name=a,b,…`: integers >= 1. */
 function listArg(name: string, fallback: number[]): number[] {
@@ -49,26 +41,6 @@ function listArg(name: string, fallback: number[]): number[] {
     throw new RangeError(`--${name} must be a comma-separated list of integers >= 1`);
   }
   return values;
-}
-
-function reachable(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect({ host: hostname, port: Number(port || 5432) });
-    socket.setTimeout(1_000, () => (socket.destroy(), resolve(false)));
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
 }
 
 /** A worker's CPU time since `go`, ms. */
@@ -170,7 +142,7 @@ async function measure(workers: number, n: number, concurrency: number, workMs: 
       ),
     );
     await store.close();
-    await admin((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+    await withPg(PG_URL, (c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
   }
 }
 
@@ -182,8 +154,10 @@ export async function main(): Promise<void> {
     `\nJob throughput on PostgreSQL by worker processes: ${n.toLocaleString('en-US')} jobs already queued,` +
       ` ${concurrency} handlers per process, ${cpus().length} CPUs (shared with PostgreSQL)`,
   );
-  if (!(await reachable(PG_URL))) {
-    console.log(`  skipped: PostgreSQL at ${PG_URL} unreachable`);
+  const { hostname, port } = new URL(PG_URL);
+  const down = await reachable(hostname, Number(port || 5432));
+  if (down !== undefined) {
+    console.log(`  skipped: PostgreSQL ${down}`);
     return;
   }
   const handlers: [string, number][] = [

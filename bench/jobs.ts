@@ -19,7 +19,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -27,6 +26,7 @@ import { Queue, Worker } from 'bullmq';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { createJobs, openPostgresStore, openSqliteStore, type JobStore } from '../src/index.js';
+import { intArg, reachable, withPg } from './support.js';
 
 const PG_HOST = '127.0.0.1';
 const PG_PORT = 5432;
@@ -75,38 +75,6 @@ interface Result {
 /** Jobs of the idle-pickup phase, each enqueued alone once the previous one has started. */
 const IDLE_JOBS = 200;
 
-function intArg(name: string, fallback: number): number {
-  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
-  if (arg === undefined) return fallback;
-  const value = Number(arg.slice(name.length + 3));
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`--${name} must be an integer >= 1`);
-  return value;
-}
-
-/** Resolves with undefined when a TCP connection opens within a second, or with the reason it did not. */
-function reachable(host: string, port: number): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    const done = (reason?: string) => {
-      socket.destroy();
-      resolve(reason);
-    };
-    socket.setTimeout(1000, () => done(`${host}:${port} did not answer within 1 s`));
-    socket.once('connect', () => done());
-    socket.once('error', (error) => done(`${host}:${port} unreachable (${error.message})`));
-  });
-}
-
-async function withPg<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
 function breakwater(store: () => Promise<{ store: JobStore; cleanup: () => Promise<void> }>) {
   return async (onStart: (payload: Payload) => void): Promise<System> => {
     const { store: jobStore, cleanup } = await store();
@@ -143,7 +111,7 @@ const contenders: Contender[] = [
       return breakwater(async () => ({
         store: await openPostgresStore({ url: PG_URL, schema }),
         cleanup: () =>
-          withPg((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).then(() => undefined),
+          withPg(PG_URL, (c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).then(() => undefined),
       }))(onStart);
     },
   },
@@ -209,7 +177,7 @@ const contenders: Contender[] = [
         async close() {
           await boss.stop({ graceful: true, wait: true });
           await counter.end();
-          await withPg((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+          await withPg(PG_URL, (c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
         },
       };
     },
