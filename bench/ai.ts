@@ -63,6 +63,7 @@ async function serve(kind: string): Promise<void> {
     const sim = await startSimulatedProvider({
       port: 0,
       firstByteMs: Number(arg('provider-ms') ?? 0),
+      jitterMs: Number(arg('provider-jitter-ms') ?? 0),
       tokensPerSecond: 0,
     });
     url = sim.url;
@@ -122,7 +123,11 @@ async function start(
 }
 
 function startOwn(kind: string, extra: string[] = []): Promise<{ child: ChildProcess; url: string }> {
-  return start(['--import', 'tsx', SELF, `--serve=${kind}`, ...extra], (line) => {
+  // BENCH_PROF_DIR=<dir>: each of our servers writes a CPU profile there (read it with Chrome's DevTools).
+  const profile = process.env.BENCH_PROF_DIR
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF_DIR}`]
+    : [];
+  return start([...profile, '--import', 'tsx', SELF, `--serve=${kind}`, ...extra], (line) => {
     try {
       return (JSON.parse(line) as { url: string }).url;
     } catch {
@@ -192,7 +197,11 @@ export async function main(): Promise<void> {
   const duration = Number(arg('duration') ?? 10);
   const connections = Number(arg('connections') ?? 200);
   const providerMs = Number(arg('provider-ms') ?? 0);
-  const provider = await startOwn('provider', [`--provider-ms=${providerMs}`]);
+  const jitterMs = Number(arg('provider-jitter-ms') ?? 0);
+  const provider = await startOwn('provider', [
+    `--provider-ms=${providerMs}`,
+    `--provider-jitter-ms=${jitterMs}`,
+  ]);
   const children: ChildProcess[] = [provider.child];
   const results: Measured[] = [];
   try {
@@ -239,7 +248,8 @@ export async function main(): Promise<void> {
 
   const direct = results[0]!;
   console.log(
-    `\nai: ${connections} connections, ${duration} s each, one non-streamed chat completion per request`,
+    `\nai: ${connections} connections, ${duration} s each, one non-streamed chat completion per request, ` +
+      `provider answering in ${providerMs}${jitterMs > 0 ? ` + 0..${jitterMs}` : ''} ms`,
   );
   console.log('  case                  req/s   p50 ms   p99 ms   added p50   added p99   failed');
   for (const r of results) {

@@ -125,7 +125,11 @@ async function serve(kind: string): Promise<void> {
 // ---- the load side ----
 
 async function startServer(kind: string, extra: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SELF, `--serve=${kind}`, ...extra], {
+  // BENCH_PROF_DIR=<dir>: each server writes a CPU profile there (read it with Chrome's DevTools).
+  const profile = process.env.BENCH_PROF_DIR
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF_DIR}`]
+    : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', SELF, `--serve=${kind}`, ...extra], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {

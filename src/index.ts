@@ -122,6 +122,8 @@ export {
   createDashboard,
   reconcileOperation,
   retryDeadLetter,
+  requestSignal,
+  releaseRequestTimeout,
 } from './server/index.js';
 export {
   resilientTool,

@@ -8,6 +8,12 @@ import { HangGate } from '../shared/hang.js';
 export interface SimBehaviour {
   /** Ms before anything happens (network and queueing), 0..600 000. */
   latencyMs: number;
+  /**
+   * Up to this many ms more per request, drawn uniformly (0..600 000; 0: every request waits exactly
+   * `latencyMs`). Real providers' latency varies; without it, clients that all wait the same time stay in
+   * lockstep and arrive in bursts.
+   */
+  jitterMs: number;
   /** Further ms until the first byte of the answer (headers and first chunk go out together), 0..600 000. */
   firstByteMs: number;
   /** Streamed tokens per second after the first byte; 0 = all at once. Non-streamed answers wait for them too. */
@@ -30,6 +36,7 @@ export type SimSettings = Partial<Omit<SimBehaviour, 'rateLimit429'>> & {
 /** Nothing slow, nothing failing. */
 export const NORMAL: Readonly<SimBehaviour> = Object.freeze({
   latencyMs: 0,
+  jitterMs: 0,
   firstByteMs: 0,
   tokensPerSecond: 0,
   errorRate: 0,
@@ -54,7 +61,7 @@ export function parseSettings(input: unknown, base: SimBehaviour = NORMAL): SimB
       throw new RangeError(`Unknown setting "${key}"; known: ${Object.keys(NORMAL).join(', ')}.`);
   }
   const out: SimBehaviour = { ...base };
-  for (const key of ['latencyMs', 'firstByteMs'] as const) {
+  for (const key of ['latencyMs', 'jitterMs', 'firstByteMs'] as const) {
     if (s[key] === undefined) continue;
     out[key] = number(key, s[key], 0, MAX_MS);
   }

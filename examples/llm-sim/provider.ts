@@ -23,7 +23,7 @@ export interface SimulatedProviderOptions extends SimSettings {
   cachedTokens?: number;
   /** Report exactly this usage whatever the request (for exact cost tests). */
   usage?: { promptTokens: number; completionTokens: number };
-  /** Uniform numbers in [0, 1) deciding `errorRate` draws (default `Math.random`). */
+  /** Uniform numbers in [0, 1) deciding `errorRate` and `jitterMs` draws (default `Math.random`). */
   random?: () => number;
 }
 
@@ -51,7 +51,7 @@ export interface SimulatedProvider {
 }
 
 /**
- * Starts a simulated provider. Per request, in order: authorization (when `apiKey`), `hang`, `latencyMs`,
+ * Starts a simulated provider. Per request, in order: authorization (when `apiKey`), `hang`, `latencyMs` (plus up to `jitterMs`),
  * `errorRate` (503), `rateLimit429` (429 with `Retry-After`), then the answer: its first byte after
  * `firstByteMs`, its tokens at `tokensPerSecond`, broken off halfway with `cutMidStream`.
  */
@@ -111,7 +111,8 @@ export async function startSimulatedProvider(
     const gone = clientGone(res, closing.signal);
     if (!(await controller.waitWhileHanging(gone))) return void res.destroy();
     let b = controller.get();
-    if (!(await pause(b.latencyMs, gone))) return void res.destroy();
+    const latencyMs = b.jitterMs > 0 ? b.latencyMs + random() * b.jitterMs : b.latencyMs;
+    if (!(await pause(latencyMs, gone))) return void res.destroy();
     b = controller.get();
     if (b.errorRate >= 1 || (b.errorRate > 0 && random() < b.errorRate)) {
       return json(res, 503, errorBody('The server is overloaded (simulated).', 'server_error', null));
@@ -216,6 +217,7 @@ function faultsRoute(
 function pickSettings(o: SimulatedProviderOptions): SimSettings {
   const keys = [
     'latencyMs',
+    'jitterMs',
     'firstByteMs',
     'tokensPerSecond',
     'errorRate',

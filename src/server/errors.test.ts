@@ -110,45 +110,6 @@ describe('errors are problem+json', () => {
   });
 });
 
-describe('inbound request timeout', () => {
-  let h: Harness;
-  afterEach(async () => h.close());
-
-  it('a route that never answers gets 504 timeout (safe method) or outcome_unknown (write), and its signal aborts', async () => {
-    const signals: AbortSignal[] = [];
-    h = await harness({
-      requestTimeoutMs: 50,
-      routes: [
-        (app) => {
-          app.route({
-            method: ['GET', 'POST'],
-            url: '/hang',
-            handler: (request) => {
-              signals.push(request.signal);
-              return new Promise(() => undefined);
-            },
-          });
-        },
-      ],
-    });
-    const get = await h.app.inject({ url: '/hang' });
-    expect(get.statusCode).toBe(504);
-    expect(get.headers['content-type']).toBe(PROBLEM);
-    expect(get.json()).toMatchObject({
-      code: 'timeout',
-      status: 504,
-      retryable: true,
-      outcome: 'failed',
-      detail: 'The server did not finish answering in time; try again shortly.',
-    });
-
-    const post = await h.app.inject({ method: 'POST', url: '/hang' });
-    expect(post.statusCode).toBe(504);
-    expect(post.json()).toMatchObject({ code: 'outcome_unknown', retryable: false, outcome: 'unknown' });
-    expect(signals.map((s) => s.aborted)).toEqual([true, true]);
-  });
-});
-
 describe('logging', () => {
   let h: Harness;
   afterEach(async () => h.close());

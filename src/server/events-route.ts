@@ -6,6 +6,7 @@ import { JOB_ID_PARAMS, notFound } from './jobs-routes.js';
 import type { ServerState } from './lifecycle.js';
 import { pathOf } from './problems.js';
 import { SseStream, parseLastEventId } from './sse.js';
+import { releaseRequestTimeout } from './request-timeout.js';
 
 /** What the events route needs. */
 export interface EventsRouteOptions {
@@ -51,6 +52,7 @@ export function eventsRoute(app: FastifyInstance, options: EventsRouteOptions): 
       if (job === undefined) throw notFound(id);
 
       reply.hijack();
+      releaseRequestTimeout(request);
       let subscription: Disposable | undefined;
       let closed = false;
       const stream = new SseStream(

@@ -102,7 +102,7 @@ export interface CloseOptions {
  *    own, with `Last-Event-ID`, to whichever instance the balancer picks);
  * 3. the server stops accepting connections, idle keep-alive connections close, and requests in flight
  *    finish, each answer closing its connection;
- * 4. after `graceMs` the connections still open are destroyed (their `request.signal` aborts) and the close
+ * 4. after `graceMs` the connections still open are destroyed (their `requestSignal(request)` aborts) and the close
  *    completes. Fastify's `onClose` hooks (a plugin closing its store) run last.
  * Resolves `{ forced: true }` when step 4 had to cut connections. Works on any Fastify instance (steps 1-2
  * need `createServer`'s hooks). It does not stop the jobs runtime or close the store: do that after.

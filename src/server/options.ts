@@ -71,7 +71,7 @@ export interface ServerOptions {
   /**
    * Inbound request timeout in ms (integer >= 1, default 35 000: the 30 s hard maximum of a tool call
    * deadline plus 5 s for the answer to be written). A route that has not answered by then gets a 504
-   * problem+json and its `request.signal` aborts; SSE streams (hijacked replies) are exempt. It also bounds
+   * problem+json and its `requestSignal(request)` aborts; SSE streams (hijacked replies) are exempt. It also bounds
    * how long a client may take to send its request (Node's `requestTimeout`, answered 408).
    */
   requestTimeoutMs?: number;

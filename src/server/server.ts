@@ -4,6 +4,7 @@ import { healthRoutes } from './health.js';
 import { jobRoutes } from './jobs-routes.js';
 import { installLifecycle } from './lifecycle.js';
 import { resolveServerOptions, type ServerOptions } from './options.js';
+import { installRequestTimeout } from './request-timeout.js';
 import { handleClientError, handleError, handleFrameworkError, handleNotFound } from './problems.js';
 
 /**
@@ -15,7 +16,7 @@ import { handleClientError, handleError, handleFrameworkError, handleNotFound } 
  * route throws, and Fastify's own (unknown route, schema validation, body too large, unsupported media type,
  * malformed URL or HTTP), is answered as `application/problem+json` (RFC 9457) with `Retry-After` when the
  * error has a retry hint; see `toHttpError`. A route that has not answered within `requestTimeoutMs` gets a
- * 504 (`timeout`, or `outcome_unknown` for a non-safe method) and its `request.signal` aborts; routes that
+ * 504 (`timeout`, or `outcome_unknown` for a non-safe method) and its `requestSignal(request)` aborts; routes that
  * stream hijack their reply and are exempt.
  *
  * @throws RangeError naming the option when an option is invalid.
@@ -25,8 +26,6 @@ export function createServer(options: ServerOptions): FastifyInstance {
   const app = fastify({
     logger: o.logger,
     bodyLimit: o.bodyLimitBytes,
-    // Application-level: the whole route lifecycle, keep-alive safe (unlike socket timeouts).
-    handlerTimeout: o.requestTimeoutMs,
     // Node's limit on receiving the request itself (slow-loris); Fastify turns Node's default off.
     requestTimeout: o.requestTimeoutMs,
     // Our onRequest hook answers requests that arrive while closing, as problem+json.
@@ -36,6 +35,9 @@ export function createServer(options: ServerOptions): FastifyInstance {
     clientErrorHandler: handleClientError,
   }) as unknown as FastifyInstance;
 
+  // Application-level: the whole route lifecycle, keep-alive safe (unlike socket timeouts); see
+  // request-timeout.ts for why not Fastify's handlerTimeout.
+  installRequestTimeout(app, o.requestTimeoutMs, o.clock);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
   const state = installLifecycle(app, { clock: o.clock, shutdownGraceMs: o.shutdownGraceMs });

@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { closeGracefully } from './lifecycle.js';
+import { requestSignal } from './request-timeout.js';
 import { SseReader, gate, harness, listen, untilEvents, type Harness } from './test-support.js';
 
 describe('closeGracefully', () => {
@@ -69,7 +70,7 @@ describe('closeGracefully', () => {
       routes: [
         (app) => {
           app.get('/hang', (request) => {
-            signals.push(request.signal);
+            signals.push(requestSignal(request));
             return new Promise(() => undefined);
           });
         },

@@ -1,0 +1,121 @@
+import type { ServerResponse } from 'node:http';
+import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { BreakwaterError, type Clock, type TimerHandle } from '../core/index.js';
+
+/**
+ * The server's handler timeout and the request signal that goes with it (`createServer`'s
+ * `requestTimeoutMs`): a route that has not answered in time is answered for it with Fastify's own
+ * `FST_ERR_HANDLER_TIMEOUT` error (so every handler and plugin that recognizes Fastify's timeout, like the
+ * idempotency route, recognizes this one; `toHttpError` makes it a 504), and {@link requestSignal} aborts.
+ *
+ * Why not Fastify's `handlerTimeout` (5.x): its `request.signal` listens to the request's `'close'`, which
+ * Node emits as soon as a request body has been read, so on every POST with a body the signal aborts before
+ * the handler has done anything (fastify/fastify#6725, open): a route that passes it to `fetch` or a driver,
+ * as the docs advise, fails every write. It also costs each request an AbortController, a listener and an
+ * aborted signal with a `DOMException` stack at close: ~8 % of the CPU of the webhook and AI routes
+ * (measured with `bench/`). Here each request costs one timer, cleared when its answer is sent; the signal
+ * exists only for a route that asks for it, and aborts only on a timeout or when the client goes away before
+ * the answer is finished. A hijacked reply (SSE, MCP) counts as answered: the timeout never cuts a stream.
+ */
+export function installRequestTimeout(app: FastifyInstance, timeoutMs: number, clock: Clock): void {
+  app.decorateRequest(STATE, null);
+  app.addHook('onRequest', (request, reply, done) => {
+    const state = new RequestState(request, reply, timeoutMs, clock);
+    (request as Tracked)[STATE] = state;
+    done();
+  });
+}
+
+/**
+ * Stops the request timeout of a route that hijacks its reply to stream (SSE): a stream is never cut by it.
+ * (Without this call the timer fires once, finds the reply hijacked and does nothing.)
+ */
+export function releaseRequestTimeout(request: FastifyRequest): void {
+  (request as Tracked)[STATE]?.release();
+}
+
+/**
+ * The signal of a request served by `createServer`: aborts when the route did not answer within
+ * `requestTimeoutMs` (reason: Fastify's `FST_ERR_HANDLER_TIMEOUT` error) or when the client went away before
+ * the answer was finished, a forced shutdown included (reason: a `BreakwaterError` `canceled`). Pass it to
+ * `fetch`, drivers and policies, so the route's work stops with the request. Use it instead of Fastify's
+ * `request.signal`, which on a POST with a body aborts as soon as the body is read (fastify/fastify#6725).
+ * Made on first use; the same signal on every call.
+ * @throws Error when `request` did not come through `createServer` (no request timeout is installed).
+ */
+export function requestSignal(request: FastifyRequest): AbortSignal {
+  const state = (request as Tracked)[STATE];
+  if (state === null || state === undefined) {
+    throw new Error('requestSignal: this request was not received by a server made with createServer');
+  }
+  return state.signal();
+}
+
+const STATE = 'breakwaterRequestState';
+
+type Tracked = FastifyRequest & { [STATE]: RequestState | null };
+
+class RequestState {
+  private timer: TimerHandle | undefined;
+  private controller: AbortController | undefined;
+
+  constructor(
+    private readonly request: FastifyRequest,
+    private readonly reply: FastifyReply,
+    private readonly timeoutMs: number,
+    private readonly clock: Clock,
+  ) {
+    this.timer = clock.setTimeout(this.expire, timeoutMs);
+    // 'close' ends every response: after 'finish' when answered, before it when the client left or the
+    // connection was cut. One shared listener; it finds this state on the response.
+    (reply.raw as TrackedResponse)[STATE] = this;
+    reply.raw.on('close', onResponseClose);
+  }
+
+  signal(): AbortSignal {
+    if (this.controller !== undefined) return this.controller.signal;
+    const controller = new AbortController();
+    this.controller = controller;
+    const res = this.reply.raw;
+    if (res.closed && !res.writableFinished) controller.abort(gone());
+    return controller.signal;
+  }
+
+  release(): void {
+    if (this.timer === undefined) return;
+    this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** The response closed: no timeout any more; a signal in use aborts unless the answer was complete. */
+  closed(finished: boolean): void {
+    this.release();
+    if (!finished && this.controller !== undefined && !this.controller.signal.aborted) {
+      this.controller.abort(gone());
+    }
+  }
+
+  private readonly expire = (): void => {
+    this.timer = undefined;
+    const { reply } = this;
+    if (reply.sent || reply.raw.destroyed) return;
+    const error = new errorCodes.FST_ERR_HANDLER_TIMEOUT(this.timeoutMs, this.request.routeOptions.url);
+    this.controller?.abort(error);
+    if (reply.raw.headersSent) {
+      // The answer had started (a stream that wrote its head): an error answer is no longer possible.
+      reply.raw.destroy(error);
+      return;
+    }
+    void reply.send(error);
+  };
+}
+
+type TrackedResponse = ServerResponse & { [STATE]?: RequestState };
+
+function onResponseClose(this: ServerResponse): void {
+  (this as TrackedResponse)[STATE]?.closed(this.writableFinished);
+}
+
+function gone(): BreakwaterError {
+  return new BreakwaterError('canceled', { message: 'The client went away before the answer was finished.' });
+}
