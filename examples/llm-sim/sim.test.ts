@@ -75,6 +75,30 @@ describe('simulated provider', () => {
     expect((await call()).status).toBe(503);
   });
 
+  it('waits latencyMs plus a uniform draw of up to jitterMs per request', async () => {
+    const draws: number[] = [];
+    const sim = await start({
+      latencyMs: 20,
+      jitterMs: 200,
+      random: () => {
+        draws.push(0.9);
+        return 0.9;
+      },
+    });
+    const began = performance.now();
+    const res = await fetch(`${sim.url}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'm', messages: [] }),
+    });
+    expect(res.status).toBe(200);
+    // 20 + 0.9 × 200 = 200 ms at least (timers never fire early; a 1 ms allowance for their rounding).
+    expect(performance.now() - began).toBeGreaterThanOrEqual(199);
+    expect(draws).toEqual([0.9]);
+    sim.faults.patch({ jitterMs: 0 });
+    await fetch(`${sim.url}/chat/completions`, { method: 'POST', body: '{"model":"m","messages":[]}' });
+    expect(draws).toEqual([0.9]);
+  });
+
   it('hangs until released, over HTTP too', async () => {
     const sim = await start({ hang: true });
     const pending = fetch(`${sim.url}/chat/completions`, { method: 'POST', body: '{"messages":[]}' });
@@ -97,6 +121,7 @@ describe('simulated provider', () => {
     expect(() => parseSettings({ firstByteMs: -1 })).toThrow(
       'firstByteMs must be a number from 0 to 600000.',
     );
+    expect(() => parseSettings({ jitterMs: 600_001 })).toThrow('jitterMs must be a number from 0 to 600000.');
     expect(() => parseSettings({ rateLimit429: { every: 1.5, retryAfterS: 1 } })).toThrow('integer');
     expect(parseSettings({ rateLimit429: { retryAfterS: 2 } }).rateLimit429).toEqual({
       every: 1,
