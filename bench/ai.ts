@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- ai [--duration=S] [--connections=N] [--provider-ms=MS]`: the AI gateway's cost per
- * request. autocannon at 200 connections (default) sends the same non-streamed chat completion, in the same
+ * `npm run bench -- ai [--duration=S] [--connections=N] [--provider-ms=MS] [--provider-jitter-ms=MS] [--pin]`:
+ * the AI gateway's cost per request. autocannon at 200 connections (default) sends the same non-streamed chat completion, in the same
  * run and on the same machine, to:
  *
  * - **direct**: the simulated OpenAI-compatible provider (examples/llm-sim, answering at once);
@@ -14,12 +14,18 @@
  * provider (`--provider-ms=0`, the default) every case is saturated: 200 connections always busy, so the
  * latency is 200 ÷ throughput and the figure that matters is throughput. With a provider that takes as long
  * as a model does (`--provider-ms=200`), the load is what 200 concurrent requests really offer and added
- * latency is the gateway's own. Targets (issue 7): added p50 ≤ 1 ms, p99 ≤ 5 ms at 200 concurrent requests,
- * and more throughput than Portkey.
+ * latency is the gateway's own. A provider that always takes exactly the same time keeps the 200 clients in
+ * lockstep, so requests arrive in bursts of 200 at once; `--provider-jitter-ms=100` spreads each answer over
+ * 100 ms more, as real models do. `--pin` (Linux `taskset`) gives the gateway under test CPU 1 and puts the
+ * load generator and the provider on CPU 0, so on a small machine the gateway's latency is not the load
+ * generator's scheduling. Each of our servers prints, when stopped, its event-loop delay, CPU and longest GC
+ * pauses. Targets (issue 7): added p50 ≤ 1 ms, p99 ≤ 5 ms at 200 concurrent requests, and more throughput
+ * than Portkey.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
+import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -100,17 +106,49 @@ async function serve(kind: string): Promise<void> {
     await app.listen({ host: '127.0.0.1', port: 0 });
     url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
   }
-  process.once('SIGTERM', () => process.exit(0));
+  // What the server itself saw, printed when the bench stops it: its event-loop delay (a stall delays every
+  // request it holds), its CPU per second, and its longest GC pauses.
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
+  const pauses: number[] = [];
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) pauses.push(entry.duration);
+  }).observe({ entryTypes: ['gc'] });
+  const cpuAtStart = process.cpuUsage();
+  const startedAt = performance.now();
+  process.once('SIGTERM', () => {
+    const cpu = process.cpuUsage(cpuAtStart);
+    const cpuShare = (cpu.user + cpu.system) / 1000 / (performance.now() - startedAt);
+    pauses.sort((a, b) => b - a);
+    process.stderr.write(
+      `  [${kind} server] event-loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms,` +
+        ` p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms; CPU ${(cpuShare * 100).toFixed(0)} % of a core;` +
+        ` ${pauses.length} GC pauses, longest ${pauses
+          .slice(0, 3)
+          .map((d) => d.toFixed(1))
+          .join(', ')} ms\n`,
+    );
+    process.exit(0);
+  });
   process.stdout.write(`${JSON.stringify({ url })}\n`);
 }
 
 // ---- the load side ----
 
+/** `--pin`: the CPU each kind of process runs on (Linux `taskset`), else undefined (the OS decides). */
+const PIN = process.argv.includes('--pin') ? { load: 0, gateway: 1 } : undefined;
+
 async function start(
   args: string[],
   ready: (line: string) => string | undefined,
+  cpu?: number,
 ): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child =
+    cpu === undefined
+      ? spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
+      : spawn('taskset', ['-c', String(cpu), process.execPath, ...args], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
   const url = await new Promise<string>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
@@ -123,17 +161,23 @@ async function start(
 }
 
 function startOwn(kind: string, extra: string[] = []): Promise<{ child: ChildProcess; url: string }> {
+  const cpu = PIN === undefined ? undefined : kind === 'provider' ? PIN.load : PIN.gateway;
   // BENCH_PROF_DIR=<dir>: each of our servers writes a CPU profile there (read it with Chrome's DevTools).
+  // BENCH_SERVER_FLAGS="--max-semi-space-size=64 …": Node flags for Breakwater's servers.
   const profile = process.env.BENCH_PROF_DIR
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF_DIR}`]
     : [];
-  return start([...profile, '--import', 'tsx', SELF, `--serve=${kind}`, ...extra], (line) => {
-    try {
-      return (JSON.parse(line) as { url: string }).url;
-    } catch {
-      return undefined;
-    }
-  });
+  return start(
+    [...profile, '--import', 'tsx', SELF, `--serve=${kind}`, ...extra],
+    (line) => {
+      try {
+        return (JSON.parse(line) as { url: string }).url;
+      } catch {
+        return undefined;
+      }
+    },
+    cpu,
+  );
 }
 
 async function freePort(): Promise<number> {
@@ -147,11 +191,14 @@ async function freePort(): Promise<number> {
 async function startPortkey(): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const script = require.resolve('@portkey-ai/gateway/build/start-server.js');
-  return start([script, `--port=${port}`, '--headless'], (line) =>
-    // eslint-disable-next-line no-control-regex
-    line.replace(/\u001b\[[0-9;]*m/g, '').includes('Ready for connections')
-      ? `http://127.0.0.1:${port}/v1`
-      : undefined,
+  return start(
+    [script, `--port=${port}`, '--headless'],
+    (line) =>
+      // eslint-disable-next-line no-control-regex
+      line.replace(/\u001b\[[0-9;]*m/g, '').includes('Ready for connections')
+        ? `http://127.0.0.1:${port}/v1`
+        : undefined,
+    PIN?.gateway,
   );
 }
 
@@ -197,6 +244,10 @@ export async function main(): Promise<void> {
   const duration = Number(arg('duration') ?? 10);
   const connections = Number(arg('connections') ?? 200);
   const providerMs = Number(arg('provider-ms') ?? 0);
+  // With --pin the load generator (this process) and the provider share CPU 0, the gateway under test has
+  // CPU 1 to itself, as a gateway in production has its own cores: its latency is then its own, not the
+  // load generator's scheduling.
+  if (PIN !== undefined) spawnSync('taskset', ['-p', '-c', String(PIN.load), String(process.pid)]);
   const jitterMs = Number(arg('provider-jitter-ms') ?? 0);
   const provider = await startOwn('provider', [
     `--provider-ms=${providerMs}`,
