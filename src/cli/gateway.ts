@@ -380,6 +380,7 @@ async function pruneExpired(store: Store): Promise<void> {
   await store.pruneStreamEvents().catch(warnPruneFailed);
   await store.idempotency.prune().catch(warnPruneFailed);
   await store.counters.prune().catch(warnPruneFailed);
+  await store.pruneWatches().catch(warnPruneFailed);
 }
 
 /** A failed prune is retried at the next interval; the operator hears of it as a process warning. */

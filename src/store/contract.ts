@@ -1143,6 +1143,18 @@ export function jobStoreContract(
         }
       });
 
+      it('pruneWatches keeps the watch of a live job, and rejects a negative age', async () => {
+        const job = await enqueue();
+        const watch = await store.watchEvents(job.id);
+        clock.tick(3_600_000);
+        expect(await store.pruneWatches()).toBe(0);
+        await watch.unwatch();
+        expect(await store.pruneWatches(0)).toBe(0);
+        await expect(store.pruneWatches(-1)).rejects.toThrow(
+          'pruneWatches: olderThanMs must be a finite number >= 0, got -1',
+        );
+      });
+
       it('receives cancel_requested when a running job is canceled', async () => {
         const received: StoreNotification[] = [];
         const job = await enqueue();

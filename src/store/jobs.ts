@@ -26,6 +26,12 @@ export const JOB_STATUSES: readonly JobStatus[] = [
 /** Terminal states: a job in one of them never changes again, except `failed` → `pending` by {@link JobStore.retryFailed}. */
 export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'canceled']);
 
+/**
+ * Default age (ms) past which {@link JobStore.pruneWatches} removes the watch of an ended job: a follower that
+ * attaches to a job that just ended reads its events and removes its watch well within a minute.
+ */
+export const WATCH_PRUNE_AFTER_MS = 60_000;
+
 /** Why the last attempt failed, as stored (JSON): a BreakwaterError's code and message, or a handler's. */
 export interface JobError {
   code: string;
@@ -289,9 +295,20 @@ export interface JobStore {
    * only watched jobs' events are notified (a NOTIFY makes its commit wait for a server-wide lock, so one
    * per event of every job would serialize all workers); SQLite announces every event anyway and this is a
    * no-op. A watch of a job that does not exist does nothing. The watch ends with the store's `close`;
-   * a process that dies keeps its watches registered, which only costs notifications of those jobs.
+   * a process that dies keeps its watches registered, which only costs notifications of those jobs, until
+   * {@link pruneWatches} removes them once their job has ended.
    */
   watchEvents(jobId: string): Promise<{ unwatch(): Promise<void> }>;
+
+  /**
+   * Removes the watches (see {@link watchEvents}) of jobs that have ended (completed, failed, canceled) or no
+   * longer exist, registered more than `olderThanMs` ago (default {@link WATCH_PRUNE_AFTER_MS}): a follower
+   * stops at the job's terminal event and removes its own watch, so what is left is a dead process's. Live
+   * watches of running jobs are never touched. Resolves with the number removed (always 0 on SQLite, which
+   * keeps none). The gateway calls it with its other prunes.
+   * @throws RangeError when `olderThanMs` is negative or not finite.
+   */
+  pruneWatches(olderThanMs?: number): Promise<number>;
 
   /** Closes connections and stops listening. Idempotent. */
   close(): Promise<void>;

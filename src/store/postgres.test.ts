@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.js';
 import { jobStoreContract, pollUntil } from './contract.js';
@@ -32,6 +33,7 @@ describePostgres('contract tests')('PostgreSQL job store', () => {
 
   describe('two store instances on one schema', () => {
     let clock: FakeClock;
+    let schema: string;
     let a: JobStore;
     let b: JobStore;
 
@@ -48,7 +50,7 @@ describePostgres('contract tests')('PostgreSQL job store', () => {
 
     beforeEach(async () => {
       clock = new FakeClock();
-      const schema = await freshSchema();
+      schema = await freshSchema();
       a = await openPostgresStore({ url, clock, schema });
       b = await openPostgresStore({ url, clock, schema });
     });
@@ -180,6 +182,40 @@ describePostgres('contract tests')('PostgreSQL job store', () => {
       await pollUntil(() => received.some((n) => n.kind === 'job_available' && n.type === 'marker'));
       expect(marker.status).toBe('pending');
       expect(events()).toHaveLength(3); // seq 3 (unwatched) and the completion (watch closed) were silent
+    });
+
+    it('pruneWatches removes the watches left on ended or missing jobs once they are old enough, never a live job', async () => {
+      const sql = new pg.Client({ connectionString: url });
+      await sql.connect();
+      try {
+        const watchers = async (): Promise<string[]> =>
+          (
+            await sql.query<{ job_id: string }>(`SELECT job_id FROM "${schema}".job_watchers ORDER BY job_id`)
+          ).rows.map((r) => r.job_id);
+        const ended = (await a.enqueue(newJob({ type: 'ended' }))).job;
+        const running = (await a.enqueue(newJob({ type: 'running' }))).job;
+        const pending = (await a.enqueue(newJob({ type: 'pending', runAt: clock.now() + 3_600_000 }))).job;
+        // Watches of a process that dies: registered, never unwatched (b is not closed before the prune).
+        for (const job of [ended, running, pending]) await b.watchEvents(job.id);
+        await sql.query(
+          `INSERT INTO "${schema}".job_watchers (job_id, watcher, created_at) VALUES ($1, $2, $3)`,
+          ['job_gone', 'w', clock.now()],
+        );
+        const [done] = await a.claim({ owner: 'w', types: ['ended'], limit: 1, leaseMs: 30_000 });
+        await a.complete({ id: ended.id, token: done!.token }, 'ok');
+        await a.claim({ owner: 'w', types: ['running'], limit: 1, leaseMs: 30_000 });
+
+        expect(await a.pruneWatches()).toBe(0); // all younger than a minute
+        clock.tick(60_000);
+        expect(await a.pruneWatches()).toBe(0); // exactly a minute: not older
+        clock.tick(1);
+        expect(await a.pruneWatches()).toBe(2);
+        expect(await watchers()).toEqual([running.id, pending.id].sort());
+        expect(await a.pruneWatches(0)).toBe(0);
+        await expect(a.pruneWatches(-1)).rejects.toThrow(RangeError);
+      } finally {
+        await sql.end();
+      }
     });
   });
 });

@@ -39,7 +39,7 @@ import { migrate } from './migrate.js';
 import { PostgresOperationStore } from './operations.js';
 import { PostgresRouteStore } from './routes.js';
 import { PgRunner } from './runner.js';
-import { unwatchEvents, watchEvents } from './watchers.js';
+import { pruneWatches, unwatchEvents, watchEvents } from './watchers.js';
 import { complete, fail, finishCanceled, release } from './settle.js';
 import { nextRunAt, stats } from './stats.js';
 import { appendStreamEvent, pruneStreamEvents, streamEventsAfter, type StreamDb } from './stream-events.js';
@@ -278,6 +278,10 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
   /** Listeners hear notifications until disposed or until the store closes. */
   subscribe(listener: (notification: StoreNotification) => void): Disposable {
     return this.notifications.on(listener);
+  }
+
+  pruneWatches(olderThanMs?: number): Promise<number> {
+    return this.open().then(() => pruneWatches(this.db, olderThanMs));
   }
 
   /** Registers a row in `job_watchers` (see `watchers.ts`); `close` removes the ones still registered. */

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { NON_NEGATIVE, finite } from '../../core/index.js';
+import { WATCH_PRUNE_AFTER_MS } from '../jobs.js';
 import { ms, type Db } from './db.js';
 
 /**
@@ -28,4 +30,21 @@ export async function unwatchEvents(db: Db, watches: readonly (readonly [string,
     `DELETE FROM ${db.watchers} WHERE (job_id, watcher) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
     [watches.map((w) => w[0]), watches.map((w) => w[1])],
   );
+}
+
+/**
+ * `JobStore.pruneWatches`: deletes the watchers registered before `now - olderThanMs` whose job has ended or
+ * is gone (one statement; the primary key leads with `job_id`, so each row's job is one index probe). A
+ * watcher of a running or pending job is kept, even a dead process's: the job's end makes it prunable.
+ */
+export async function pruneWatches(db: Db, olderThanMs = WATCH_PRUNE_AFTER_MS): Promise<number> {
+  const age = finite('pruneWatches', 'olderThanMs', olderThanMs, NON_NEGATIVE);
+  const result = await db.pool.query(
+    `DELETE FROM ${db.watchers} AS w
+      WHERE w.created_at < $1
+        AND NOT EXISTS (SELECT 1 FROM ${db.jobs} AS j
+                         WHERE j.id = w.job_id AND j.status IN ('pending', 'in_progress'))`,
+    [ms(db.clock.now() - age)],
+  );
+  return result.rowCount ?? 0;
 }

@@ -313,6 +313,14 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
     return Promise.resolve(NO_WATCH);
   }
 
+  /** SQLite keeps no watches: nothing to prune (the argument is still checked). */
+  pruneWatches(olderThanMs?: number): Promise<number> {
+    return this.runner.read((age?: number) => {
+      if (age !== undefined) finite('pruneWatches', 'olderThanMs', age, NON_NEGATIVE);
+      return 0;
+    }, olderThanMs);
+  }
+
   // Stream events are not group-committed: like every unbatched operation they commit what is queued first.
   appendStreamEvent(streamId: string, message: unknown): Promise<string> {
     return this.write(this.appendStreamEventTx, streamId, message);
