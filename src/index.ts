@@ -163,12 +163,5 @@ export {
   type DurableEventStoreOptions,
 } from './mcp/index.js';
 export { defineApp, loadApp, type AppContext, type AppParts, type BreakwaterApp } from './cli/app.js';
-export {
-  startGateway,
-  startWorker,
-  GATEWAY_DEFAULTS,
-  type Gateway,
-  type GatewayOptions,
-  type WorkerOptions,
-  type WorkerProcess,
-} from './cli/gateway.js';
+export { startGateway, GATEWAY_DEFAULTS, type Gateway, type GatewayOptions } from './cli/gateway.js';
+export { startWorker, type WorkerOptions, type WorkerProcess } from './cli/worker.js';

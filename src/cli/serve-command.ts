@@ -5,7 +5,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadApp } from './app.js';
 import { CliError, EXIT, openStoreForCli, storeUrl } from './context.js';
-import { GATEWAY_DEFAULTS, startGateway, startWorker } from './gateway.js';
+import { GATEWAY_DEFAULTS, startGateway } from './gateway.js';
+import { startWorker } from './worker.js';
 
 const COMMON_OPTIONS = `  --app <module>       the app module (default: $BREAKWATER_APP), e.g. examples/giftgenius/app.ts
   --db <url>           the store: postgres://… or a SQLite path (default: $DATABASE_URL, $BREAKWATER_DB,
