@@ -13,6 +13,12 @@
  * polling), because that is what a user gets. Latency includes queueing: enqueues outpace the handlers, so
  * a job waits behind the backlog and p50/p99 grow with N.
  *
+ * CPU per job, over the backlog run: this process's (the enqueuers, the system's client and its workers)
+ * and, where the system does its work in a server, that server's (Redis, every PostgreSQL process; read from
+ * Linux's /proc). Throughput on a small machine depends on how many cores a system can keep busy — BullMQ's
+ * work runs in Redis, on the second core, while Breakwater over SQLite runs in this one thread — so the CPU
+ * per job is the figure that says which does less work.
+ *
  * pg-boss 10 polls: a worker fetches once per `pollingIntervalSeconds` (at least 0.5 s) even when it just
  * got a job, so 16 workers top out at about 32 jobs/s. It therefore runs `--pgboss-jobs` jobs (default the
  * smaller of N and 1 000), which measures the same steady rate without a ten-minute run; the table says so.
@@ -26,7 +32,7 @@ import { Queue, Worker } from 'bullmq';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { createJobs, openPostgresStore, openSqliteStore, type JobStore } from '../src/index.js';
-import { intArg, reachable, withPg } from './support.js';
+import { intArg, reachable, serverCpuMs, withPg } from './support.js';
 
 const PG_HOST = '127.0.0.1';
 const PG_PORT = 5432;
@@ -59,6 +65,8 @@ interface Contender {
   open(onStart: (payload: Payload) => void): Promise<System | string>;
   /** Jobs to run, when not N. */
   jobs?: (n: number) => number;
+  /** The command name of the server process doing the system's work outside this one, for its CPU time. */
+  server?: string;
 }
 
 interface Result {
@@ -70,6 +78,10 @@ interface Result {
   /** Enqueue-to-start of a job enqueued into an idle queue (the next one only after it started). */
   idleP50: number;
   idleP99: number;
+  /** CPU time per job of this process (the bench's enqueuers, the system's client and workers), µs. */
+  cpuUsPerJob: number;
+  /** CPU time per job of the server processes (Redis, PostgreSQL), µs; undefined when there are none. */
+  serverCpuUsPerJob: number | undefined;
 }
 
 /** Jobs of the idle-pickup phase, each enqueued alone once the previous one has started. */
@@ -104,6 +116,7 @@ const contenders: Contender[] = [
   },
   {
     name: 'breakwater postgres',
+    server: 'postgres',
     async open(onStart) {
       const down = await reachable(PG_HOST, PG_PORT);
       if (down !== undefined) return `PostgreSQL ${down}`;
@@ -117,6 +130,7 @@ const contenders: Contender[] = [
   },
   {
     name: 'bullmq redis',
+    server: 'redis-server',
     async open(onStart) {
       const down = await reachable(REDIS.host, REDIS.port);
       if (down !== undefined) return `Redis ${down}`;
@@ -147,6 +161,7 @@ const contenders: Contender[] = [
   },
   {
     name: 'pg-boss postgres',
+    server: 'postgres',
     jobs: (n) => intArg('pgboss-jobs', Math.min(n, 1000)),
     async open(onStart) {
       const down = await reachable(PG_HOST, PG_PORT);
@@ -204,6 +219,8 @@ async function measure(contender: Contender, n: number): Promise<Result | string
 
   try {
     const begin = performance.now();
+    const cpuAtBegin = process.cpuUsage();
+    const serverCpuAtBegin = contender.server === undefined ? undefined : serverCpuMs(contender.server);
     let next = 0;
     const enqueuer = async (): Promise<void> => {
       while (next < n) {
@@ -227,6 +244,8 @@ async function measure(contender: Contender, n: number): Promise<Result | string
       done = now;
     }
     const elapsedMs = performance.now() - begin;
+    const cpu = process.cpuUsage(cpuAtBegin);
+    const serverCpuAtEnd = contender.server === undefined ? undefined : serverCpuMs(contender.server);
     latencies.sort((a, b) => a - b);
     // Idle pickup: the latency a single job sees when workers wait for work (the common case of a queue
     // that keeps up), without a backlog in front of it.
@@ -246,6 +265,11 @@ async function measure(contender: Contender, n: number): Promise<Result | string
       p99: percentile(latencies, 0.99),
       idleP50: percentile(idle, 0.5),
       idleP99: percentile(idle, 0.99),
+      cpuUsPerJob: (cpu.user + cpu.system) / n,
+      serverCpuUsPerJob:
+        serverCpuAtBegin === undefined || serverCpuAtEnd === undefined
+          ? undefined
+          : ((serverCpuAtEnd - serverCpuAtBegin) * 1000) / n,
     };
   } finally {
     await system.close();
@@ -284,7 +308,11 @@ export async function main(): Promise<void> {
       `  ${result.name.padEnd(20)} ${result.jobs.toLocaleString('en-US').padStart(7)} jobs` +
         `  ${Math.round(result.jobsPerSec).toLocaleString('en-US').padStart(8)} jobs/s` +
         `  p50 ${result.p50.toFixed(2).padStart(9)} ms  p99 ${result.p99.toFixed(2).padStart(9)} ms` +
-        `  idle p50 ${result.idleP50.toFixed(2).padStart(7)} ms  p99 ${result.idleP99.toFixed(2).padStart(7)} ms`,
+        `  idle p50 ${result.idleP50.toFixed(2).padStart(7)} ms  p99 ${result.idleP99.toFixed(2).padStart(7)} ms` +
+        `  CPU/job ${result.cpuUsPerJob.toFixed(0).padStart(4)} µs` +
+        (result.serverCpuUsPerJob === undefined
+          ? ' (all in this process)'
+          : ` here + ${result.serverCpuUsPerJob.toFixed(0)} µs in ${contender.server}`),
     );
   }
   const sqlite = results.get('breakwater sqlite');

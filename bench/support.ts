@@ -1,4 +1,8 @@
-/** Helpers the queue benchmarks share: integer arguments, a reachability probe, a one-shot PostgreSQL client. */
+/**
+ * Helpers the queue benchmarks share: integer arguments, a reachability probe, a one-shot PostgreSQL client,
+ * the CPU time of a server process.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import pg from 'pg';
 
@@ -35,3 +39,36 @@ export async function withPg<T>(url: string, fn: (client: pg.Client) => Promise<
     await client.end();
   }
 }
+
+/**
+ * CPU time (ms, user + system) used so far by the processes whose command name is `name` (`postgres`,
+ * `redis-server`), read from Linux's /proc; undefined elsewhere. Clock ticks are 10 ms, so compare totals
+ * over seconds, not single calls.
+ */
+export function serverCpuMs(name: string): number | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  let ticks = 0;
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // the process ended meanwhile
+    }
+    // pid (comm) state ppid … utime(14) stime(15): comm may hold spaces, so split after its ')'.
+    const close = stat.lastIndexOf(')');
+    if (stat.slice(stat.indexOf('(') + 1, close) !== name) continue;
+    const fields = stat.slice(close + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** Linux's USER_HZ: 100 on every mainstream kernel configuration. */
+const CLOCK_TICKS_PER_SECOND = 100;
