@@ -1,21 +1,27 @@
 import { newId } from '../../core/index.js';
 import type { JobRecord, NewJob } from '../jobs.js';
 import { notifyAvailable, type SqliteContext } from './context.js';
-import { JOB_COLUMNS, toJobRecord, toJson, type JobRow } from './rows.js';
+import { JOB_COLUMNS, fromJson, toJobRecord, toJson, type JobRow } from './rows.js';
 
 /**
  * Inserts a job with the given id inside the caller's transaction, or does nothing when its
- * `(type, idempotencyKey)` is taken; a new job queues `job_available`. `inboxSource` is set only for the job
- * of a webhook delivery (see `webhooks.ts`).
+ * `(type, idempotencyKey)` is taken; answers whether it inserted. A new job queues `job_available`.
+ * `payloadJson` is `toJson(job.payload)` (the caller keeps it to build the record). `inboxSource` is set only
+ * for the job of a webhook delivery (see `webhooks.ts`).
  */
 export type InsertJob = (
   id: string,
   job: NewJob,
+  payloadJson: string | null,
   inboxSource: string | null,
   nowMs: number,
-) => JobRecord | undefined;
+) => boolean;
 
-/** Prepares the {@link InsertJob} writer shared by `enqueue` and the webhook inbox. */
+/**
+ * Prepares the {@link InsertJob} writer shared by `enqueue` and the webhook inbox. No `RETURNING`: every
+ * column of a new row is known before the insert (see {@link newJobRecord}), and reading the row back cost
+ * as much again as the insert itself (measured: ~30 µs against ~15 µs per job in a batch of 64).
+ */
 export function prepareInsertJob(ctx: SqliteContext): InsertJob {
   const insert = ctx.db.prepare<
     [
@@ -31,20 +37,18 @@ export function prepareInsertJob(ctx: SqliteContext): InsertJob {
       string | null,
       number,
       number,
-    ],
-    JobRow
+    ]
   >(
     `INSERT INTO jobs (id, type, status, payload, max_attempts, run_at, priority, idempotency_key, ordering_key,
                        timeout_ms, inbox_source, created_at, updated_at)
      VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-     RETURNING ${JOB_COLUMNS}`,
+     ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
   );
-  return (id, job, inboxSource, now) => {
-    const row = insert.get(
+  return (id, job, payloadJson, inboxSource, now) => {
+    const { changes } = insert.run(
       id,
       job.type,
-      toJson(job.payload),
+      payloadJson,
       job.maxAttempts,
       job.runAt,
       job.priority,
@@ -55,20 +59,20 @@ export function prepareInsertJob(ctx: SqliteContext): InsertJob {
       now,
       now,
     );
-    if (row === undefined) return undefined;
+    if (changes === 0) return false;
     notifyAvailable(ctx, job.type, job.runAt);
-    return toJobRecord(row);
+    return true;
   };
 }
 
 /**
  * Prepares `JobStore.enqueue`.
  *
- * Insert first, then read back, in one transaction: `ON CONFLICT DO NOTHING` on the partial unique index
- * `(type, idempotency_key)` lets the constraint decide which of any number of concurrent enqueues of a key
- * wins (a check-then-insert would let two through). `RETURNING` hands back the new row without a second
- * read; only a duplicate pays the lookup of the job that won. Only a new job notifies `job_available`: the
- * existing one was announced when it was made.
+ * Insert first, then read back only on a conflict, in one transaction: `ON CONFLICT DO NOTHING` on the
+ * partial unique index `(type, idempotency_key)` lets the constraint decide which of any number of concurrent
+ * enqueues of a key wins (a check-then-insert would let two through). A new job's record is built from what
+ * was inserted; only a duplicate pays the lookup of the job that won. Only a new job notifies
+ * `job_available`: the existing one was announced when it was made.
  */
 export function prepareEnqueue(ctx: SqliteContext): (job: NewJob) => { job: JobRecord; created: boolean } {
   const insert = prepareInsertJob(ctx);
@@ -76,9 +80,42 @@ export function prepareEnqueue(ctx: SqliteContext): (job: NewJob) => { job: JobR
     `SELECT ${JOB_COLUMNS} FROM jobs WHERE type = ? AND idempotency_key = ?`,
   );
   return ctx.db.transaction((job: NewJob) => {
-    const created = insert(newId('job'), job, null, ctx.clock.now());
-    if (created !== undefined) return { job: created, created: true };
+    const id = newId('job');
+    const payloadJson = toJson(job.payload);
+    const now = ctx.clock.now();
+    if (insert(id, job, payloadJson, null, now)) {
+      return { job: newJobRecord(id, job, payloadJson, now), created: true };
+    }
     // Nothing inserted: only the idempotency index can have refused the row, so the key is set.
     return { job: toJobRecord(selectByKey.get(job.type, job.idempotencyKey!)!), created: false };
   }).immediate;
+}
+
+/**
+ * The record of a row {@link InsertJob} just inserted, as reading it back would give it: the columns' defaults
+ * (status `pending`, no attempts, no lease, fencing token 0), the payload as its JSON reads back.
+ */
+function newJobRecord(id: string, job: NewJob, payloadJson: string | null, now: number): JobRecord {
+  return {
+    id,
+    type: job.type,
+    status: 'pending',
+    payload: fromJson(payloadJson),
+    result: null,
+    error: null,
+    attempts: 0,
+    maxAttempts: job.maxAttempts,
+    runAt: job.runAt,
+    priority: job.priority,
+    idempotencyKey: job.idempotencyKey ?? null,
+    orderingKey: job.orderingKey ?? null,
+    timeoutMs: job.timeoutMs ?? null,
+    leaseOwner: null,
+    leaseToken: 0,
+    leaseExpiresAt: null,
+    cancelRequestedAt: null,
+    createdAt: now,
+    updatedAt: now,
+    finishedAt: null,
+  };
 }

@@ -12,6 +12,7 @@ import {
 } from '../webhooks.js';
 import type { SqliteContext } from './context.js';
 import type { InsertJob } from './enqueue.js';
+import { toJson } from './rows.js';
 
 /** The `webhook_inbox` columns under {@link InboxRecord}'s property names: a row read with them is a record. */
 const INBOX_COLUMNS = `id, source, event_id AS eventId, event_type AS eventType, received_at AS receivedAt,
@@ -85,7 +86,7 @@ export function prepareAcceptWebhook(
       jobId,
     );
     if (record === undefined) return { duplicate: true, record: select(d.source, d.eventId)! };
-    if (insertJob(jobId, job, d.source, ctx.clock.now()) === undefined) {
+    if (!insertJob(jobId, job, toJson(job.payload), d.source, ctx.clock.now())) {
       // Only an idempotency key can refuse a job row, and resolveInboxJob refuses jobs that have one.
       throw new Error('SQLite webhook inbox: the job of the delivery was not inserted');
     }
@@ -163,7 +164,7 @@ export function prepareReplayWebhook(
   return ctx.db.transaction((inboxId: string, jobId: string, job: NewJob) => {
     const record = point.get(jobId, inboxId);
     if (record === undefined) return undefined;
-    if (insertJob(jobId, job, record.source, ctx.clock.now()) === undefined) {
+    if (!insertJob(jobId, job, toJson(job.payload), record.source, ctx.clock.now())) {
       throw new Error('SQLite webhook inbox: the job of the replay was not inserted');
     }
     return record;
