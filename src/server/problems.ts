@@ -113,11 +113,33 @@ export function pathOf(request: FastifyRequest): string {
  * stream) can only be logged.
  */
 export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-  const mapped = toHttpError(error, request.method);
+  const mapped = notReceived(error, request, reply) ?? toHttpError(error, request.method);
   if (mapped.status >= 500) request.log.error({ err: error, code: mapped.code }, 'request failed');
   else request.log.info({ code: mapped.code, status: mapped.status }, mapped.message);
   if (reply.sent || reply.raw.headersSent) return;
   sendProblem(reply, mapped);
+}
+
+/**
+ * The request timeout fired while the request itself was still arriving (a body sent too slowly): nothing ran,
+ * so it is 408 `timeout`, safe to send again (RFC 9110, section 15.5.9), not the 504 of a request that may
+ * have taken effect; and the half-read connection cannot carry another request, so it closes.
+ */
+function notReceived(
+  error: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): BreakwaterError | undefined {
+  if ((error as { code?: unknown } | null)?.code !== 'FST_ERR_HANDLER_TIMEOUT') return undefined;
+  // `complete` is Node's "the whole message was parsed"; an injected request (light-my-request) has none.
+  if (request.raw.complete !== false) return undefined;
+  void reply.header('connection', 'close');
+  return new BreakwaterError('timeout', {
+    status: 408,
+    message: 'The request did not arrive in time, so it was not processed; send it again.',
+    retryAfterMs: 1_000,
+    source: 'server',
+  });
 }
 
 /** The not-found handler: every unknown route (and method) is a `not_found` problem. */

@@ -152,6 +152,39 @@ describe('inbound request timeout (createServer requestTimeoutMs)', () => {
     expect(late!.aborted).toBe(false);
   });
 
+  it('gives an answer stuck in its onSend hooks one more period, then cuts the connection', async () => {
+    const signals: AbortSignal[] = [];
+    h = await harness({
+      requestTimeoutMs: 50,
+      routes: [
+        (app) => {
+          app.addHook('onSend', (request, _reply, _payload, done) => {
+            signals.push(requestSignal(request));
+            void done; // a store that never answers
+          });
+          app.post('/stuck', async () => ({ ok: true }));
+        },
+      ],
+    });
+    const base = await listen(h.app);
+    const outcome = fetch(`${base}/stuck`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    }).then(
+      (res) => `answered ${res.status}`,
+      () => 'cut',
+    );
+    await expect.poll(() => signals.length).toBe(1);
+    await h.clock.tickAsync(50);
+    expect(signals[0]!.aborted).toBe(false); // the answer is on its way: no 504 over it
+    await h.clock.tickAsync(50);
+    expect(await outcome).toBe('cut');
+    await expect.poll(() => signals[0]!.aborted).toBe(true);
+    expect((signals[0]!.reason as { code?: string }).code).toBe('FST_ERR_HANDLER_TIMEOUT');
+    expect(h.clock.pendingTimers()).toBe(0);
+  });
+
   it('throws for a request that did not come through createServer', () => {
     expect(() => requestSignal({} as never)).toThrow(
       'requestSignal: this request was not received by a server made with createServer',

@@ -24,6 +24,13 @@ export function installRequestTimeout(app: FastifyInstance, timeoutMs: number, c
     (request as Tracked)[STATE] = state;
     done();
   });
+  // An answer is under way (its onSend hooks run: the idempotency route stores it there): the timeout must
+  // not write a 504 over it. Registered first, so it runs before every route's own onSend hooks.
+  app.addHook('onSend', (request, _reply, payload, done) => {
+    const state = (request as Tracked)[STATE];
+    if (state !== null) state.sending = true;
+    done(null, payload);
+  });
 }
 
 /**
@@ -58,6 +65,16 @@ type Tracked = FastifyRequest & { [STATE]: RequestState | null };
 class RequestState {
   private timer: TimerHandle | undefined;
   private controller: AbortController | undefined;
+  /** Why the signal aborts, once known: the timeout's error, or the client's leaving. */
+  private reason: Error | undefined;
+  /** The response has closed: the reason, if any, is final and the signal aborts with it. */
+  private ended = false;
+  /** The route's answer has entered its onSend hooks (see installRequestTimeout). */
+  sending = false;
+  /** The timeout found the answer under way once and gave it one more period. */
+  private extended = false;
+  /** While a signal is in use: its listener on the connection (see {@link signal}). */
+  private onSocketClose: (() => void) | undefined;
 
   constructor(
     private readonly request: FastifyRequest,
@@ -72,13 +89,23 @@ class RequestState {
     reply.raw.on('close', onResponseClose);
   }
 
+  /**
+   * Made on first use, even after the fact: asked for once the request timed out, it is already aborted. It
+   * also listens to the connection: the response of a pipelined request queued behind another has no
+   * connection yet and never emits 'close' when the client leaves.
+   */
   signal(): AbortSignal {
-    if (this.controller !== undefined) return this.controller.signal;
-    const controller = new AbortController();
-    this.controller = controller;
-    const res = this.reply.raw;
-    if (res.closed && !res.writableFinished) controller.abort(gone());
-    return controller.signal;
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.ended) {
+        if (this.reason !== undefined) this.controller.abort(this.reason);
+      } else {
+        const socket = this.request.raw.socket;
+        if (socket.destroyed) this.closed(false);
+        else socket.once('close', (this.onSocketClose = () => this.closed(this.reply.raw.writableFinished)));
+      }
+    }
+    return this.controller.signal;
   }
 
   release(): void {
@@ -87,11 +114,19 @@ class RequestState {
     this.timer = undefined;
   }
 
-  /** The response closed: no timeout any more; a signal in use aborts unless the answer was complete. */
+  /**
+   * The response closed: no timeout any more. The signal aborts now, with the timeout's error when the
+   * timeout answered (only now, once that answer is out: a handler that rethrows the reason at once cannot
+   * get its own answer in first), or with `canceled` when the answer never finished (the client left).
+   */
   closed(finished: boolean): void {
+    if (this.ended) return;
     this.release();
-    if (!finished && this.controller !== undefined && !this.controller.signal.aborted) {
-      this.controller.abort(gone());
+    this.ended = true;
+    if (this.onSocketClose !== undefined) this.request.raw.socket.off('close', this.onSocketClose);
+    if (!finished) this.reason ??= gone();
+    if (this.reason !== undefined && this.controller !== undefined && !this.controller.signal.aborted) {
+      this.controller.abort(this.reason);
     }
   }
 
@@ -99,10 +134,18 @@ class RequestState {
     this.timer = undefined;
     const { reply } = this;
     if (reply.sent || reply.raw.destroyed) return;
+    if (this.sending && !this.extended) {
+      // The answer was made in time and is on its way: let it finish, but not forever (a store that hangs in
+      // an onSend hook): one more period, then the connection is cut.
+      this.extended = true;
+      this.timer = this.clock.setTimeout(this.expire, this.timeoutMs);
+      return;
+    }
     const error = new errorCodes.FST_ERR_HANDLER_TIMEOUT(this.timeoutMs, this.request.routeOptions.url);
-    this.controller?.abort(error);
-    if (reply.raw.headersSent) {
-      // The answer had started (a stream that wrote its head): an error answer is no longer possible.
+    this.reason = error;
+    if (reply.raw.headersSent || this.sending) {
+      // The answer had started (a stream that wrote its head, or one stuck in its onSend hooks): an error
+      // answer can no longer go out in its place.
       reply.raw.destroy(error);
       return;
     }
