@@ -1,5 +1,6 @@
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { connect as netConnect } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -101,6 +102,28 @@ describe('the MCP endpoint over HTTP', () => {
     expect(text.status).toBe(415);
     expect(await text.json()).toEqual(
       rpcError(-32000, 'Unsupported Media Type: Content-Type must be application/json'),
+    );
+  });
+
+  it('answers a body that does not arrive within the request timeout with 408, and closes the connection', async () => {
+    const server = createMcpServer({ name: 'http-test', version: '1.0.0', tools: [echo] });
+    app = Fastify({ handlerTimeout: 100 });
+    mcpRoutes(server)(app);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as { port: number };
+    const socket = netConnect({ host: '127.0.0.1', port });
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write(
+      `POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: ${ACCEPT}\r\n` +
+        'Content-Length: 200\r\n\r\n{"jsonrpc":',
+    );
+    await closed;
+    expect(received.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
+    expect(received.toLowerCase()).toContain('connection: close');
+    expect(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))).toEqual(
+      rpcError(-32000, 'Request Timeout: the request body did not arrive in time'),
     );
   });
 

@@ -70,10 +70,15 @@ function isServer(value: BreakwaterMcpServer | McpServerOptions): value is Break
 
 /** Fastify's body failures (before the handler runs) as JSON-RPC errors, like the SDK's own. */
 function bodyError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+  let status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
   let code = -32000;
   let message = 'Bad Request';
-  if (status === 415) message = 'Unsupported Media Type: Content-Type must be application/json';
+  if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
+    // The server's request timeout fired while the body was still arriving: nothing ran; send it again.
+    status = 408;
+    message = 'Request Timeout: the request body did not arrive in time';
+    void reply.header('connection', 'close');
+  } else if (status === 415) message = 'Unsupported Media Type: Content-Type must be application/json';
   else if (status === 413) message = 'Payload Too Large: the request body exceeds the limit';
   else if (status === 400 && error.code?.startsWith('FST_ERR_CTP_')) {
     code = -32700;
