@@ -19,8 +19,8 @@
  * 100 ms more, as real models do. `--pin` (Linux `taskset`) gives the gateway under test CPU 1 and puts the
  * load generator and the provider on CPU 0, so on a small machine the gateway's latency is not the load
  * generator's scheduling. Each of our servers prints, when stopped, its event-loop delay, CPU and longest GC
- * pauses over the measured run (start-up and warm-up left out). Targets (issue 7): added p50 ≤ 1 ms, p99 ≤ 5 ms at 200 concurrent requests, and more throughput
- * than Portkey.
+ * pauses over the measured run (start-up and warm-up left out). Targets (issue 7): added p50 ≤ 1 ms,
+ * p99 ≤ 5 ms at 200 concurrent requests, and more throughput than Portkey.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
