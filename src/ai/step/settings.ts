@@ -75,6 +75,32 @@ export function backoffFor(
  * `spend_limited` are never retried.
  */
 export function retryPolicyFor(step: AiStep, settings: ResolvedStepSettings, ctx: StepContext): RetryPolicy {
+  // Most requests send no retry headers, so their step runs with the same settings every time: its policy is
+  // made once (a policy holds no per-call state) instead of per request with its options checked again. Other
+  // settings, chosen per request by headers within their bounds, get a fresh one (no cache a client could
+  // fill).
+  const cached = policies.get(ctx)?.get(step);
+  if (cached !== undefined && sameSettings(cached.settings, settings)) return cached.policy;
+  const policy = makeRetryPolicy(step, settings, ctx);
+  if (cached === undefined && sameSettings(settings, resolveSettings(step, {}, ctx.defaults))) {
+    let byStep = policies.get(ctx);
+    if (byStep === undefined) policies.set(ctx, (byStep = new WeakMap()));
+    byStep.set(step, { settings, policy });
+  }
+  return policy;
+}
+
+/** Per gateway (its StepContext), per step: the policy of the step's settings without request headers. */
+const policies = new WeakMap<
+  StepContext,
+  WeakMap<AiStep, { settings: ResolvedStepSettings; policy: RetryPolicy }>
+>();
+
+function sameSettings(a: ResolvedStepSettings, b: ResolvedStepSettings): boolean {
+  return a.maxAttempts === b.maxAttempts && a.retryDelayMs === b.retryDelayMs && a.backoff === b.backoff;
+}
+
+function makeRetryPolicy(step: AiStep, settings: ResolvedStepSettings, ctx: StepContext): RetryPolicy {
   return new RetryPolicy({
     name: step.name,
     maxAttempts: settings.maxAttempts,
