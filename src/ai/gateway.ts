@@ -133,6 +133,7 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
       chatCompletionsRoutes(app, {
         clock: o.clock,
         bodyLimitBytes: o.bodyLimitBytes,
+        answerTimeoutMs: o.answerTimeoutMs,
         answer,
         log(line) {
           try {

@@ -47,6 +47,8 @@ describe('createAiGateway options', () => {
     );
     expect(error({ defaults: { maxAttempts: 6 } })).toMatch(/^createAiGateway: defaults\.maxAttempts: /);
     expect(error({ defaults: { retryDelayMs: 5001 } })).toMatch(/^createAiGateway: defaults\.retryDelayMs: /);
+    expect(error({ answerTimeoutMs: 0 })).toMatch(/^createAiGateway: answerTimeoutMs: /);
+    expect(error({ answerTimeoutMs: 1.5 })).toMatch(/^createAiGateway: answerTimeoutMs: /);
     expect(
       error({ spendRules: [{ name: 's', budgetUsd: 0, windowMs: 1, scope: { by: 'provider' } }] }),
     ).toMatch(/^createAiGateway: spendRules\.0\.budgetUsd: /);

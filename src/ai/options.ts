@@ -56,6 +56,13 @@ export interface AiGatewayOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** Largest request body, bytes (default 4 MiB). */
   bodyLimitBytes?: number;
+  /**
+   * How long the route may take to answer in all (every attempt, wait and fallback; a stream counts until its
+   * first byte), ms, before the host server answers 504 `timeout` for it and the provider call is stopped
+   * (default 600 000: the `openai` client's own timeout). It replaces the server's `requestTimeoutMs`
+   * (35 s, sized for tool calls) on this route through its `config.requestTimeoutMs`.
+   */
+  answerTimeoutMs?: number;
   /** Largest non-streamed provider answer read, bytes (default 16 MiB). */
   maxResponseBytes?: number;
   clock?: Clock;
@@ -68,6 +75,7 @@ export const AI_GATEWAY_DEFAULTS = {
   defaults: { timeoutMs: 60_000, maxAttempts: 3, retryDelayMs: 500, backoff: 'exponential' },
   maxRetryDelayMs: 5_000,
   bodyLimitBytes: 4 * 1024 * 1024,
+  answerTimeoutMs: 600_000,
   maxResponseBytes: 16 * 1024 * 1024,
   maxSpendRules: 20,
 } as const;
@@ -104,6 +112,7 @@ const schema = z.strictObject({
   maxRetryDelayMs: z.number().int().min(0).max(60_000).optional(),
   maxRequestCostUsd: usd.positive().optional(),
   bodyLimitBytes: z.number().int().min(1).optional(),
+  answerTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
   maxResponseBytes: z.number().int().min(1).optional(),
 });
 
@@ -125,6 +134,7 @@ export interface ResolvedAiOptions {
   defaults: Required<StepSettings>;
   maxRetryDelayMs: number;
   bodyLimitBytes: number;
+  answerTimeoutMs: number;
   maxResponseBytes: number;
   clock: Clock;
   random: () => number;
@@ -180,6 +190,7 @@ export function resolveAiOptions(options: AiGatewayOptions): ResolvedAiOptions {
     defaults: { ...d.defaults, ...stripUndefined(parsed.data.defaults ?? {}) },
     maxRetryDelayMs: parsed.data.maxRetryDelayMs ?? d.maxRetryDelayMs,
     bodyLimitBytes: parsed.data.bodyLimitBytes ?? d.bodyLimitBytes,
+    answerTimeoutMs: parsed.data.answerTimeoutMs ?? d.answerTimeoutMs,
     maxResponseBytes: parsed.data.maxResponseBytes ?? d.maxResponseBytes,
     clock: clockOption(owner, options.clock),
     random: options.random ?? Math.random,

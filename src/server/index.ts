@@ -15,7 +15,7 @@ export {
   type ServerStore,
 } from './options.js';
 export { closeGracefully, type CloseOptions } from './lifecycle.js';
-export { releaseRequestTimeout, requestSignal } from './request-timeout.js';
+export { releaseRequestTimeout, requestSignal, type RouteTimeoutConfig } from './request-timeout.js';
 export { sendProblem, toHttpError } from './problems.js';
 export { jobUrls, toEventView, toJobView, type JobEventView, type JobUrls, type JobView } from './views.js';
 export { LIST_LIMITS } from './jobs-routes.js';

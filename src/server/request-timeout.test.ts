@@ -185,6 +185,34 @@ describe('inbound request timeout (createServer requestTimeoutMs)', () => {
     expect(h.clock.pendingTimers()).toBe(0);
   });
 
+  it("a route's config.requestTimeoutMs replaces the server's; a bad one fails at startup", async () => {
+    h = await harness({
+      requestTimeoutMs: 50,
+      routes: [
+        (app) => {
+          app.get('/long', { config: { requestTimeoutMs: 500 } }, () => never());
+        },
+      ],
+    });
+    const long = h.app.inject({ url: '/long' });
+    await h.clock.tickAsync(499);
+    expect(h.clock.pendingTimers()).toBe(1);
+    await h.clock.tickAsync(1);
+    expect((await long).statusCode).toBe(504);
+
+    const bad = await harness({
+      routes: [
+        (app) => {
+          app.get('/bad', { config: { requestTimeoutMs: 0 } }, () => ({}));
+        },
+      ],
+    });
+    await expect(bad.app.ready()).rejects.toThrow(
+      'route GET /bad: config.requestTimeoutMs must be a whole number of ms from 1 to 2147483647, got 0',
+    );
+    await bad.close().catch(() => undefined);
+  });
+
   it('throws for a request that did not come through createServer', () => {
     expect(() => requestSignal({} as never)).toThrow(
       'requestSignal: this request was not received by a server made with createServer',

@@ -19,8 +19,18 @@ import { BreakwaterError, type Clock, type TimerHandle } from '../core/index.js'
  */
 export function installRequestTimeout(app: FastifyInstance, timeoutMs: number, clock: Clock): void {
   app.decorateRequest(STATE, null);
+  // A route's own timeout is checked once, when the route is added: a bad one is a startup error.
+  app.addHook('onRoute', (route) => {
+    const own = (route.config as RouteTimeoutConfig | undefined)?.requestTimeoutMs;
+    if (own !== undefined && !(Number.isInteger(own) && own > 0 && own <= MAX_TIMEOUT_MS)) {
+      throw new RangeError(
+        `route ${String(route.method)} ${route.url}: config.requestTimeoutMs must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}, got ${String(own)}`,
+      );
+    }
+  });
   app.addHook('onRequest', (request, reply, done) => {
-    const state = new RequestState(request, reply, timeoutMs, clock);
+    const own = (request.routeOptions.config as RouteTimeoutConfig | undefined)?.requestTimeoutMs;
+    const state = new RequestState(request, reply, own ?? timeoutMs, clock);
     (request as Tracked)[STATE] = state;
     done();
   });
@@ -59,6 +69,17 @@ export function requestSignal(request: FastifyRequest): AbortSignal {
 }
 
 const STATE = 'breakwaterRequestState';
+
+/** Node's largest timer delay, ms. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/**
+ * A route's own request timeout, in its Fastify `config` (`{ config: { requestTimeoutMs } }`, whole ms > 0):
+ * for a route whose answers take longer than the server's (the AI gateway's completions).
+ */
+export interface RouteTimeoutConfig {
+  requestTimeoutMs?: number;
+}
 
 type Tracked = FastifyRequest & { [STATE]: RequestState | null };
 

@@ -3,10 +3,11 @@
  * store whose counters hold the limits: answers keep their problem+json shape, and a stream outlives the
  * server's handler timeout (a streamed reply is hijacked once its first byte is there).
  */
+import { connect } from 'node:net';
 import type { APIError } from 'openai';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { createAiGateway } from '../../src/ai/index.js';
+import { createAiGateway, type AiRequestLog } from '../../src/ai/index.js';
 import { createJobs } from '../../src/jobs/index.js';
 import { closeGracefully, createServer } from '../../src/server/index.js';
 import { openSqliteStore } from '../../src/store/index.js';
@@ -59,5 +60,62 @@ describe('AI gateway on createServer', () => {
     expect(refused.code).toBe('rate_limited');
     expect(refused.headers?.get('content-type')).toBe('application/problem+json; charset=utf-8');
     expect(sim.requests).toHaveLength(3);
+  }, 15_000);
+
+  it("answers 504 timeout when the route's answerTimeoutMs passes, and stops calling the provider", async () => {
+    const sim = await startSim(defer, { hang: true });
+    const store = await openSqliteStore({ path: ':memory:' });
+    defer(() => store.close());
+    const gateway = createAiGateway({
+      providers: { sim: { baseUrl: sim.url, apiKeyEnv: 'SIM_KEY' } },
+      env: { SIM_KEY },
+      // The provider's first-byte timeout is longer than the route's: the route's timeout answers first.
+      defaults: { timeoutMs: 60_000, maxAttempts: 3 },
+      answerTimeoutMs: 300,
+    });
+    const lines: AiRequestLog[] = [];
+    gateway.onRequest((line) => lines.push(line));
+    const http = createServer({
+      jobs: createJobs({ store }),
+      store,
+      routes: [gateway.routes],
+      // The server's own timeout (sized for tool calls) is shorter and does not apply to the AI route.
+      requestTimeoutMs: 100,
+    });
+    defer(async () => {
+      await closeGracefully(http, { graceMs: 500 });
+      await gateway.close();
+    });
+    await http.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = http.server.address() as { port: number };
+    const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'k', maxRetries: 0 });
+
+    const began = performance.now();
+    const failed = (await client.chat.completions
+      .create(ask('sim/sim-1'))
+      .catch((e: unknown) => e)) as APIError;
+    // The route's 300 ms, not the server's 100 ms (a timer never fires early).
+    expect(performance.now() - began).toBeGreaterThanOrEqual(299);
+    expect(failed.status).toBe(504);
+    expect(failed.code).toBe('timeout');
+    // The provider call was aborted with the answer: nothing hangs there, and one line says what happened.
+    await expect.poll(() => sim.faults.hanging()).toBe(0);
+    await expect.poll(() => lines.length).toBe(1);
+    expect(lines[0]).toMatchObject({ status: 504, outcome: 'timeout', attempts: 1 });
+    expect(sim.requests).toHaveLength(1);
+
+    // A body still arriving at the deadline never ran: 408, and the connection closes.
+    const socket = connect({ host: '127.0.0.1', port });
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write(
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 100\r\n\r\n{"model":',
+    );
+    await closed;
+    expect(received.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
+    expect(received.toLowerCase()).toContain('connection: close');
+    expect(sim.requests).toHaveLength(1);
   }, 15_000);
 });

@@ -67,6 +67,33 @@ export function sendAiProblem(
 }
 
 /**
+ * The host server's request timeout (Fastify's `FST_ERR_HANDLER_TIMEOUT`, which `createServer` raises too)
+ * as the AI route answers it: a body still arriving never ran, so 408 `timeout` with `Connection: close`
+ * (send it again); otherwise 504 `timeout`, retryable, since a completion has no effect beyond its cost (the
+ * same reason the gateway retries provider calls). Undefined for any other error.
+ */
+export function inboundTimeout(
+  error: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): BreakwaterError | undefined {
+  if ((error as { code?: unknown } | null)?.code !== 'FST_ERR_HANDLER_TIMEOUT') return undefined;
+  if (request.raw.complete === false) {
+    void reply.header('connection', 'close');
+    return new BreakwaterError('timeout', {
+      status: 408,
+      message: 'The request did not arrive in time, so it was not processed; send it again.',
+      retryAfterMs: 1_000,
+      source: 'ai-gateway',
+    });
+  }
+  return new BreakwaterError('timeout', {
+    message: 'The answer did not come within the server request timeout; try again, or ask for less.',
+    source: 'ai-gateway',
+  });
+}
+
+/**
  * Any failure as the BreakwaterError the client gets: ours as they are; Fastify's client errors (malformed
  * JSON, a body over the limit, an unsupported Content-Type) with their status; anything else
  * `internal_error` (its message is not shown).

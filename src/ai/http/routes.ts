@@ -7,13 +7,15 @@ import { BreakwaterError, newId, type Clock } from '../../core/index.js';
 import { readChatBody } from '../body.js';
 import { readRequestHeaders } from '../request-headers.js';
 import type { AiRequest, AiRequestLog, StepAnswer, StepOutcome } from '../types.js';
-import { sendAiProblem, toAiError } from './problems.js';
+import { inboundTimeout, sendAiProblem, toAiError } from './problems.js';
 import { answerHeaders, pipeStream, sendJson } from './respond.js';
 
 /** What the route needs from the gateway. */
 export interface ChatCompletionsHandler {
   readonly clock: Clock;
   readonly bodyLimitBytes: number;
+  /** The route's own request timeout on a Breakwater server (`config.requestTimeoutMs`), ms. */
+  readonly answerTimeoutMs: number;
   /** Finds the answer: the step that served, and the route label (`<name>@<version>`) when dynamic. */
   answer(request: AiRequest, model: string): Promise<{ answer: StepAnswer; route: string | null }>;
   /** Receives the line of every request. */
@@ -28,10 +30,15 @@ export async function chatCompletionsRoutes(
   await app.register(async (child) => {
     child.setErrorHandler((error, request, reply) => {
       if (reply.sent || reply.raw.headersSent) return;
-      sendAiProblem(request, reply, toAiError(error));
+      const mapped = inboundTimeout(error, request, reply) ?? toAiError(error);
+      if (mapped.code === 'internal_error') request.log.error({ err: error }, 'AI request failed');
+      sendAiProblem(request, reply, mapped);
     });
-    child.post('/v1/chat/completions', { bodyLimit: handler.bodyLimitBytes }, (request, reply) =>
-      serve(handler, request, reply),
+    child.post(
+      '/v1/chat/completions',
+      // config.requestTimeoutMs: read by createServer's request timeout (server/request-timeout.ts).
+      { bodyLimit: handler.bodyLimitBytes, config: { requestTimeoutMs: handler.answerTimeoutMs } },
+      (request, reply) => serve(handler, request, reply),
     );
   });
 }
@@ -45,9 +52,16 @@ async function serve(
   const receivedAt = clock.now();
   const id = newId();
   const left = new AbortController();
+  // The response closed before this route answered (it stops listening first): the client went away, or the
+  // server's request timeout answered for it. Either way nobody waits for the provider any more.
   const onClose = (): void => {
-    if (!reply.raw.writableFinished)
-      left.abort(new BreakwaterError('canceled', { message: 'The client went away.' }));
+    left.abort(
+      reply.raw.writableFinished
+        ? new BreakwaterError('timeout', {
+            message: "The server's request timeout answered before the provider did.",
+          })
+        : new BreakwaterError('canceled', { message: 'The client went away.' }),
+    );
   };
   reply.raw.once('close', onClose);
   let stream = false;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../core/index.js';
-import type { StepContext } from '../types.js';
+import type { AiStep, StepContext } from '../types.js';
 import { backoffFor, resolveSettings, retryPolicyFor } from './settings.js';
 
 const defaults = { timeoutMs: 60_000, maxAttempts: 3, retryDelayMs: 500, backoff: 'exponential' as const };
@@ -44,7 +44,7 @@ describe('step settings', () => {
         clock: new FakeClock(),
       }) as unknown as StepContext;
     const a = ctx();
-    const step = { name: 'main', provider: 'sim', model: 'm' };
+    const step: AiStep = { name: 'main', provider: 'sim', model: 'm' };
     const plain = resolveSettings(step, {}, defaults);
     const first = retryPolicyFor(step, plain, a);
     expect(retryPolicyFor(step, resolveSettings(step, {}, defaults), a)).toBe(first);
