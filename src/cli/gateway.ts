@@ -48,6 +48,11 @@ export interface GatewayOptions {
   /** Grace period of shutdown for in-flight requests and running jobs, ms (default 10 000). */
   graceMs?: number;
   /**
+   * How long a request may take before the server answers for it (504; 408 for a body still arriving), ms
+   * (default `createServer`'s 35 000). The AI gateway's route has its own (`answerTimeoutMs`).
+   */
+  requestTimeoutMs?: number;
+  /**
    * Lease of a running job, ms (default the jobs runtime's 30 000): how long a job whose worker died waits
    * before another worker reclaims it. Heartbeats renew it every third of it.
    */
@@ -249,6 +254,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         dashboard.routes,
       ],
       shutdownGraceMs: graceMs,
+      ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
       clock,
     });
     server.app = http;

@@ -5,6 +5,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadApp } from './app.js';
 import { CliError, EXIT, openStoreForCli, storeUrl } from './context.js';
+import { SERVER_DEFAULTS } from '../server/index.js';
 import { GATEWAY_DEFAULTS, startGateway } from './gateway.js';
 import { startWorker } from './worker.js';
 
@@ -33,6 +34,9 @@ Options:
   --no-worker          do not run jobs here (run 'breakwater worker' processes instead)
   --log                JSON request logs on stdout (pino)
   --grace-ms <ms>      shutdown grace for in-flight requests and running jobs (default ${GATEWAY_DEFAULTS.graceMs})
+  --request-timeout-ms <ms>
+                       how long a request may take before the server answers 504 for it (default
+                       ${SERVER_DEFAULTS.requestTimeoutMs}; the AI route has its own, 10 minutes)
   --lease-ms <ms>      how long a job whose worker died waits before another worker takes it (default 30000)
 ${SHARED_BREAKERS_OPTION}
 ${COMMON_OPTIONS}`;
@@ -132,6 +136,7 @@ export async function runServe(argv: string[], out: (line: string) => void = con
     port: { type: 'string' },
     worker: { type: 'boolean', default: true },
     log: { type: 'boolean' },
+    'request-timeout-ms': { type: 'string' },
   });
   if (values.help === true) {
     out(SERVE_USAGE);
@@ -142,6 +147,12 @@ export async function runServe(argv: string[], out: (line: string) => void = con
     integer('--port', (values.port as string | undefined) ?? process.env.PORT, 0, 65_535) ??
     GATEWAY_DEFAULTS.port;
   const graceMs = integer('--grace-ms', values['grace-ms'] as string | undefined, 0, 600_000);
+  const requestTimeoutMs = integer(
+    '--request-timeout-ms',
+    values['request-timeout-ms'] as string | undefined,
+    1,
+    2_147_483_647,
+  );
   const leaseMs = integer('--lease-ms', values['lease-ms'] as string | undefined, 3, 3_600_000);
   const shared = sharedBreakers(values['shared-breakers']);
   const app = await appFrom(values.app as string | undefined, SERVE_USAGE);
@@ -158,6 +169,7 @@ export async function runServe(argv: string[], out: (line: string) => void = con
       worker: values.worker !== false,
       logger: values.log === true,
       graceMs,
+      requestTimeoutMs,
       leaseMs,
       sharedBreakers: shared,
       log: out,

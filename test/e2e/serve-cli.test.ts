@@ -4,7 +4,7 @@
  * COMMERCE_URL, ANALYTICS_URL), each on its own temporary SQLite file.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { createServer, connect as netConnect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadCatalog, recommendGifts } from '../../examples/giftgenius/services/index.js';
@@ -94,6 +94,7 @@ describe('breakwater serve and worker', () => {
         expect(run.stdout).toContain('--app <module>');
         expect(run.stdout).toContain('--lease-ms <ms>');
         expect(run.stdout).toContain('--shared-breakers');
+        if (command === 'serve') expect(run.stdout).toContain('--request-timeout-ms <ms>');
         // A lease too short for its heartbeats is a usage error, named, before anything starts.
         const bad = spawnSync(
           process.execPath,
@@ -135,9 +136,22 @@ describe('breakwater serve and worker', () => {
     async () => {
       const backends = await startBackends(defer);
       const db = tempDb(defer);
-      const gateway = await serve(['--db', db], envFor(backends));
+      const gateway = await serve(['--db', db, '--request-timeout-ms', '300'], envFor(backends));
       expect(gateway.stdout()).toContain(`store          ${db} (worker running)`);
       expect((await getJson(`${gateway.url}/healthz`)).body).toEqual({ status: 'ok' });
+
+      // --request-timeout-ms: a body still arriving after 300 ms is answered 408 and the connection closed.
+      const { port } = new URL(gateway.url);
+      const slow = netConnect({ host: '127.0.0.1', port: Number(port) });
+      let received = '';
+      slow.on('data', (chunk: Buffer) => (received += chunk.toString()));
+      const slowClosed = new Promise<void>((resolve) => slow.once('close', () => resolve()));
+      slow.write(
+        'POST /jobs/job_x/cancel HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+          'Content-Length: 50\r\n\r\n{"a":',
+      );
+      await slowClosed;
+      expect(received.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
 
       const mcp = await connect(defer, `${gateway.url}/mcp`);
       const request = { interests: ['tea'], budget_usd: 30, limit: 2 };
