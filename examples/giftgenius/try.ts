@@ -1,7 +1,7 @@
 /**
  * A real MCP client (the official SDK) talking to a running GiftGenius gateway:
  * `node --import tsx examples/giftgenius/try.ts [http://127.0.0.1:8787/mcp]`. Lists the tools, asks for
- * gift ideas, runs a deep analysis as a job (following its progress), and buys the best gift.
+ * gift ideas, runs a deep analysis as a job (polling its progress with `get_job_status`), and buys the best gift.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

@@ -246,7 +246,7 @@ function startError(error: unknown, host?: string, port?: number): CliError {
   const code = (error as { code?: unknown }).code;
   if (code === 'EADDRINUSE') {
     return new CliError(
-      `port ${port} on ${host} is in use: stop the other process or choose another port with --port`,
+      `port ${port} on ${host} is in use: stop the other process or choose another port with --port (or PORT)`,
     );
   }
   if (code === 'EACCES' && port !== undefined && port < 1024) {

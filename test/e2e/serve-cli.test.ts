@@ -125,7 +125,7 @@ describe('breakwater serve and worker', () => {
       );
       expect(await run.exited).toBe(1);
       expect(run.stderr()).toBe(
-        `breakwater: port ${port} on 127.0.0.1 is in use: stop the other process or choose another port with --port\n`,
+        `breakwater: port ${port} on 127.0.0.1 is in use: stop the other process or choose another port with --port (or PORT)\n`,
       );
     },
     SLOW,
