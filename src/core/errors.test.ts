@@ -4,6 +4,7 @@ import {
   ERROR_CODES,
   isBreakwaterError,
   isErrorCode,
+  requestNotReceived,
   sentenceFor,
   type ErrorCode,
   type ErrorKind,
@@ -229,5 +230,19 @@ describe('BreakwaterError.withDetails', () => {
 
     const bare = new BreakwaterError('timeout');
     expect(bare.withDetails({ route: 'r' }).cause).toBe(bare);
+  });
+});
+
+describe('requestNotReceived', () => {
+  it('is 408 timeout, retryable after 1 s, from the given source', () => {
+    const error = requestNotReceived('server');
+    expect([error.code, error.status, error.retryable, error.retryAfterMs, error.source]).toEqual([
+      'timeout',
+      408,
+      true,
+      1_000,
+      'server',
+    ]);
+    expect(error.message).toBe('The request did not arrive in time, so it was not processed; send it again.');
   });
 });

@@ -303,3 +303,18 @@ function humanDuration(ms: number): string {
   const minutes = Math.ceil(seconds / 60);
   return minutes === 1 ? '1 minute' : `${minutes} minutes`;
 }
+
+/**
+ * The answer to a request whose body had not fully arrived when the server's request timeout passed: 408
+ * `timeout`, `Retry-After: 1`. Nothing ran, so it is safe to send again (RFC 9110, section 15.5.9); the
+ * caller also closes the half-read connection.
+ * @param source who answers (`server`, `ai-gateway`).
+ */
+export function requestNotReceived(source: string): BreakwaterError {
+  return new BreakwaterError('timeout', {
+    status: 408,
+    message: 'The request did not arrive in time, so it was not processed; send it again.',
+    retryAfterMs: 1_000,
+    source,
+  });
+}

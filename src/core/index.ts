@@ -4,6 +4,7 @@ export {
   ERROR_CODES,
   isBreakwaterError,
   isErrorCode,
+  requestNotReceived,
   sentenceFor,
   type BreakwaterErrorOptions,
   type ErrorCode,

@@ -4,6 +4,7 @@ import {
   BreakwaterError,
   PROBLEM_CONTENT_TYPE,
   isBreakwaterError,
+  requestNotReceived,
   retryAfterHeader,
   toProblem,
   type ErrorCode,
@@ -134,12 +135,7 @@ function notReceived(
   // `complete` is Node's "the whole message was parsed"; an injected request (light-my-request) has none.
   if (request.raw.complete !== false) return undefined;
   void reply.header('connection', 'close');
-  return new BreakwaterError('timeout', {
-    status: 408,
-    message: 'The request did not arrive in time, so it was not processed; send it again.',
-    retryAfterMs: 1_000,
-    source: 'server',
-  });
+  return requestNotReceived('server');
 }
 
 /** The not-found handler: every unknown route (and method) is a `not_found` problem. */

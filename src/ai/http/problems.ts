@@ -9,6 +9,7 @@ import {
   BreakwaterError,
   PROBLEM_CONTENT_TYPE,
   isBreakwaterError,
+  requestNotReceived,
   retryAfterHeader,
   toProblem,
 } from '../../core/index.js';
@@ -80,12 +81,7 @@ export function inboundTimeout(
   if ((error as { code?: unknown } | null)?.code !== 'FST_ERR_HANDLER_TIMEOUT') return undefined;
   if (request.raw.complete === false) {
     void reply.header('connection', 'close');
-    return new BreakwaterError('timeout', {
-      status: 408,
-      message: 'The request did not arrive in time, so it was not processed; send it again.',
-      retryAfterMs: 1_000,
-      source: 'ai-gateway',
-    });
+    return requestNotReceived('ai-gateway');
   }
   return new BreakwaterError('timeout', {
     message: 'The answer did not come within the server request timeout; try again, or ask for less.',
