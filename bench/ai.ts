@@ -25,9 +25,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
-import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { reportServerStats } from './support.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const require = createRequire(import.meta.url);
@@ -106,37 +106,7 @@ async function serve(kind: string): Promise<void> {
     await app.listen({ host: '127.0.0.1', port: 0 });
     url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
   }
-  // What the server itself saw, printed when the bench stops it: its event-loop delay (a stall delays every
-  // request it holds), its CPU per second, and its longest GC pauses.
-  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
-  loopDelay.enable();
-  const pauses: number[] = [];
-  new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) pauses.push(entry.duration);
-  }).observe({ entryTypes: ['gc'] });
-  let cpuAtStart = process.cpuUsage();
-  let startedAt = performance.now();
-  // SIGUSR2 from the load side: the measured run begins; what came before (start-up, warm-up) is dropped.
-  process.on('SIGUSR2', () => {
-    cpuAtStart = process.cpuUsage();
-    startedAt = performance.now();
-    loopDelay.reset();
-    pauses.length = 0;
-  });
-  process.once('SIGTERM', () => {
-    const cpu = process.cpuUsage(cpuAtStart);
-    const cpuShare = (cpu.user + cpu.system) / 1000 / (performance.now() - startedAt);
-    pauses.sort((a, b) => b - a);
-    process.stderr.write(
-      `  [${kind} server] event-loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms,` +
-        ` p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms; CPU ${(cpuShare * 100).toFixed(0)} % of a core;` +
-        ` ${pauses.length} GC pauses, longest ${pauses
-          .slice(0, 3)
-          .map((d) => d.toFixed(1))
-          .join(', ')} ms\n`,
-    );
-    process.exit(0);
-  });
+  reportServerStats(kind);
   process.stdout.write(`${JSON.stringify({ url })}\n`);
 }
 

@@ -4,6 +4,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
+import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import pg from 'pg';
 
 /** `--name=N` from the command line: an integer >= `min` (default 1), or `fallback` when absent. */
@@ -72,3 +73,40 @@ export function serverCpuMs(name: string): number | undefined {
 
 /** Linux's USER_HZ: 100 on every mainstream kernel configuration. */
 const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * For a server the bench runs in a child process: what it saw, printed on stderr when the bench stops it
+ * (SIGTERM, then it exits): its event-loop delay (a stall delays every request it holds), its CPU as a share
+ * of one core, and its longest GC pauses. SIGUSR2 from the load side marks the start of the measured run:
+ * what came before (start-up, warm-up) is dropped.
+ */
+export function reportServerStats(kind: string): void {
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
+  const pauses: number[] = [];
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) pauses.push(entry.duration);
+  }).observe({ entryTypes: ['gc'] });
+  let cpuAtStart = process.cpuUsage();
+  let startedAt = performance.now();
+  process.on('SIGUSR2', () => {
+    cpuAtStart = process.cpuUsage();
+    startedAt = performance.now();
+    loopDelay.reset();
+    pauses.length = 0;
+  });
+  process.once('SIGTERM', () => {
+    const cpu = process.cpuUsage(cpuAtStart);
+    const cpuShare = (cpu.user + cpu.system) / 1000 / (performance.now() - startedAt);
+    pauses.sort((a, b) => b - a);
+    process.stderr.write(
+      `  [${kind} server] event-loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms,` +
+        ` p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms; CPU ${(cpuShare * 100).toFixed(0)} % of a core;` +
+        ` ${pauses.length} GC pauses, longest ${pauses
+          .slice(0, 3)
+          .map((d) => d.toFixed(1))
+          .join(', ')} ms\n`,
+    );
+    process.exit(0);
+  });
+}

@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { reportServerStats } from './support.js';
 
 const SECRET = 'whsec_bench_0123456789abcdef';
 const SELF = fileURLToPath(import.meta.url);
@@ -117,8 +118,8 @@ async function serve(kind: string): Promise<void> {
     if (process.argv.includes('--worker')) jobs.start();
     url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   }
-  // A clean exit on SIGTERM, so `--cpu-prof` can write its profile.
-  process.once('SIGTERM', () => process.exit(0));
+  // Its own figures at the end, and a clean exit on SIGTERM (so `--cpu-prof` can write its profile).
+  reportServerStats(kind);
   process.stdout.write(`${JSON.stringify({ url })}\n`);
 }
 
@@ -197,6 +198,7 @@ export async function main(): Promise<void> {
       const server = await startServer(kind, extra);
       try {
         await load(`${kind} (warm-up)`, server.url, connections, 2);
+        server.child.kill('SIGUSR2'); // the measured run begins (reportServerStats)
         results.push(await load(kind, server.url, connections, duration));
       } finally {
         server.child.kill('SIGTERM');
