@@ -88,18 +88,8 @@ export function prepareAcceptWebhook(
       // Only an idempotency key can refuse a job row, and resolveInboxJob refuses jobs that have one.
       throw new Error('SQLite webhook inbox: the job of the delivery was not inserted');
     }
-    const record: InboxRecord = {
-      id: inboxId,
-      source: d.source,
-      eventId: d.eventId,
-      eventType: d.eventType,
-      receivedAt: d.receivedAt,
-      occurredAt: d.occurredAt,
-      body: d.body,
-      jobId,
-      replays: 0,
-    };
-    return { duplicate: false, record };
+    // `d` is prepareAccept's own copy of the delivery, with exactly the inbox's fields.
+    return { duplicate: false, record: { id: inboxId, ...d, jobId, replays: 0 } };
   }).immediate;
 }
 
