@@ -4,6 +4,7 @@ import {
   ERROR_CODES,
   isBreakwaterError,
   isErrorCode,
+  isRequestTimeout,
   requestNotReceived,
   sentenceFor,
   type ErrorCode,
@@ -244,5 +245,19 @@ describe('requestNotReceived', () => {
       'server',
     ]);
     expect(error.message).toBe('The request did not arrive in time, so it was not processed; send it again.');
+  });
+});
+
+describe('isRequestTimeout', () => {
+  it("recognizes Fastify's FST_ERR_HANDLER_TIMEOUT error, and nothing else", () => {
+    expect(isRequestTimeout(Object.assign(new Error('late'), { code: 'FST_ERR_HANDLER_TIMEOUT' }))).toBe(
+      true,
+    );
+    expect(isRequestTimeout(new BreakwaterError('timeout'))).toBe(false);
+    expect(isRequestTimeout(Object.assign(new Error('x'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE' }))).toBe(
+      false,
+    );
+    expect(isRequestTimeout(null)).toBe(false);
+    expect(isRequestTimeout(undefined)).toBe(false);
   });
 });

@@ -305,6 +305,15 @@ function humanDuration(ms: number): string {
 }
 
 /**
+ * Whether `error` is a host server's request timeout: Fastify's `handlerTimeout` and `createServer`'s own
+ * timeout both raise Fastify's `FST_ERR_HANDLER_TIMEOUT` error (Fastify's error codes reference), so a route's
+ * error handler recognizes either.
+ */
+export function isRequestTimeout(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'FST_ERR_HANDLER_TIMEOUT';
+}
+
+/**
  * The answer to a request whose body had not fully arrived when the server's request timeout passed: 408
  * `timeout`, `Retry-After: 1`. Nothing ran, so it is safe to send again (RFC 9110, section 15.5.9); the
  * caller also closes the half-read connection.

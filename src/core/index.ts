@@ -4,6 +4,7 @@ export {
   ERROR_CODES,
   isBreakwaterError,
   isErrorCode,
+  isRequestTimeout,
   requestNotReceived,
   sentenceFor,
   type BreakwaterErrorOptions,

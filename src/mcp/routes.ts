@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { finite, nonEmptyString, POSITIVE_INTEGER } from '../core/index.js';
+import { finite, isRequestTimeout, nonEmptyString, POSITIVE_INTEGER } from '../core/index.js';
 import { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 
 /** Options of {@link mcpRoutes}. */
@@ -73,7 +73,7 @@ function bodyError(error: FastifyError, _request: FastifyRequest, reply: Fastify
   let status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
   let code = -32000;
   let message = 'Bad Request';
-  if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
+  if (isRequestTimeout(error)) {
     // The server's request timeout fired while the body was still arriving: nothing ran; send it again.
     status = 408;
     message = 'Request Timeout: the request body did not arrive in time';

@@ -4,6 +4,7 @@ import {
   BreakwaterError,
   PROBLEM_CONTENT_TYPE,
   isBreakwaterError,
+  isRequestTimeout,
   requestNotReceived,
   retryAfterHeader,
   toProblem,
@@ -31,7 +32,7 @@ export function toHttpError(error: unknown, method = 'GET'): BreakwaterError {
   if (isBreakwaterError(error)) return error;
   const fst = error as Partial<FastifyError> | null;
   const code = typeof fst?.code === 'string' ? fst.code : undefined;
-  if (code === 'FST_ERR_HANDLER_TIMEOUT') {
+  if (isRequestTimeout(error)) {
     const safe = SAFE_METHODS.has(method.toUpperCase());
     return new BreakwaterError(safe ? 'timeout' : 'outcome_unknown', {
       message: safe
@@ -131,7 +132,7 @@ function notReceived(
   request: FastifyRequest,
   reply: FastifyReply,
 ): BreakwaterError | undefined {
-  if ((error as { code?: unknown } | null)?.code !== 'FST_ERR_HANDLER_TIMEOUT') return undefined;
+  if (!isRequestTimeout(error)) return undefined;
   // `complete` is Node's "the whole message was parsed"; an injected request (light-my-request) has none.
   if (request.raw.complete !== false) return undefined;
   void reply.header('connection', 'close');

@@ -1,5 +1,11 @@
 import type { ServerResponse } from 'node:http';
-import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import {
+  errorCodes,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type onRequestHookHandler,
+} from 'fastify';
 import { BreakwaterError, type Clock, type TimerHandle } from '../core/index.js';
 
 /**
@@ -21,19 +27,26 @@ import { BreakwaterError, type Clock, type TimerHandle } from '../core/index.js'
  */
 export function installRequestTimeout(app: FastifyInstance, timeoutMs: number, clock: Clock): void {
   app.decorateRequest(STATE, null);
-  // A route's own timeout is checked once, when the route is added: a bad one is a startup error.
+  // A route's own timeout is read once, when the route is added (a bad one is a startup error), and given to
+  // the route as an onRequest hook of its own that re-arms the timer: reading it per request would cost a
+  // `request.routeOptions` (Fastify builds that object on every access).
   app.addHook('onRoute', (route) => {
     const own = (route.config as RouteTimeoutConfig | undefined)?.requestTimeoutMs;
-    if (own !== undefined && !(Number.isInteger(own) && own > 0 && own <= MAX_TIMEOUT_MS)) {
+    if (own === undefined) return;
+    if (!(Number.isInteger(own) && own > 0 && own <= MAX_TIMEOUT_MS)) {
       throw new RangeError(
         `route ${String(route.method)} ${route.url}: config.requestTimeoutMs must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}, got ${String(own)}`,
       );
     }
+    const rearm: onRequestHookHandler = (request, _reply, done) => {
+      (request as Tracked)[STATE]?.rearm(own);
+      done();
+    };
+    const hooks = route.onRequest;
+    route.onRequest = hooks === undefined ? [rearm] : [rearm, ...(Array.isArray(hooks) ? hooks : [hooks])];
   });
   app.addHook('onRequest', (request, reply, done) => {
-    const own = (request.routeOptions.config as RouteTimeoutConfig | undefined)?.requestTimeoutMs;
-    const state = new RequestState(request, reply, own ?? timeoutMs, clock);
-    (request as Tracked)[STATE] = state;
+    (request as Tracked)[STATE] = new RequestState(request, reply, timeoutMs, clock);
     done();
   });
   // An answer is under way (its onSend hooks run: the idempotency route stores it there): the timeout must
@@ -102,7 +115,7 @@ class RequestState {
   constructor(
     private readonly request: FastifyRequest,
     private readonly reply: FastifyReply,
-    private readonly timeoutMs: number,
+    private timeoutMs: number,
     private readonly clock: Clock,
   ) {
     this.timer = clock.setTimeout(this.expire, timeoutMs);
@@ -129,6 +142,14 @@ class RequestState {
       }
     }
     return this.controller.signal;
+  }
+
+  /** Starts the timeout again, `timeoutMs` from now (a route's own, see installRequestTimeout). */
+  rearm(timeoutMs: number): void {
+    if (this.timer === undefined) return;
+    this.clock.clearTimeout(this.timer);
+    this.timeoutMs = timeoutMs;
+    this.timer = this.clock.setTimeout(this.expire, timeoutMs);
   }
 
   release(): void {

@@ -10,6 +10,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   type EventSource,
   isBreakwaterError,
+  isRequestTimeout,
   retryAfterHeader,
   toProblem,
 } from '../core/index.js';
@@ -198,7 +199,7 @@ function answerError(
 ): BreakwaterError | undefined {
   let mapped: BreakwaterError;
   if (isBreakwaterError(error)) mapped = error;
-  else if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
+  else if (isRequestTimeout(error)) {
     // The inbound timeout: mostly a body that arrives too slowly. Nothing was acknowledged, so the sender
     // sends again (a duplicate is recognized); the half-read connection cannot carry another request.
     void reply.header('connection', 'close');

@@ -9,6 +9,7 @@ import {
   BreakwaterError,
   PROBLEM_CONTENT_TYPE,
   isBreakwaterError,
+  isRequestTimeout,
   requestNotReceived,
   retryAfterHeader,
   toProblem,
@@ -78,7 +79,7 @@ export function inboundTimeout(
   request: FastifyRequest,
   reply: FastifyReply,
 ): BreakwaterError | undefined {
-  if ((error as { code?: unknown } | null)?.code !== 'FST_ERR_HANDLER_TIMEOUT') return undefined;
+  if (!isRequestTimeout(error)) return undefined;
   if (request.raw.complete === false) {
     void reply.header('connection', 'close');
     return requestNotReceived('ai-gateway');

@@ -23,6 +23,7 @@ import {
   finite,
   invalidOption,
   isBreakwaterError,
+  isRequestTimeout,
   optionalFn,
   retryAfterHeader,
   toProblem,
@@ -315,8 +316,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
  * lock lapses, and then a retry takes it over.
  */
 function stillRunning(request: FastifyRequest, error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === 'FST_ERR_HANDLER_TIMEOUT' && !SAFE_METHODS.has(request.method.toUpperCase());
+  return isRequestTimeout(error) && !SAFE_METHODS.has(request.method.toUpperCase());
 }
 
 function hooks<H>(existing: H | H[] | undefined): H[] {
