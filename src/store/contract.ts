@@ -347,6 +347,22 @@ export function jobStoreContract(
         expect(rest.map((x) => x.job.id)).toEqual([c.id]);
       });
 
+      it('claims by a long list of types (more than eight) and by each list length, with a limit that changes', async () => {
+        const types = Array.from({ length: 12 }, (_, i) => `t${i}`);
+        const jobs = [];
+        for (const type of types) jobs.push(await enqueue({ type }));
+        const others = types.slice(0, 11).concat('zzz');
+        const long = await store.claim({ owner: 'w', types: others, limit: 3, leaseMs: LEASE_MS });
+        expect(long.map((x) => x.job.id)).toEqual(jobs.slice(0, 3).map((j) => j.id));
+        const two = await store.claim({ owner: 'w', types: ['t9', 't3'], limit: 1, leaseMs: LEASE_MS });
+        expect(two.map((x) => x.job.id)).toEqual([jobs[3]!.id]);
+        const eight = await store.claim({ owner: 'w', types: types.slice(4, 12), limit: 2, leaseMs: LEASE_MS });
+        expect(eight.map((x) => x.job.id)).toEqual([jobs[4]!.id, jobs[5]!.id]);
+        const rest = await store.claim({ owner: 'w', types: others, limit: 10, leaseMs: LEASE_MS });
+        expect(rest.map((x) => x.job.id)).toEqual(jobs.slice(6, 11).map((j) => j.id));
+        expect(await store.claim({ owner: 'w', types: others, limit: 10, leaseMs: LEASE_MS })).toEqual([]);
+      });
+
       it('leases the job: in_progress, attempts + 1, owner, expiry, a new token, and job.started { attempt } with seq 1', async () => {
         const job = await enqueue();
         clock.tick(250);
@@ -883,6 +899,11 @@ export function jobStoreContract(
         expect(await store.events(job.id, 5)).toEqual(all.slice(5));
         expect(await store.events(job.id, 6)).toEqual([]);
         expect(await store.events(job.id, 1, 2)).toEqual(all.slice(1, 3));
+        expect(await store.events(job.id, 1, 2.9)).toEqual(all.slice(1, 3));
+        expect(await store.events(job.id, 0, 0)).toEqual([]);
+        expect(await store.events(job.id, 0, -3)).toEqual([]);
+        expect(await store.events(job.id, 0, Infinity)).toEqual(all);
+        expect(await store.events(job.id, 0, Number.NaN)).toEqual(all);
       });
 
       it('events of an unknown job are empty', async () => {

@@ -2,7 +2,7 @@ import type { JobRecord } from '../jobs.js';
 import { notifyAvailable, notifyCancelRequested, type SqliteContext } from './context.js';
 import type { AppendEvent } from './events.js';
 import type { NotifySuccessor } from './ordering.js';
-import { JOB_COLUMNS, toJobRecord, type JobRow } from './rows.js';
+import { JOB_COLUMNS, prepareJobRows, toJobRecord } from './rows.js';
 
 /**
  * Prepares `JobStore.cancel`, one `BEGIN IMMEDIATE` transaction that reads the status and acts on it (the
@@ -19,13 +19,15 @@ export function prepareCancel(
   notifySuccessor: NotifySuccessor,
 ): (id: string) => JobRecord | undefined {
   const { db } = ctx;
-  const select = db.prepare<[string], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`);
-  const cancelPending = db.prepare<[number, number, string], JobRow>(
+  const select = prepareJobRows<[string]>(db, `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`);
+  const cancelPending = prepareJobRows<[number, number, string]>(
+    db,
     `UPDATE jobs SET status = 'canceled', finished_at = ?, updated_at = ?
       WHERE id = ?
       RETURNING ${JOB_COLUMNS}`,
   );
-  const requestCancel = db.prepare<[number, number, string], JobRow>(
+  const requestCancel = prepareJobRows<[number, number, string]>(
+    db,
     `UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, ?), updated_at = ?
       WHERE id = ?
       RETURNING ${JOB_COLUMNS}`,
@@ -33,8 +35,9 @@ export function prepareCancel(
   return db.transaction((id: string) => {
     const row = select.get(id);
     if (row === undefined) return undefined;
+    const current = toJobRecord(row);
     const now = ctx.clock.now();
-    switch (row.status) {
+    switch (current.status) {
       case 'pending': {
         const job = toJobRecord(cancelPending.get(now, now, id)!);
         appendEvent(id, 'job.canceled', { attempts: job.attempts }, now);
@@ -48,7 +51,7 @@ export function prepareCancel(
         return job;
       }
       default:
-        return toJobRecord(row);
+        return current;
     }
   }).immediate;
 }
@@ -67,13 +70,14 @@ export function prepareRetryFailed(
   ctx: SqliteContext,
 ): (id: string) => { job: JobRecord; retried: boolean } | undefined {
   const { db } = ctx;
-  const retry = db.prepare<[number, number, string], JobRow>(
+  const retry = prepareJobRows<[number, number, string]>(
+    db,
     `UPDATE jobs SET status = 'pending', attempts = 0, run_at = ?, finished_at = NULL,
                      cancel_requested_at = NULL, updated_at = ?
       WHERE id = ? AND status = 'failed'
       RETURNING ${JOB_COLUMNS}`,
   );
-  const select = db.prepare<[string], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`);
+  const select = prepareJobRows<[string]>(db, `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`);
   return db.transaction((id: string) => {
     const now = ctx.clock.now();
     const row = retry.get(now, now, id);

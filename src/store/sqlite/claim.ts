@@ -1,8 +1,10 @@
+import type Database from 'better-sqlite3';
 import type { Claim, JobError } from '../jobs.js';
 import type { SqliteContext } from './context.js';
 import type { AppendEvent, InsertEvent } from './events.js';
+import { byLimit } from './limit.js';
 import { notBlocked, type NotifySuccessor } from './ordering.js';
-import { JOB_COLUMNS, toJobRecord, toJson, type JobRow } from './rows.js';
+import { JOB_COLUMNS, prepareJobRows, toJobRecord, toJson } from './rows.js';
 
 /** Options of `JobStore.claim`. */
 export interface ClaimOptions {
@@ -55,8 +57,9 @@ const CLAIM_ORDER = 'ORDER BY priority DESC, run_at, id';
  *
  * An expired lease ended in step 1 may unblock the next job of its ordering key: `job_available` for it.
  *
- * The types filter is one bound parameter, a JSON array read with `json_each`, so one prepared statement
- * serves any list of types; with no types a second statement leaves the filter out.
+ * The types filter binds one parameter per type (`type IN (?, ?)`), prepared once per list length; a list
+ * longer than {@link INLINE_TYPES} is one JSON array read with `json_each` (~8 µs more per claim, measured).
+ * With no types the filter is left out.
  */
 export function prepareClaim(
   ctx: SqliteContext,
@@ -65,28 +68,32 @@ export function prepareClaim(
   notifySuccessor: NotifySuccessor,
 ): (options: ClaimOptions) => Claim[] {
   const { db } = ctx;
-  const typeFilter = 'AND type IN (SELECT value FROM json_each(?))';
   // INDEXED BY jobs_lease: only the expired leases are read (usually none). Left to itself the planner takes
   // jobs_status_id and reads every running job on every claim: thousands with a large worker pool.
-  const expiredSql = (filter: string) =>
+  const expiredSql = (typeCount: number) =>
     `SELECT id, priority, run_at AS runAt, next_seq AS nextSeq, attempts, max_attempts AS maxAttempts,
             cancel_requested_at AS cancelRequestedAt, ordering_key AS orderingKey
        FROM jobs INDEXED BY jobs_lease
-      WHERE status = 'in_progress' AND lease_expires_at <= ? ${filter}
+      WHERE status = 'in_progress' AND lease_expires_at <= ? ${typeFilter(typeCount)}
       ${CLAIM_ORDER}`;
   // INDEXED BY: walking jobs_claim in claim order stops after LIMIT rows; without it (no ANALYZE data)
   // SQLite picks jobs_run_at and sorts every due job on each claim, so a backlog slows every claim.
-  const pendingSql = (filter: string) =>
+  const pendingSql = (typeCount: number, limit: number) =>
     `SELECT id, priority, run_at AS runAt, next_seq AS nextSeq
        FROM jobs AS j INDEXED BY jobs_claim
-      WHERE status = 'pending' AND run_at <= ? ${filter}
+      WHERE status = 'pending' AND run_at <= ? ${typeFilter(typeCount)}
         AND ${notBlocked('j')}
       ${CLAIM_ORDER}
-      LIMIT ?`;
-  const expiredAll = db.prepare<[number], Expired>(expiredSql(''));
-  const expiredOfTypes = db.prepare<[number, string], Expired>(expiredSql(typeFilter));
-  const pendingAll = db.prepare<[number, number], Candidate>(pendingSql(''));
-  const pendingOfTypes = db.prepare<[number, string, number], Candidate>(pendingSql(typeFilter));
+      LIMIT ${limit}`;
+  // One statement per shape of the types filter (and per limit: see limit.ts), prepared on first use.
+  const expiredByShape: Database.Statement<unknown[], Expired>[] = [];
+  const pendingByShape: ((limit: number) => Database.Statement<unknown[], Candidate>)[] = [];
+  const expiredOf = (typeCount: number) =>
+    (expiredByShape[typeShape(typeCount)] ??= db.prepare<unknown[], Expired>(expiredSql(typeCount)));
+  const pendingOf = (typeCount: number, limit: number) =>
+    (pendingByShape[typeShape(typeCount)] ??= byLimit((n) =>
+      db.prepare<unknown[], Candidate>(pendingSql(typeCount, n)),
+    ))(limit);
 
   // The two ways an expired lease ends. The lease columns are cleared: no one holds the job any more.
   const cancelExpired = db.prepare<[number, number, string]>(
@@ -101,7 +108,8 @@ export function prepareClaim(
   );
   // The `job.started` seq (the candidate's `nextSeq`, read under the same write lock) is taken in this
   // UPDATE (see InsertEvent): one row write per leased job.
-  const lease = db.prepare<[string, number, number, string], JobRow>(
+  const lease = prepareJobRows<[string, number, number, string]>(
+    db,
     `UPDATE jobs SET status = 'in_progress', attempts = attempts + 1, lease_token = lease_token + 1,
                      lease_owner = ?, lease_expires_at = ?, updated_at = ?, next_seq = next_seq + 1
       WHERE id = ?
@@ -131,16 +139,15 @@ export function prepareClaim(
 
   return db.transaction(({ owner, types, limit, leaseMs }: ClaimOptions): Claim[] => {
     const now = ctx.clock.now();
-    const typesJson = types.length === 0 ? undefined : JSON.stringify(types);
-    const expired = typesJson === undefined ? expiredAll.all(now) : expiredOfTypes.all(now, typesJson);
+    const typeParams = types.length <= INLINE_TYPES ? types : [JSON.stringify(types)];
+    const expired = expiredOf(types.length).all(now, ...typeParams);
     let reclaimable: Candidate[] | undefined;
     for (const job of expired) {
       if (!endExpired(job, now)) (reclaimable ??= []).push(job);
     }
     if (!(limit >= 1)) return [];
 
-    const pending =
-      typesJson === undefined ? pendingAll.all(now, limit) : pendingOfTypes.all(now, typesJson, limit);
+    const pending = pendingOf(types.length, Math.floor(limit)).all(now, ...typeParams);
     const chosen =
       reclaimable === undefined ? pending : [...reclaimable, ...pending].sort(byClaimOrder).slice(0, limit);
 
@@ -154,6 +161,21 @@ export function prepareClaim(
     }
     return claims;
   }).immediate;
+}
+
+/** Type lists up to this long are bound one parameter per type; longer ones as one JSON array. */
+const INLINE_TYPES = 8;
+
+/** The claim's filter on `type`, for a list of `count` types (none: no filter). */
+function typeFilter(count: number): string {
+  if (count === 0) return '';
+  if (count <= INLINE_TYPES) return `AND type IN (${'?, '.repeat(count - 1)}?)`;
+  return 'AND type IN (SELECT value FROM json_each(?))';
+}
+
+/** The statement slot of a types filter: one per inline count, one for every longer list. */
+function typeShape(count: number): number {
+  return Math.min(count, INLINE_TYPES + 1);
 }
 
 function byClaimOrder(a: Candidate, b: Candidate): number {

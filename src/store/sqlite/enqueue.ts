@@ -1,7 +1,7 @@
 import { newId } from '../../core/index.js';
 import type { JobRecord, NewJob } from '../jobs.js';
 import { notifyAvailable, type SqliteContext } from './context.js';
-import { JOB_COLUMNS, fromJson, toJobRecord, toJson, type JobRow } from './rows.js';
+import { JOB_COLUMNS, fromJson, prepareJobRows, toJobRecord, toJson } from './rows.js';
 
 /**
  * Inserts a job with the given id inside the caller's transaction, or does nothing when its
@@ -76,7 +76,8 @@ export function prepareInsertJob(ctx: SqliteContext): InsertJob {
  */
 export function prepareEnqueue(ctx: SqliteContext): (job: NewJob) => { job: JobRecord; created: boolean } {
   const insert = prepareInsertJob(ctx);
-  const selectByKey = ctx.db.prepare<[string, string], JobRow>(
+  const selectByKey = prepareJobRows<[string, string]>(
+    ctx.db,
     `SELECT ${JOB_COLUMNS} FROM jobs WHERE type = ? AND idempotency_key = ?`,
   );
   return ctx.db.transaction((job: NewJob) => {

@@ -1,5 +1,6 @@
 import type { JobEvent, JobEventType, LeaseRef } from '../jobs.js';
 import { notifyEvent, type SqliteContext } from './context.js';
+import { byLimit } from './limit.js';
 import { fromJson, toJson } from './rows.js';
 
 /** Writes one event of a job inside the caller's transaction and queues its `job_event` notification. */
@@ -57,6 +58,9 @@ export function prepareAppendRunEvent(
   }).immediate;
 }
 
+/** Page size of `JobStore.events` when none is given. */
+const EVENTS_DEFAULT_LIMIT = 1000;
+
 /**
  * Prepares `JobStore.events`: a job's events after `afterSeq`, in order. The primary key
  * `(job_id, seq)` serves it as one range scan, so an SSE client resuming from `Last-Event-ID` reads only
@@ -65,17 +69,25 @@ export function prepareAppendRunEvent(
 export function prepareReadEvents(
   ctx: SqliteContext,
 ): (jobId: string, afterSeq?: number, limit?: number) => JobEvent[] {
-  const select = ctx.db.prepare<
-    [string, number, number],
-    { seq: number; type: JobEventType; timestamp: number; payload: string | null }
-  >(
-    `SELECT seq, type, timestamp, payload FROM job_events
-      WHERE job_id = ? AND seq > ?
-      ORDER BY seq
-      LIMIT ?`,
+  // The limit is written into the SQL (see limit.ts): one statement per page size in use.
+  const select = byLimit((limit) =>
+    ctx.db.prepare<[string, number], { seq: number; type: JobEventType; timestamp: number; payload: string | null }>(
+      `SELECT seq, type, timestamp, payload FROM job_events
+        WHERE job_id = ? AND seq > ?
+        ORDER BY seq
+        LIMIT ${limit}`,
+    ),
   );
-  return (jobId, afterSeq = 0, limit = 1000) => {
-    const rows = select.all(jobId, afterSeq, limit);
+  return (jobId, afterSeq = 0, limit = EVENTS_DEFAULT_LIMIT) => {
+    // As the PostgreSQL store reads it: Infinity is no limit, NaN the default, anything else floored, >= 0.
+    const pageSize =
+      limit === Infinity
+        ? Number.MAX_SAFE_INTEGER
+        : Number.isNaN(limit)
+          ? EVENTS_DEFAULT_LIMIT
+          : Math.max(Math.floor(limit), 0);
+    if (pageSize === 0) return [];
+    const rows = select(pageSize).all(jobId, afterSeq);
     const events: JobEvent[] = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;

