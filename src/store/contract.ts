@@ -356,7 +356,12 @@ export function jobStoreContract(
         expect(long.map((x) => x.job.id)).toEqual(jobs.slice(0, 3).map((j) => j.id));
         const two = await store.claim({ owner: 'w', types: ['t9', 't3'], limit: 1, leaseMs: LEASE_MS });
         expect(two.map((x) => x.job.id)).toEqual([jobs[3]!.id]);
-        const eight = await store.claim({ owner: 'w', types: types.slice(4, 12), limit: 2, leaseMs: LEASE_MS });
+        const eight = await store.claim({
+          owner: 'w',
+          types: types.slice(4, 12),
+          limit: 2,
+          leaseMs: LEASE_MS,
+        });
         expect(eight.map((x) => x.job.id)).toEqual([jobs[4]!.id, jobs[5]!.id]);
         const rest = await store.claim({ owner: 'w', types: others, limit: 10, leaseMs: LEASE_MS });
         expect(rest.map((x) => x.job.id)).toEqual(jobs.slice(6, 11).map((j) => j.id));

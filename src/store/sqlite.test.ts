@@ -150,7 +150,7 @@ describe('SQLite job store on a file', () => {
       const before = groupCommitStats.transactions;
       const settled = await Promise.allSettled([
         store.enqueue(newJob({ type: 'a' })),
-        // max_attempts >= 1 is a CHECK constraint: this INSERT fails inside its savepoint.
+        // max_attempts >= 1 is a CHECK constraint: this INSERT fails, SQLite undoes it, nothing else was written.
         store.enqueue(newJob({ type: 'bad', maxAttempts: 0 })),
         store.enqueue(newJob({ type: 'c' })),
       ]);

@@ -6,11 +6,11 @@ import type { SqliteRunner } from './runner.js';
 const AUDIT_COLUMNS = 'seq, body, prev_hash AS prevHash, hash';
 
 /**
- * Prepares `AuditStore.append`: reads the head and inserts one record per sealer in one `BEGIN IMMEDIATE`
- * transaction (or a savepoint of the group commit's, which is one). The write lock is taken before the head
- * is read, so appenders of every connection and process on the file run one at a time: seqs are gapless and
- * each record's `prev_hash` is the hash of the record before it. A sealer that throws, or returns a bad
- * result, rolls every record of the call back.
+ * Prepares `AuditStore.append`, a step of the group commit (`batch.ts`): reads the head and inserts one record
+ * per sealer inside the batch's `BEGIN IMMEDIATE` transaction. The write lock is taken before the head is
+ * read, so appenders of every connection and process on the file run one at a time: seqs are gapless and each
+ * record's `prev_hash` is the hash of the record before it. Every sealer runs before the first insert, so a
+ * sealer that throws, or returns a bad result, refuses the whole call with nothing written.
  */
 export function prepareAppend(ctx: SqliteContext): (sealers: readonly AuditSealer[]) => AuditRecord[] {
   const head = ctx.db.prepare<[], { seq: number; hash: string }>(
@@ -19,20 +19,21 @@ export function prepareAppend(ctx: SqliteContext): (sealers: readonly AuditSeale
   const insert = ctx.db.prepare<[number, string, string, string]>(
     'INSERT INTO audit_log (seq, body, prev_hash, hash) VALUES (?, ?, ?, ?)',
   );
-  return ctx.db.transaction((sealers: readonly AuditSealer[]): AuditRecord[] => {
+  return (sealers: readonly AuditSealer[]): AuditRecord[] => {
     const last = head.get();
     let seq = last?.seq ?? 0;
     let prevHash = last?.hash ?? AUDIT_GENESIS_HASH;
+    // Every sealer runs (and may refuse) before the first insert: a step must not throw once it has written.
     const records: AuditRecord[] = [];
     for (const sealer of sealers) {
       seq += 1;
       const { body, hash } = checkSealed(sealer(seq, prevHash), seq);
-      insert.run(seq, body, prevHash, hash);
       records.push({ seq, body, prevHash, hash });
       prevHash = hash;
     }
+    for (const record of records) insert.run(record.seq, record.body, record.prevHash, record.hash);
     return records;
-  }).immediate;
+  };
 }
 
 /** Prepares `read`: a range scan of the primary key. */
@@ -53,9 +54,9 @@ export function prepareHead(ctx: SqliteContext): () => AuditRecord | undefined {
 
 /**
  * `store.audit` on SQLite. `append` is group-committed: operations/ appends a record per attempt, outcome
- * and reconciliation, so a burst shares one fsync. Each append runs as its own savepoint of the batch, in
- * call order, reading the head the appends before it left, so the chain is the same as with one
- * transaction per call; a sealer that throws rolls back its own append only.
+ * and reconciliation, so a burst shares one fsync. The appends of a batch run in call order, each reading the
+ * head the ones before it left, so the chain is the same as with one transaction per call; a sealer that
+ * throws refuses its own append only.
  */
 export class SqliteAuditStore implements AuditStore {
   private readonly appendTx: (sealers: readonly AuditSealer[]) => AuditRecord[];

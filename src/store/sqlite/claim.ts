@@ -37,10 +37,11 @@ const CLAIM_ORDER = 'ORDER BY priority DESC, run_at, id';
 /**
  * Prepares `JobStore.claim`.
  *
- * The whole claim is one `BEGIN IMMEDIATE` transaction: it takes SQLite's single write lock before reading,
- * so no other connection (another store on the same file, another process) can choose the same jobs between
- * this one's SELECT and UPDATE, and no snapshot goes stale under it (`SQLITE_BUSY_SNAPSHOT` cannot happen to a
- * transaction that holds the lock from its start). Contenders wait up to the busy timeout.
+ * A step of the group commit (`batch.ts`): the whole claim runs in the batch's `BEGIN IMMEDIATE` transaction,
+ * which takes SQLite's single write lock before reading, so no other connection (another store on the same
+ * file, another process) can choose the same jobs between this one's SELECT and UPDATE, and no snapshot goes
+ * stale under it (`SQLITE_BUSY_SNAPSHOT` cannot happen to a transaction that holds the lock from its start).
+ * Contenders wait up to the busy timeout. Its statements are chosen before its first write.
  *
  * Steps, in that transaction:
  * 1. Expired leases (`in_progress`, `lease_expires_at <= now`) of the wanted types, found through the small
@@ -137,7 +138,12 @@ export function prepareClaim(
     return false;
   };
 
-  return db.transaction(({ owner, types, limit, leaseMs }: ClaimOptions): Claim[] => {
+  return ({ owner, types, limit, leaseMs }: ClaimOptions): Claim[] => {
+    // Everything that can refuse the call, before the first write (batch.ts).
+    if (typeof owner !== 'string' || !Number.isFinite(leaseMs)) {
+      throw new TypeError('SQLite job store: claim needs an owner string and a finite leaseMs');
+    }
+    const pendingStatement = limit >= 1 ? pendingOf(types.length, Math.floor(limit)) : undefined;
     const now = ctx.clock.now();
     const typeParams = types.length <= INLINE_TYPES ? types : [JSON.stringify(types)];
     const expired = expiredOf(types.length).all(now, ...typeParams);
@@ -145,9 +151,9 @@ export function prepareClaim(
     for (const job of expired) {
       if (!endExpired(job, now)) (reclaimable ??= []).push(job);
     }
-    if (!(limit >= 1)) return [];
+    if (pendingStatement === undefined) return [];
 
-    const pending = pendingOf(types.length, Math.floor(limit)).all(now, ...typeParams);
+    const pending = pendingStatement.all(now, ...typeParams);
     const chosen =
       reclaimable === undefined ? pending : [...reclaimable, ...pending].sort(byClaimOrder).slice(0, limit);
 
@@ -160,7 +166,7 @@ export function prepareClaim(
       claims[i] = { job, token: job.leaseToken };
     }
     return claims;
-  }).immediate;
+  };
 }
 
 /** Type lists up to this long are bound one parameter per type; longer ones as one JSON array. */

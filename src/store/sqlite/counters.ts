@@ -7,11 +7,11 @@ import type { SqliteRunner } from './runner.js';
 const PRUNE_DEFAULT_LIMIT = 1000;
 
 /**
- * Prepares `CounterStore.update`, run by the group commit (a savepoint of the batch's `BEGIN IMMEDIATE`
- * transaction). The write lock is held from the read of the state to the write of the step's outcome, so
+ * Prepares `CounterStore.update`, a step of the group commit (`batch.ts`), run inside the batch's `BEGIN
+ * IMMEDIATE` transaction. The write lock is held from the read of the state to the write of the step's outcome, so
  * updates of one key from every connection and process on the file run one after the other, each seeing the
  * last one's state; inside a batch they run in call order. A step that throws, or returns an outcome that
- * cannot be stored, rolls its savepoint back (it wrote nothing anyway) and rejects alone.
+ * cannot be stored, has written nothing (the step runs before the write) and rejects alone.
  */
 export function prepareUpdate(ctx: SqliteContext): <R>(update: CounterUpdate<R>) => R {
   const select = ctx.db.prepare<[string], { state: string; expiresAt: number | null }>(
@@ -23,7 +23,7 @@ export function prepareUpdate(ctx: SqliteContext): <R>(update: CounterUpdate<R>)
        state = excluded.state, expires_at = excluded.expires_at, updated_at = excluded.updated_at`,
   );
   const remove = ctx.db.prepare<[string]>('DELETE FROM counters WHERE key = ?');
-  const tx = ctx.db.transaction(<R>({ key, step }: CounterUpdate<R>): R => {
+  return <R>({ key, step }: CounterUpdate<R>): R => {
     const now = ctx.clock.now();
     const row = select.get(key);
     // An expired state is no state: the step starts afresh, as after a prune.
@@ -32,8 +32,7 @@ export function prepareUpdate(ctx: SqliteContext): <R>(update: CounterUpdate<R>)
     if (outcome.write === 'state') upsert.run(key, outcome.state, outcome.expiresAt, now);
     else if (outcome.write === 'delete' && row !== undefined) remove.run(key);
     return outcome.result;
-  });
-  return tx.immediate as <R>(update: CounterUpdate<R>) => R;
+  };
 }
 
 /** Prepares `get`: one primary-key lookup; an expired state reads as absent. */

@@ -66,9 +66,10 @@ export function prepareInsertJob(ctx: SqliteContext): InsertJob {
 }
 
 /**
- * Prepares `JobStore.enqueue`.
+ * Prepares `JobStore.enqueue`, a step of the group commit (`batch.ts`): it runs inside the batch's
+ * `BEGIN IMMEDIATE` transaction and serializes the payload before its one write.
  *
- * Insert first, then read back only on a conflict, in one transaction: `ON CONFLICT DO NOTHING` on the
+ * Insert first, then read back only on a conflict: `ON CONFLICT DO NOTHING` on the
  * partial unique index `(type, idempotency_key)` lets the constraint decide which of any number of concurrent
  * enqueues of a key wins (a check-then-insert would let two through). A new job's record is built from what
  * was inserted; only a duplicate pays the lookup of the job that won. Only a new job notifies
@@ -80,7 +81,7 @@ export function prepareEnqueue(ctx: SqliteContext): (job: NewJob) => { job: JobR
     ctx.db,
     `SELECT ${JOB_COLUMNS} FROM jobs WHERE type = ? AND idempotency_key = ?`,
   );
-  return ctx.db.transaction((job: NewJob) => {
+  return (job: NewJob) => {
     const id = newId('job');
     const payloadJson = toJson(job.payload);
     const now = ctx.clock.now();
@@ -89,7 +90,7 @@ export function prepareEnqueue(ctx: SqliteContext): (job: NewJob) => { job: JobR
     }
     // Nothing inserted: only the idempotency index can have refused the row, so the key is set.
     return { job: toJobRecord(selectByKey.get(job.type, job.idempotencyKey!)!), created: false };
-  }).immediate;
+  };
 }
 
 /**

@@ -71,7 +71,10 @@ export function prepareReadEvents(
 ): (jobId: string, afterSeq?: number, limit?: number) => JobEvent[] {
   // The limit is written into the SQL (see limit.ts): one statement per page size in use.
   const select = byLimit((limit) =>
-    ctx.db.prepare<[string, number], { seq: number; type: JobEventType; timestamp: number; payload: string | null }>(
+    ctx.db.prepare<
+      [string, number],
+      { seq: number; type: JobEventType; timestamp: number; payload: string | null }
+    >(
       `SELECT seq, type, timestamp, payload FROM job_events
         WHERE job_id = ? AND seq > ?
         ORDER BY seq

@@ -31,8 +31,8 @@ interface PreparedClaim extends IdempotencyClaim {
 }
 
 /**
- * Prepares `IdempotencyStore.begin`, run by the group commit (a savepoint of the batch's `BEGIN IMMEDIATE`
- * transaction) or alone in its own.
+ * Prepares `IdempotencyStore.begin`, a step of the group commit (`batch.ts`): it runs inside the batch's
+ * `BEGIN IMMEDIATE` transaction; its one write is its first statement.
  *
  * One UPSERT decides: a new key inserts; an existing record is overwritten only when it has expired
  * (replaced afresh) or is `in_progress` with the same fingerprint and its lock ran out (taken over: new
@@ -76,7 +76,7 @@ export function prepareBegin(ctx: SqliteContext): (claim: PreparedClaim) => Idem
   const select = ctx.db.prepare<[string, string], RecordRow>(
     `SELECT ${RECORD_COLUMNS} FROM idempotency_records WHERE scope = ? AND key = ?`,
   );
-  return ctx.db.transaction((claim: PreparedClaim): IdempotencyBegin => {
+  return (claim: PreparedClaim): IdempotencyBegin => {
     const now = ctx.clock.now();
     const won = upsert.get({
       scope: claim.scope,
@@ -97,7 +97,7 @@ export function prepareBegin(ctx: SqliteContext): (claim: PreparedClaim) => Idem
     return record.state === 'completed'
       ? { outcome: 'completed', record }
       : { outcome: 'in_progress', record };
-  }).immediate;
+  };
 }
 
 /**

@@ -34,8 +34,11 @@ describe('byLimit', () => {
     expect(made).toEqual([100]);
   });
 
-  it.each([0, -1, 1.5, Number.NaN, Infinity])('refuses %s: only a positive integer reaches the SQL', (limit) => {
-    expect(() => select(limit)).toThrow(RangeError);
-    expect(made).toEqual([]);
-  });
+  it.each([0, -1, 1.5, Number.NaN, Infinity])(
+    'refuses %s: only a positive integer reaches the SQL',
+    (limit) => {
+      expect(() => select(limit)).toThrow(RangeError);
+      expect(made).toEqual([]);
+    },
+  );
 });

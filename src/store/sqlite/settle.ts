@@ -5,8 +5,10 @@ import type { NotifySuccessor } from './ordering.js';
 import { toJson } from './rows.js';
 
 /**
- * The end of a run: `complete`, `fail`, `finishCanceled` and `release`. Each is one `BEGIN IMMEDIATE`
- * transaction writing the state change and its event together.
+ * The end of a run: `complete`, `fail`, `finishCanceled` and `release`. Each writes the state change and its
+ * event in one `BEGIN IMMEDIATE` transaction: `complete` and `fail` are steps of the group commit (`batch.ts`)
+ * and run in the batch's, serializing the result or error before their first write; the other two are their
+ * own.
  *
  * Every one is fenced the same way: the job must be `in_progress` with the caller's token. A worker that lost
  * its lease (reclaimed by another claim, which moved the token, or ended by cancel or expiry) matches nothing
@@ -52,7 +54,7 @@ export function prepareComplete(
       WHERE id = ? AND lease_token = ? AND status = 'in_progress'
       RETURNING next_seq - 1 AS seq, ordering_key AS orderingKey`,
   );
-  return ctx.db.transaction((lease: LeaseRef, result: unknown) => {
+  return (lease: LeaseRef, result: unknown) => {
     const now = ctx.clock.now();
     const row = complete.get(toJson(result), now, now, lease.id, lease.token);
     if (row === undefined) return undefined;
@@ -64,7 +66,7 @@ export function prepareComplete(
       { result: result === undefined ? null : result },
       now,
     );
-  }).immediate;
+  };
 }
 
 /**
@@ -92,11 +94,11 @@ export function prepareFail(
                      finished_at = ?, updated_at = ?
       WHERE id = ?`,
   );
-  return db.transaction((lease: LeaseRef, error: JobError, retryAt?: number) => {
+  return (lease: LeaseRef, error: JobError, retryAt?: number) => {
+    const errorJson = toJson(error);
     const job = leased.get(lease.id, lease.token);
     if (job === undefined) return undefined;
     const now = ctx.clock.now();
-    const errorJson = toJson(error);
     if (retryAt !== undefined && job.attempts < job.maxAttempts) {
       if (job.cancelRequestedAt !== null) {
         end.run('canceled', errorJson, now, now, lease.id);
@@ -115,7 +117,7 @@ export function prepareFail(
     end.run('failed', errorJson, now, now, lease.id);
     notifySuccessor(job.orderingKey);
     return appendEvent(lease.id, 'job.failed', { error, attempts: job.attempts }, now);
-  }).immediate;
+  };
 }
 
 /** Prepares `JobStore.finishCanceled`: `canceled` and `job.canceled` `{ attempts }`, fenced like the rest. */

@@ -51,8 +51,8 @@ export function prepareAccept(delivery: InboxDelivery, job: InboxJob): PreparedA
 }
 
 /**
- * Prepares `WebhookInboxStore.acceptWebhook`'s write, run by the group commit (`batch.ts`) as a savepoint of
- * the batch's transaction: one fsync acknowledges a burst of deliveries, and each promise settles only after
+ * Prepares `WebhookInboxStore.acceptWebhook`'s write, a step of the group commit (`batch.ts`) run inside the
+ * batch's transaction (the payload serialized before the first write): one fsync acknowledges a burst of deliveries, and each promise settles only after
  * the commit that holds it.
  *
  * Insert first: `ON CONFLICT (source, event_id) DO NOTHING` lets the unique constraint decide, and only a new
@@ -72,7 +72,9 @@ export function prepareAcceptWebhook(
      ON CONFLICT (source, event_id) DO NOTHING`,
   );
   const select = prepareGetWebhook(ctx);
-  return ctx.db.transaction(({ delivery: d, inboxId, jobId, job }: PreparedAccept) => {
+  return ({ delivery: d, inboxId, jobId, job }: PreparedAccept) => {
+    // Serialized before the first write: a step must not throw once it has written (batch.ts).
+    const payloadJson = toJson(job.payload);
     const { changes } = insert.run(
       inboxId,
       d.source,
@@ -84,13 +86,13 @@ export function prepareAcceptWebhook(
       jobId,
     );
     if (changes === 0) return { duplicate: true, record: select(d.source, d.eventId)! };
-    if (!insertJob(jobId, job, toJson(job.payload), d.source, ctx.clock.now())) {
+    if (!insertJob(jobId, job, payloadJson, d.source, ctx.clock.now())) {
       // Only an idempotency key can refuse a job row, and resolveInboxJob refuses jobs that have one.
       throw new Error('SQLite webhook inbox: the job of the delivery was not inserted');
     }
     // `d` is prepareAccept's own copy of the delivery, with exactly the inbox's fields.
     return { duplicate: false, record: { id: inboxId, ...d, jobId, replays: 0 } };
-  }).immediate;
+  };
 }
 
 /** Prepares `getWebhook`: one lookup of the `(source, event_id)` unique index. */
