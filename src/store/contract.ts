@@ -520,6 +520,24 @@ export function jobStoreContract(
         ]);
       });
 
+      it('a reclaimable job takes its place in claim order among pending ones (priority, then runAt, then id)', async () => {
+        const low = await enqueue({ priority: 0 });
+        const high = await enqueue({ priority: 5 });
+        await claimOne('w1', [], 1_000); // high: leased, then lost
+        clock.tick(1_001);
+        const pendingHigh = await enqueue({ priority: 5 });
+        const pendingLow = await enqueue({ priority: 0, runAt: start });
+        const first = await store.claim({ owner: 'w2', types: [], limit: 3, leaseMs: 1_000 });
+        expect(first.map((c) => c.job.id)).toEqual([high.id, pendingHigh.id, low.id]);
+        expect(first.map((c) => [c.job.attempts, c.token])).toEqual([
+          [2, 2],
+          [1, 1],
+          [1, 1],
+        ]);
+        const rest = await store.claim({ owner: 'w2', types: [], limit: 3, leaseMs: 1_000 });
+        expect(rest.map((c) => c.job.id)).toEqual([pendingLow.id]);
+      });
+
       it('with no attempts left: failed with error lease_expired and job.failed, not returned', async () => {
         const job = await enqueue({ maxAttempts: 1 });
         await claimOne('w1', [], 1_000);

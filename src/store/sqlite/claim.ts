@@ -1,10 +1,10 @@
 import type Database from 'better-sqlite3';
-import type { Claim, JobError } from '../jobs.js';
+import type { Claim, JobError, JobRecord } from '../jobs.js';
 import type { SqliteContext } from './context.js';
 import type { AppendEvent, InsertEvent } from './events.js';
 import { byLimit } from './limit.js';
 import { notBlocked, type NotifySuccessor } from './ordering.js';
-import { JOB_COLUMNS, prepareJobRows, toJobRecord, toJson } from './rows.js';
+import { JOB_COLUMNS, toJobRecord, toJson, type JobRow } from './rows.js';
 
 /** Options of `JobStore.claim`. */
 export interface ClaimOptions {
@@ -14,22 +14,14 @@ export interface ClaimOptions {
   leaseMs: number;
 }
 
-/** A due job, with the columns that order claims. */
-interface Candidate {
-  id: string;
-  priority: number;
-  runAt: number;
-  /** The seq its `job.started` event gets (the lease UPDATE bumps it; see InsertEvent). */
-  nextSeq: number;
-}
-
-/** An in-progress job whose lease has lapsed, with what decides its fate. */
-interface Expired extends Candidate {
-  attempts: number;
-  maxAttempts: number;
-  cancelRequestedAt: number | null;
-  orderingKey: string | null;
-}
+/**
+ * A job the claim may lease, read raw: its {@link JOB_COLUMNS}, then the seq its `job.started` event gets (the
+ * lease UPDATE bumps it; see InsertEvent) and its rowid, which the lease UPDATE finds it by. Reading the whole
+ * row here lets the lease skip `RETURNING`, which SQLite serves through a temporary table per statement.
+ */
+type Candidate = [...JobRow, nextSeq: number, rowid: number];
+const NEXT_SEQ = 20;
+const ROWID = 21;
 
 /** The claim order of the contract: highest priority, then earliest `runAt`, then oldest (smallest id). */
 const CLAIM_ORDER = 'ORDER BY priority DESC, run_at, id';
@@ -72,28 +64,29 @@ export function prepareClaim(
   // INDEXED BY jobs_lease: only the expired leases are read (usually none). Left to itself the planner takes
   // jobs_status_id and reads every running job on every claim: thousands with a large worker pool.
   const expiredSql = (typeCount: number) =>
-    `SELECT id, priority, run_at AS runAt, next_seq AS nextSeq, attempts, max_attempts AS maxAttempts,
-            cancel_requested_at AS cancelRequestedAt, ordering_key AS orderingKey
+    `SELECT ${JOB_COLUMNS}, next_seq, rowid
        FROM jobs INDEXED BY jobs_lease
       WHERE status = 'in_progress' AND lease_expires_at <= ? ${typeFilter(typeCount)}
       ${CLAIM_ORDER}`;
   // INDEXED BY: walking jobs_claim in claim order stops after LIMIT rows; without it (no ANALYZE data)
   // SQLite picks jobs_run_at and sorts every due job on each claim, so a backlog slows every claim.
   const pendingSql = (typeCount: number, limit: number) =>
-    `SELECT id, priority, run_at AS runAt, next_seq AS nextSeq
+    `SELECT ${JOB_COLUMNS}, next_seq, rowid
        FROM jobs AS j INDEXED BY jobs_claim
       WHERE status = 'pending' AND run_at <= ? ${typeFilter(typeCount)}
         AND ${notBlocked('j')}
       ${CLAIM_ORDER}
       LIMIT ${limit}`;
   // One statement per shape of the types filter (and per limit: see limit.ts), prepared on first use.
-  const expiredByShape: Database.Statement<unknown[], Expired>[] = [];
+  const expiredByShape: Database.Statement<unknown[], Candidate>[] = [];
   const pendingByShape: ((limit: number) => Database.Statement<unknown[], Candidate>)[] = [];
   const expiredOf = (typeCount: number) =>
-    (expiredByShape[typeShape(typeCount)] ??= db.prepare<unknown[], Expired>(expiredSql(typeCount)));
+    (expiredByShape[typeShape(typeCount)] ??= db
+      .prepare<unknown[], Candidate>(expiredSql(typeCount))
+      .raw(true));
   const pendingOf = (typeCount: number, limit: number) =>
     (pendingByShape[typeShape(typeCount)] ??= byLimit((n) =>
-      db.prepare<unknown[], Candidate>(pendingSql(typeCount, n)),
+      db.prepare<unknown[], Candidate>(pendingSql(typeCount, n)).raw(true),
     ))(limit);
 
   // The two ways an expired lease ends. The lease columns are cleared: no one holds the job any more.
@@ -108,16 +101,15 @@ export function prepareClaim(
       WHERE id = ?`,
   );
   // The `job.started` seq (the candidate's `nextSeq`, read under the same write lock) is taken in this
-  // UPDATE (see InsertEvent): one row write per leased job.
-  const lease = prepareJobRows<[string, number, number, string]>(
-    db,
+  // UPDATE (see InsertEvent): one row write per leased job. The leased record is the candidate's row with
+  // this UPDATE's changes applied (see leased()).
+  const lease = db.prepare<[string, number, number, number]>(
     `UPDATE jobs SET status = 'in_progress', attempts = attempts + 1, lease_token = lease_token + 1,
                      lease_owner = ?, lease_expires_at = ?, updated_at = ?, next_seq = next_seq + 1
-      WHERE id = ?
-      RETURNING ${JOB_COLUMNS}`,
+      WHERE rowid = ?`,
   );
 
-  const endExpired = (job: Expired, now: number): boolean => {
+  const endExpired = (job: JobRecord, now: number): boolean => {
     if (job.cancelRequestedAt !== null) {
       cancelExpired.run(now, now, job.id);
       appendEvent(job.id, 'job.canceled', { attempts: job.attempts }, now);
@@ -148,8 +140,8 @@ export function prepareClaim(
     const typeParams = types.length <= INLINE_TYPES ? types : [JSON.stringify(types)];
     const expired = expiredOf(types.length).all(now, ...typeParams);
     let reclaimable: Candidate[] | undefined;
-    for (const job of expired) {
-      if (!endExpired(job, now)) (reclaimable ??= []).push(job);
+    for (const row of expired) {
+      if (!endExpired(toJobRecord(row), now)) (reclaimable ??= []).push(row);
     }
     if (pendingStatement === undefined) return [];
 
@@ -161,8 +153,9 @@ export function prepareClaim(
     const expiresAt = now + leaseMs;
     for (let i = 0; i < chosen.length; i++) {
       const candidate = chosen[i]!;
-      const job = toJobRecord(lease.get(owner, expiresAt, now, candidate.id)!);
-      insertEvent(job.id, candidate.nextSeq, 'job.started', { attempt: job.attempts }, now);
+      lease.run(owner, expiresAt, now, candidate[ROWID]);
+      const job = leased(candidate, owner, expiresAt, now);
+      insertEvent(job.id, candidate[NEXT_SEQ], 'job.started', { attempt: job.attempts }, now);
       claims[i] = { job, token: job.leaseToken };
     }
     return claims;
@@ -184,6 +177,19 @@ function typeShape(count: number): number {
   return Math.min(count, INLINE_TYPES + 1);
 }
 
+/** The record of a candidate after the lease UPDATE, as `RETURNING` would have read it. */
+function leased(candidate: Candidate, owner: string, expiresAt: number, now: number): JobRecord {
+  const job = toJobRecord(candidate);
+  job.status = 'in_progress';
+  job.attempts += 1;
+  job.leaseToken += 1;
+  job.leaseOwner = owner;
+  job.leaseExpiresAt = expiresAt;
+  job.updatedAt = now;
+  return job;
+}
+
 function byClaimOrder(a: Candidate, b: Candidate): number {
-  return b.priority - a.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  // JOB_COLUMNS order: id is 0, run_at 8, priority 9.
+  return b[9] - a[9] || a[8] - b[8] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 }

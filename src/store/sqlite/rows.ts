@@ -43,8 +43,8 @@ export function prepareJobRows<P extends unknown[]>(
   return db.prepare<P, JobRow>(sql).raw(true);
 }
 
-/** The record of a raw {@link JobRow}, its JSON columns parsed. */
-export function toJobRecord(row: JobRow): JobRecord {
+/** The record of a raw {@link JobRow} (or a row that starts with one), its JSON columns parsed. */
+export function toJobRecord(row: readonly [...JobRow, ...unknown[]]): JobRecord {
   return {
     id: row[0],
     type: row[1],
