@@ -35,8 +35,8 @@ const LEASED_SQL = `SELECT type, attempts, max_attempts AS maxAttempts, cancel_r
   FROM jobs WHERE id = ? AND lease_token = ? AND status = 'in_progress'`;
 
 /**
- * Prepares `JobStore.complete`: `completed` with the result and `job.completed` `{ result }`. The fenced UPDATE
- * is the check: no row changed means a stale lease. `error` keeps the last failure, if an earlier attempt had
+ * Prepares `JobStore.complete`: `completed` with the result and `job.completed` `{ result }`. The fenced read
+ * is the check: no row means a stale lease. `error` keeps the last failure, if an earlier attempt had
  * one.
  */
 export function prepareComplete(
@@ -44,24 +44,28 @@ export function prepareComplete(
   insertEvent: InsertEvent,
   notifySuccessor: NotifySuccessor,
 ): (lease: LeaseRef, result: unknown) => JobEvent | undefined {
-  // The `job.completed` seq is taken in the same UPDATE (see InsertEvent).
-  const complete = ctx.db.prepare<
-    [string | null, number, number, string, number],
-    { seq: number; orderingKey: string | null }
-  >(
+  // The fenced read, then the UPDATE by rowid that takes the `job.completed` seq (see InsertEvent): cheaper
+  // than one UPDATE ... RETURNING, which SQLite serves through a temporary table per statement.
+  const leased = ctx.db
+    .prepare<[string, number], [rowid: number, seq: number, orderingKey: string | null]>(
+      `SELECT rowid, next_seq, ordering_key FROM jobs WHERE id = ? AND lease_token = ? AND status = 'in_progress'`,
+    )
+    .raw(true);
+  const complete = ctx.db.prepare<[string | null, number, number, number]>(
     `UPDATE jobs SET status = 'completed', result = ?, lease_owner = NULL, lease_expires_at = NULL,
                      finished_at = ?, updated_at = ?, next_seq = next_seq + 1
-      WHERE id = ? AND lease_token = ? AND status = 'in_progress'
-      RETURNING next_seq - 1 AS seq, ordering_key AS orderingKey`,
+      WHERE rowid = ?`,
   );
   return (lease: LeaseRef, result: unknown) => {
-    const now = ctx.clock.now();
-    const row = complete.get(toJson(result), now, now, lease.id, lease.token);
+    const resultJson = toJson(result);
+    const row = leased.get(lease.id, lease.token);
     if (row === undefined) return undefined;
-    notifySuccessor(row.orderingKey);
+    const now = ctx.clock.now();
+    complete.run(resultJson, now, now, row[0]);
+    notifySuccessor(row[2]);
     return insertEvent(
       lease.id,
-      row.seq,
+      row[1],
       'job.completed',
       { result: result === undefined ? null : result },
       now,
