@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BreakwaterError, Deadline, sleep } from '../core/index.js';
+import { BreakwaterError, Deadline, FakeClock, sleep } from '../core/index.js';
+import { openSqliteStore } from '../store/index.js';
 import type { JobContext } from './types.js';
 import {
   HEARTBEAT_MS,
@@ -408,6 +409,35 @@ describe('jobs worker', () => {
       attempts: 1,
       error: { code: 'invalid_payload', kind: 'permanent' },
     });
+  });
+
+  it('slots freed by handlers that settle together are claimed in one round', async () => {
+    const clock = new FakeClock();
+    const store = await openSqliteStore({ path: ':memory:', clock });
+    const limits: number[] = [];
+    const claim = store.claim.bind(store);
+    store.claim = (options) => {
+      limits.push(options.limit);
+      return claim(options);
+    };
+    h = await harness({ clock }, store);
+    const gate = deferred();
+    h.jobs.defineJob(
+      'batch',
+      async () => {
+        await gate.promise;
+      },
+      { concurrency: 4 },
+    );
+    for (let i = 0; i < 8; i++) await h.jobs.enqueue('batch', { i });
+    h.jobs.start();
+    await flush(h.clock);
+    expect(limits).toEqual([4]);
+    gate.resolve();
+    await flush(h.clock);
+    // One round for the four freed slots (not 1, then 3), then the hungry round after the last four settle.
+    expect(limits).toEqual([4, 4, 4]);
+    expect((await h.jobs.stats()).counts).toMatchObject({ completed: 8 });
   });
 
   it('at most `concurrency` runs of a type at once; a freed slot claims the next job', async () => {

@@ -59,6 +59,8 @@ export class Worker {
   private wakeAt = Infinity;
   private pumping = false;
   private pumpAgain = false;
+  /** A round is queued to start on the next tick (see wake). */
+  private pumpScheduled = false;
   private started = false;
   private stopping = false;
   /**
@@ -88,8 +90,19 @@ export class Worker {
       this.pumpAgain = true;
       return;
     }
-    this.scope.runInAsyncScope(() => void this.pump());
+    if (this.pumpScheduled) return;
+    // The round starts once the microtasks running now have run (a nextTick queued from a promise callback
+    // runs after the microtask queue drains): handlers that settle together free their slots first, so one
+    // claim takes them all and shares the store's next group commit with those runs' settles. Started at the
+    // first wake, the claim saw one free slot and the rest waited for another round and another commit.
+    this.pumpScheduled = true;
+    process.nextTick(this.startPump);
   }
+
+  private readonly startPump = (): void => {
+    this.pumpScheduled = false;
+    if (!this.stopping) this.scope.runInAsyncScope(() => void this.pump());
+  };
 
   /**
    * Stops claiming, waits up to `graceMs` for running handlers, then aborts the rest and releases their
