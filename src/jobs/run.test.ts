@@ -116,6 +116,31 @@ describe('a run: cancel, timeout, lost lease, shutdown', () => {
     expect(await h.jobs.get(id)).toMatchObject({ status: 'completed', attempts: 2, result: 'fast enough' });
   });
 
+  it('a signal first read after the timeout is already aborted, with the timeout as its reason', async () => {
+    h = await harness();
+    const gate = deferred();
+    let seen: { aborted: boolean; reason: unknown } | undefined;
+    h.jobs.defineJob(
+      'late',
+      async (ctx) => {
+        await gate.promise;
+        seen = { aborted: ctx.signal.aborted, reason: ctx.signal.reason };
+      },
+      { timeoutMs: 1_000, maxAttempts: 1 },
+    );
+    h.jobs.start();
+    const id = await h.jobs.enqueue('late', {});
+    await flush(h.clock);
+    await h.clock.tickAsync(1_000);
+    gate.resolve();
+    await flush(h.clock);
+    expect(seen).toMatchObject({
+      aborted: true,
+      reason: { code: 'timeout', message: 'The job ran longer than its timeout of 1000 ms.' },
+    });
+    expect(await h.jobs.get(id)).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+  });
+
   it("a job's own timeoutMs wins over its type's", async () => {
     h = await harness();
     let abortedAt: number | undefined;
