@@ -27,6 +27,7 @@ import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { lib } from './lib.js';
 import { reportServerStats } from './support.js';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -74,7 +75,7 @@ async function serve(kind: string): Promise<void> {
     });
     url = sim.url;
   } else {
-    const { createAiGateway, createServer, createJobs, openSqliteStore } = await import('../src/index.js');
+    const { createAiGateway, createServer, createJobs, openSqliteStore } = lib;
     const store = await openSqliteStore({ path: ':memory:' });
     const limits = kind === 'breakwater+limits';
     const ai = createAiGateway({

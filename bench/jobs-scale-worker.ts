@@ -4,7 +4,9 @@
  * `go`, answers `cpu` with its CPU time since `go` (`{ cpuMs }`), and stops (graceful) on `stop`. Argument: JSON `{ url, schema, concurrency, workMs }`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createJobs, openPostgresStore } from '../src/index.js';
+import { lib } from './lib.js';
+
+const { createJobs, openPostgresStore } = lib;
 
 const { url, schema, concurrency, workMs } = JSON.parse(process.argv[2] ?? '') as {
   url: string;

@@ -18,8 +18,11 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { openPostgresStore } from '../src/index.js';
+import { lib } from './lib.js';
+
 import { intArg, reachable, withPg } from './support.js';
+
+const { openPostgresStore } = lib;
 
 const PG_URL = process.env.BREAKWATER_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const WORKER = fileURLToPath(new URL('./jobs-scale-worker.ts', import.meta.url));

@@ -1,8 +1,8 @@
 /**
- * `npm run bench -- jobs [--jobs=N] [--pgboss-jobs=N] [--only=name,name]`: enqueues and processes N no-op jobs (default 20 000)
- * with 16 handlers at once, on Breakwater over SQLite (a WAL file in a temp folder, `synchronous = FULL`),
+ * `npm run bench -- jobs [--jobs=N] [--rounds=R] [--pgboss-jobs=N] [--only=name,name]`: enqueues and processes N
+ * no-op jobs (default 20 000) with 16 handlers at once, on Breakwater over SQLite (a WAL file in a temp folder, `synchronous = FULL`),
  * Breakwater over PostgreSQL (a fresh schema), BullMQ on the local Redis and pg-boss on the same PostgreSQL,
- * one after another in this process. Reports jobs/s from the first enqueue to the moment the system's own
+ * one after another in this process, for R rounds (default 3; pg-boss runs one, see below). Reports jobs/s from the first enqueue to the moment the system's own
  * books show all N completed, and enqueue-to-start latency p50/p99, taken inside the handler against the
  * enqueue time carried in the payload (one process, one `performance.now()` clock). Then an idle phase:
  * {@link IDLE_JOBS} jobs one at a time, each enqueued once the previous one started, for the pickup latency
@@ -22,6 +22,11 @@
  * pg-boss 10 polls: a worker fetches once per `pollingIntervalSeconds` (at least 0.5 s) even when it just
  * got a job, so 16 workers top out at about 32 jobs/s. It therefore runs `--pgboss-jobs` jobs (default the
  * smaller of N and 1 000), which measures the same steady rate without a ten-minute run; the table says so.
+ * Its run takes half a minute, so it runs in the first round only.
+ *
+ * Rounds: a small virtual machine's speed drifts by tens of percent within a minute, so one run of each
+ * system, a few seconds apart, can put the drift into their ratio. Each round runs every system once; the
+ * table shows every run, then each system's median run, and a ratio is the median of the per-round ratios.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -31,8 +36,11 @@ import { performance } from 'node:perf_hooks';
 import { Queue, Worker } from 'bullmq';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import { createJobs, openPostgresStore, openSqliteStore, type JobStore } from '../src/index.js';
+import type { JobStore } from '../src/index.js';
+import { lib } from './lib.js';
 import { intArg, reachable, serverCpuMs, withPg } from './support.js';
+
+const { createJobs, openPostgresStore, openSqliteStore } = lib;
 
 const PG_HOST = '127.0.0.1';
 const PG_PORT = 5432;
@@ -65,6 +73,8 @@ interface Contender {
   open(onStart: (payload: Payload) => void): Promise<System | string>;
   /** Jobs to run, when not N. */
   jobs?: (n: number) => number;
+  /** Rounds to run, when fewer than `--rounds`. */
+  rounds?: number;
   /** The command name of the server process doing the system's work outside this one, for its CPU time. */
   server?: string;
 }
@@ -163,6 +173,7 @@ const contenders: Contender[] = [
     name: 'pg-boss postgres',
     server: 'postgres',
     jobs: (n) => intArg('pgboss-jobs', Math.min(n, 1000)),
+    rounds: 1,
     async open(onStart) {
       const down = await reachable(PG_HOST, PG_PORT);
       if (down !== undefined) return `PostgreSQL ${down}`;
@@ -280,47 +291,92 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
 }
 
-function ratioLine(label: string, a: Result | undefined, b: Result | undefined, target: string): string {
-  const value = a !== undefined && b !== undefined ? `${(a.jobsPerSec / b.jobsPerSec).toFixed(2)}x` : 'n/a';
+/**
+ * `a / b` in jobs/s: the median of the per-round ratios when both ran in the same rounds (each round runs
+ * the systems back to back, so a ratio pairs two runs measured a few seconds apart: a machine whose speed
+ * drifts by tens of percent over a minute biases it least), else the ratio of the median runs.
+ */
+function ratioLine(label: string, a: Result[] | undefined, b: Result[] | undefined, target: string): string {
+  let value = 'n/a';
+  if (a !== undefined && b !== undefined && a.length > 0 && b.length > 0) {
+    if (a.length === b.length && a.length > 1) {
+      const ratios = a.map((run, i) => run.jobsPerSec / b[i]!.jobsPerSec);
+      const each = ratios.map((r) => r.toFixed(2)).join(', ');
+      value = `${median(ratios).toFixed(2)}x (rounds: ${each})`;
+    } else {
+      value = `${(medianRun(a).jobsPerSec / medianRun(b).jobsPerSec).toFixed(2)}x`;
+    }
+  }
   return `  ${label.padEnd(42)} ${value.padStart(8)}  target ${target}`;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+/** The run with the median throughput (the lower middle one of an even count). */
+function medianRun(runs: Result[]): Result {
+  return [...runs].sort((x, y) => x.jobsPerSec - y.jobsPerSec)[Math.floor((runs.length - 1) / 2)]!;
+}
+
+function resultLine(result: Result, contender: Contender, prefix: string): string {
+  return (
+    `  ${prefix}${result.name.padEnd(20)} ${result.jobs.toLocaleString('en-US').padStart(7)} jobs` +
+    `  ${Math.round(result.jobsPerSec).toLocaleString('en-US').padStart(8)} jobs/s` +
+    `  p50 ${result.p50.toFixed(2).padStart(9)} ms  p99 ${result.p99.toFixed(2).padStart(9)} ms` +
+    `  idle p50 ${result.idleP50.toFixed(2).padStart(7)} ms  p99 ${result.idleP99.toFixed(2).padStart(7)} ms` +
+    `  CPU/job ${result.cpuUsPerJob.toFixed(0).padStart(4)} µs` +
+    (result.serverCpuUsPerJob === undefined
+      ? ' (all in this process)'
+      : ` here + ${result.serverCpuUsPerJob.toFixed(0)} µs in ${contender.server}`)
+  );
 }
 
 export async function main(): Promise<void> {
   const n = intArg('jobs', 20_000);
+  const rounds = intArg('rounds', 3);
   console.log(
-    `\nJobs: ${n.toLocaleString('en-US')} no-op jobs, concurrency ${CONCURRENCY}, ${IN_FLIGHT} enqueues in flight`,
+    `\nJobs: ${n.toLocaleString('en-US')} no-op jobs, concurrency ${CONCURRENCY}, ${IN_FLIGHT} enqueues in flight, ` +
+      `${rounds} round${rounds === 1 ? '' : 's'} (each runs the systems one after another)`,
   );
-  const results = new Map<string, Result>();
+  const results = new Map<string, Result[]>();
+  const skipped = new Set<string>();
   const only = process.argv
     .find((a) => a.startsWith('--only='))
     ?.slice('--only='.length)
     .split(',');
-  for (const contender of contenders) {
-    if (only !== undefined && !only.some((part) => contender.name.includes(part))) continue;
-    const jobs = contender.jobs?.(n) ?? n;
-    const result = await measure(contender, jobs);
-    if (typeof result === 'string') {
-      console.log(`  ${contender.name}: skipped: ${result}`);
-      continue;
+  const chosen = contenders.filter(
+    (contender) => only === undefined || only.some((part) => contender.name.includes(part)),
+  );
+  for (let round = 1; round <= rounds; round++) {
+    for (const contender of chosen) {
+      if (skipped.has(contender.name)) continue;
+      if (round > (contender.rounds ?? rounds)) continue;
+      const result = await measure(contender, contender.jobs?.(n) ?? n);
+      if (typeof result === 'string') {
+        console.log(`  ${contender.name}: skipped: ${result}`);
+        skipped.add(contender.name);
+        continue;
+      }
+      const runs = results.get(result.name) ?? [];
+      runs.push(result);
+      results.set(result.name, runs);
+      console.log(resultLine(result, contender, rounds > 1 ? `[${round}] ` : ''));
     }
-    results.set(result.name, result);
-    console.log(
-      `  ${result.name.padEnd(20)} ${result.jobs.toLocaleString('en-US').padStart(7)} jobs` +
-        `  ${Math.round(result.jobsPerSec).toLocaleString('en-US').padStart(8)} jobs/s` +
-        `  p50 ${result.p50.toFixed(2).padStart(9)} ms  p99 ${result.p99.toFixed(2).padStart(9)} ms` +
-        `  idle p50 ${result.idleP50.toFixed(2).padStart(7)} ms  p99 ${result.idleP99.toFixed(2).padStart(7)} ms` +
-        `  CPU/job ${result.cpuUsPerJob.toFixed(0).padStart(4)} µs` +
-        (result.serverCpuUsPerJob === undefined
-          ? ' (all in this process)'
-          : ` here + ${result.serverCpuUsPerJob.toFixed(0)} µs in ${contender.server}`),
-    );
+  }
+  if (rounds > 1) {
+    console.log('\nMedian run of each:');
+    for (const contender of chosen) {
+      const runs = results.get(contender.name);
+      if (runs !== undefined) console.log(resultLine(medianRun(runs), contender, ''));
+    }
   }
   const sqlite = results.get('breakwater sqlite');
   console.log('\nRatios (throughput, higher is faster for breakwater):');
   console.log(ratioLine('breakwater sqlite / bullmq', sqlite, results.get('bullmq redis'), '>= 1.5x'));
-  console.log(
-    `  ${'breakwater sqlite idle p50 latency'.padEnd(42)} ${sqlite === undefined ? 'n/a'.padStart(8) : `${sqlite.idleP50.toFixed(2)} ms`.padStart(8)}  target <= 2 ms`,
-  );
+  const idle = sqlite === undefined ? 'n/a' : `${medianRun(sqlite).idleP50.toFixed(2)} ms`;
+  console.log(`  ${'breakwater sqlite idle p50 latency'.padEnd(42)} ${idle.padStart(8)}  target <= 2 ms`);
   console.log(
     ratioLine(
       'breakwater postgres / pg-boss',

@@ -6,8 +6,11 @@
  */
 import * as cockatiel from 'cockatiel';
 import Opossum from 'opossum';
-import { ConsecutiveWindow, bulkhead, circuitBreaker, pipeline, retry, timeout } from '../src/index.js';
+import { lib } from './lib.js';
+
 import { bench, printTable, ratio } from './harness.js';
+
+const { ConsecutiveWindow, bulkhead, circuitBreaker, pipeline, retry, timeout } = lib;
 
 const resolved = (): Promise<number> => Promise.resolve(1);
 const noop = (): undefined => undefined;

@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { lib } from './lib.js';
 import { reportServerStats } from './support.js';
 
 const SECRET = 'whsec_bench_0123456789abcdef';
@@ -93,9 +94,8 @@ async function serve(kind: string): Promise<void> {
     await app.listen({ host: '127.0.0.1', port: 0 });
     url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   } else {
-    const { createJobs, createServer, openSqliteStore } = await import('../src/index.js');
-    const { createWebhookIngress, defineWebhookSource, onWebhook, stripeVerifier } =
-      await import('../src/webhooks/index.js');
+    const { createJobs, createServer, openSqliteStore } = lib;
+    const { createWebhookIngress, defineWebhookSource, onWebhook, stripeVerifier } = lib;
     const store = await openSqliteStore({ path: arg('db')! });
     const jobs = createJobs({ store });
     const payments = defineWebhookSource({
