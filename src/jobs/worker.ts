@@ -91,10 +91,12 @@ export class Worker {
       return;
     }
     if (this.pumpScheduled) return;
-    // The round starts once the microtasks running now have run (a nextTick queued from a promise callback
-    // runs after the microtask queue drains): handlers that settle together free their slots first, so one
-    // claim takes them all and shares the store's next group commit with those runs' settles. Started at the
-    // first wake, the claim saw one free slot and the rest waited for another round and another commit.
+    // The round starts on the next tick. A wake from a promise callback (a handler settling) queues it while
+    // the microtask queue drains, and Node runs it once the queue is empty: handlers that settle together have
+    // all freed their slots by then, so one claim takes them all and shares the store's next group commit
+    // with those runs' settles. (Started at the first wake, the claim saw one free slot and the rest waited
+    // for another round and another commit.) A wake from elsewhere (a store notification, a timer) only
+    // starts its round a tick later.
     this.pumpScheduled = true;
     process.nextTick(this.startPump);
   }

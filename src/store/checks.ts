@@ -17,13 +17,60 @@ import {
   type OperationPatch,
   type OperationState,
 } from './operations.js';
+import type { NewJob } from './jobs.js';
 import { MAX_ROUTE_NAME_LENGTH } from './routes.js';
 
 /**
- * Argument checks of the idempotency, operation, audit, counter and route stores, shared by both backends so they accept and
+ * Argument checks of the job (NewJob), idempotency, operation, audit, counter and route stores, shared by both backends so they accept and
  * refuse exactly the same input, always before anything is written. NUL is refused in every string stored as
  * text because PostgreSQL text cannot hold it. Internal to `store/`.
  */
+
+/** Largest `priority` and `maxAttempts` a job may have: PostgreSQL's `integer`. */
+const INT32_MAX = 2_147_483_647;
+
+/**
+ * A copy of `job` with exactly {@link NewJob}'s fields, checked against what both job stores can keep (the
+ * `jobs` table's columns and constraints), so a bad job is refused before anything is queued or written — on
+ * SQLite, inside a group commit, a job refused by the database after the batch had written would take the
+ * whole batch down with it. The jobs API checks the same (and more) with friendlier messages; this guards
+ * direct store calls and the webhook inbox.
+ * @throws TypeError naming the field: `type` not a non-empty string without NUL; `runAt` not a safe integer;
+ *   `priority` not a 32-bit integer; `maxAttempts` not an integer from 1 to 2^31 - 1; `timeoutMs` set and not
+ *   a safe integer > 0; `idempotencyKey` or `orderingKey` set and not a non-empty string without NUL.
+ */
+export function checkNewJob(job: NewJob): NewJob {
+  if (typeof job !== 'object' || job === null) throw new TypeError('job store: a job must be an object');
+  const { type, payload, runAt, priority, maxAttempts, timeoutMs, idempotencyKey, orderingKey } = job;
+  const bad = (field: string, rule: string, value: unknown): TypeError =>
+    new TypeError(`job store: ${field} must be ${rule}, got ${String(value)}`);
+  if (!isStoreKey(type, Number.MAX_SAFE_INTEGER)) throw bad('type', 'a non-empty string without NUL', type);
+  if (!Number.isSafeInteger(runAt)) throw bad('runAt', 'a safe integer (ms)', runAt);
+  if (!(Number.isInteger(priority) && priority >= -INT32_MAX - 1 && priority <= INT32_MAX)) {
+    throw bad('priority', 'a 32-bit integer', priority);
+  }
+  if (!(Number.isInteger(maxAttempts) && maxAttempts >= 1 && maxAttempts <= INT32_MAX)) {
+    throw bad('maxAttempts', 'an integer from 1 to 2147483647', maxAttempts);
+  }
+  const copy: NewJob = { type, payload, runAt, priority, maxAttempts };
+  if (timeoutMs !== undefined) {
+    if (!(Number.isSafeInteger(timeoutMs) && timeoutMs > 0)) throw bad('timeoutMs', 'an integer > 0', timeoutMs);
+    copy.timeoutMs = timeoutMs;
+  }
+  if (idempotencyKey !== undefined) {
+    if (!isStoreKey(idempotencyKey, Number.MAX_SAFE_INTEGER)) {
+      throw bad('idempotencyKey', 'a non-empty string without NUL', idempotencyKey);
+    }
+    copy.idempotencyKey = idempotencyKey;
+  }
+  if (orderingKey !== undefined) {
+    if (!isStoreKey(orderingKey, Number.MAX_SAFE_INTEGER)) {
+      throw bad('orderingKey', 'a non-empty string without NUL', orderingKey);
+    }
+    copy.orderingKey = orderingKey;
+  }
+  return copy;
+}
 
 /** A string the stores keep as a key: 1..`max` UTF-16 code units, no NUL. */
 export function isStoreKey(value: unknown, max = MAX_OPERATION_FIELD_LENGTH): value is string {

@@ -206,6 +206,26 @@ export function jobStoreContract(
         expect(await store.list()).toHaveLength(1);
       });
 
+      it.each([
+        ['type', { type: '' }, 'job store: type must be a non-empty string without NUL, got '],
+        ['runAt', { runAt: Number.NaN }, 'job store: runAt must be a safe integer (ms), got NaN'],
+        ['priority', { priority: 1.5 }, 'job store: priority must be a 32-bit integer, got 1.5'],
+        [
+          'maxAttempts',
+          { maxAttempts: 0 },
+          'job store: maxAttempts must be an integer from 1 to 2147483647, got 0',
+        ],
+        ['timeoutMs', { timeoutMs: -1 }, 'job store: timeoutMs must be an integer > 0, got -1'],
+        [
+          'orderingKey',
+          { orderingKey: 'a\0b' },
+          'job store: orderingKey must be a non-empty string without NUL, got a\0b',
+        ],
+      ] as const)('refuses a job whose %s it cannot store, writing nothing', async (_, bad, message) => {
+        await expect(store.enqueue(newJob(bad as Partial<NewJob>))).rejects.toThrow(message);
+        expect(await store.list()).toEqual([]);
+      });
+
       it('idempotency keys are scoped per type', async () => {
         const email = await enqueue({ type: 'email', idempotencyKey: 'k1' });
         const sms = await enqueue({ type: 'sms', idempotencyKey: 'k1' });

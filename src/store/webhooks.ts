@@ -1,4 +1,5 @@
 import { BreakwaterError } from '../core/index.js';
+import { checkNewJob } from './checks.js';
 import type { NewJob } from './jobs.js';
 
 /**
@@ -158,7 +159,7 @@ export function resolveInboxJob(job: InboxJob, inboxId: string): NewJob {
       'webhook inbox: a delivery job must not have an idempotencyKey (the inbox deduplicates by event id)',
     );
   }
-  return made as NewJob;
+  return checkNewJob(made as NewJob);
 }
 
 /** The page size to read: `limit` floored into `[0, INBOX_LIST_MAX_LIMIT]`; the default when unset or NaN. */

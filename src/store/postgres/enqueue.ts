@@ -1,4 +1,5 @@
 import { newId } from '../../core/index.js';
+import { checkNewJob } from '../checks.js';
 import type { JobRecord, NewJob } from '../jobs.js';
 import { json, ms, type Db, query } from './db.js';
 import { toJob, type JobRow } from './rows.js';
@@ -12,7 +13,9 @@ import { toJob, type JobRow } from './rows.js';
  * because within the INSERT's own snapshot a row committed by a concurrent enqueue is invisible, so a CTE
  * could come back empty. The `jobs_available_on_insert` trigger notifies `job_available` on commit.
  */
-export async function enqueue(db: Db, job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
+export async function enqueue(db: Db, newJob: NewJob): Promise<{ job: JobRecord; created: boolean }> {
+  // The same refusals as the SQLite store's, before anything is sent.
+  const job = checkNewJob(newJob);
   const now = ms(db.clock.now());
   const key = job.idempotencyKey ?? null;
   const inserted = await query<JobRow>(

@@ -52,6 +52,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class GroupCommit {
   private queue: Pending[] = [];
   private scheduled = false;
+  /** True while a batch's steps run: a step (a counter step, an audit sealer) must not use the store. */
+  private running = false;
 
   /** `total_changes()`: rows changed by completed statements of this connection, to tell if a step wrote. */
   private readonly totalChanges: Database.Statement<[], number>;
@@ -79,6 +81,11 @@ export class GroupCommit {
     }).immediate;
   }
 
+  /** True while a batch's steps run (see {@link flush}). */
+  get inStep(): boolean {
+    return this.running;
+  }
+
   /** Queues `step(...args)` for the next flush; the promise settles once that flush committed or failed. */
   submit<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
     return new Promise<R>((resolve, reject) => {
@@ -90,8 +97,14 @@ export class GroupCommit {
     });
   }
 
-  /** Commits everything queued now, batch after batch, synchronously. */
+  /**
+   * Commits everything queued now, batch after batch, synchronously.
+   * @throws Error when called from inside a batch's step (a counter step or an audit sealer calling the store):
+   *   the nested work would commit and be acknowledged inside a transaction the outer step could still roll
+   *   back.
+   */
   flush(): void {
+    if (this.running) throw reentrantError();
     while (this.queue.length > 0) this.runBatch();
   }
 
@@ -112,9 +125,11 @@ export class GroupCommit {
     groupCommitStats.operations += batch.length;
     ctx.outbox = [];
     const outcomes: Outcome[] = [];
+    this.running = true;
     try {
       this.transaction(batch, outcomes);
     } catch (error) {
+      this.running = false;
       ctx.outbox = [];
       const culprit = outcomes.length < batch.length ? outcomes.length : -1;
       const batchError =
@@ -132,6 +147,7 @@ export class GroupCommit {
       });
       return;
     }
+    this.running = false;
     // Committed (and synced): tell listeners, then acknowledge.
     const notifications = ctx.outbox;
     ctx.outbox = [];
@@ -142,6 +158,13 @@ export class GroupCommit {
       else op.reject(outcome.error);
     });
   }
+}
+
+/** The refusal of a store call made from inside a group-committed step (see {@link GroupCommit.flush}). */
+export function reentrantError(): Error {
+  return new Error(
+    'SQLite store: called from inside a group-committed step (a counter step or an audit sealer must not use the store)',
+  );
 }
 
 /** A step threw after it had written: the batch's transaction is rolled back (see {@link GroupCommit}). */

@@ -135,7 +135,8 @@ export function prepareClaim(
     if (typeof owner !== 'string' || !Number.isFinite(leaseMs)) {
       throw new TypeError('SQLite job store: claim needs an owner string and a finite leaseMs');
     }
-    const pendingStatement = limit >= 1 ? pendingOf(types.length, Math.floor(limit)) : undefined;
+    const pendingStatement =
+      limit >= 1 ? pendingOf(types.length, Math.min(Math.floor(limit), Number.MAX_SAFE_INTEGER)) : undefined;
     const now = ctx.clock.now();
     const typeParams = types.length <= INLINE_TYPES ? types : [JSON.stringify(types)];
     const expired = expiredOf(types.length).all(now, ...typeParams);

@@ -1,5 +1,6 @@
 import { newId } from '../../core/index.js';
 import type { JobRecord, NewJob } from '../jobs.js';
+import { checkNewJob } from '../checks.js';
 import { notifyAvailable, type SqliteContext } from './context.js';
 import { JOB_COLUMNS, fromJson, prepareJobRows, toJobRecord, toJson } from './rows.js';
 
@@ -65,9 +66,26 @@ export function prepareInsertJob(ctx: SqliteContext): InsertJob {
   };
 }
 
+/** A job ready for {@link prepareEnqueue}'s step: checked, copied, its payload serialized. */
+export interface PreparedJob {
+  job: NewJob;
+  payloadJson: string | null;
+}
+
+/**
+ * Decides an enqueue before it is queued: a bad job rejects at once (`checkNewJob`), and the step reads only
+ * this copy, never the caller's object, which may have changed by the time the batch runs.
+ * @throws TypeError from `checkNewJob`; the payload's own error when it cannot be serialized.
+ */
+export function prepareJob(job: NewJob): PreparedJob {
+  const checked = checkNewJob(job);
+  return { job: checked, payloadJson: toJson(checked.payload) };
+}
+
 /**
  * Prepares `JobStore.enqueue`, a step of the group commit (`batch.ts`): it runs inside the batch's
- * `BEGIN IMMEDIATE` transaction and serializes the payload before its one write.
+ * `BEGIN IMMEDIATE` transaction, on a job {@link prepareJob} checked, copied and serialized before it was
+ * queued, so nothing of the input can fail its one write.
  *
  * Insert first, then read back only on a conflict: `ON CONFLICT DO NOTHING` on the
  * partial unique index `(type, idempotency_key)` lets the constraint decide which of any number of concurrent
@@ -75,15 +93,16 @@ export function prepareInsertJob(ctx: SqliteContext): InsertJob {
  * was inserted; only a duplicate pays the lookup of the job that won. Only a new job notifies
  * `job_available`: the existing one was announced when it was made.
  */
-export function prepareEnqueue(ctx: SqliteContext): (job: NewJob) => { job: JobRecord; created: boolean } {
+export function prepareEnqueue(
+  ctx: SqliteContext,
+): (prepared: PreparedJob) => { job: JobRecord; created: boolean } {
   const insert = prepareInsertJob(ctx);
   const selectByKey = prepareJobRows<[string, string]>(
     ctx.db,
     `SELECT ${JOB_COLUMNS} FROM jobs WHERE type = ? AND idempotency_key = ?`,
   );
-  return (job: NewJob) => {
+  return ({ job, payloadJson }: PreparedJob) => {
     const id = newId('job');
-    const payloadJson = toJson(job.payload);
     const now = ctx.clock.now();
     if (insert(id, job, payloadJson, null, now)) {
       return { job: newJobRecord(id, job, payloadJson, now), created: true };

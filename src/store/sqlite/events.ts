@@ -3,8 +3,18 @@ import { notifyEvent, type SqliteContext } from './context.js';
 import { byLimit } from './limit.js';
 import { fromJson, toJson } from './rows.js';
 
-/** Writes one event of a job inside the caller's transaction and queues its `job_event` notification. */
-export type AppendEvent = (jobId: string, type: JobEventType, payload: unknown, nowMs: number) => JobEvent;
+/**
+ * Writes one event of a job inside the caller's transaction and queues its `job_event` notification.
+ * `payloadJson`, when given, is the payload as stored (a step of the group commit serializes before its
+ * first write: see batch.ts); else the payload is serialized here.
+ */
+export type AppendEvent = (
+  jobId: string,
+  type: JobEventType,
+  payload: unknown,
+  nowMs: number,
+  payloadJson?: string | null,
+) => JobEvent;
 
 /**
  * Writes one event whose seq the caller already took: the hot transitions (claim, complete) bump `next_seq`
@@ -17,6 +27,7 @@ export type InsertEvent = (
   type: JobEventType,
   payload: unknown,
   nowMs: number,
+  payloadJson?: string | null,
 ) => JobEvent;
 
 /**
@@ -32,7 +43,8 @@ export function prepareAppendEvent(ctx: SqliteContext): AppendEvent {
     'UPDATE jobs SET next_seq = next_seq + 1 WHERE id = ? RETURNING next_seq - 1 AS seq',
   );
   const insert = prepareInsert(ctx);
-  return (jobId, type, payload, nowMs) => insert(jobId, bumpSeq.get(jobId)!.seq, type, payload, nowMs);
+  return (jobId, type, payload, nowMs, payloadJson) =>
+    insert(jobId, bumpSeq.get(jobId)!.seq, type, payload, nowMs, payloadJson);
 }
 
 /**
@@ -82,13 +94,11 @@ export function prepareReadEvents(
     ),
   );
   return (jobId, afterSeq = 0, limit = EVENTS_DEFAULT_LIMIT) => {
-    // As the PostgreSQL store reads it: Infinity is no limit, NaN the default, anything else floored, >= 0.
-    const pageSize =
-      limit === Infinity
-        ? Number.MAX_SAFE_INTEGER
-        : Number.isNaN(limit)
-          ? EVENTS_DEFAULT_LIMIT
-          : Math.max(Math.floor(limit), 0);
+    // As the PostgreSQL store reads it: NaN is the default, anything else floored into [0, 2^53 - 1]
+    // (Infinity: no limit).
+    const pageSize = Number.isNaN(limit)
+      ? EVENTS_DEFAULT_LIMIT
+      : Math.min(Math.max(Math.floor(limit), 0), Number.MAX_SAFE_INTEGER);
     if (pageSize === 0) return [];
     const rows = select(pageSize).all(jobId, afterSeq);
     const events: JobEvent[] = new Array(rows.length);
@@ -112,8 +122,8 @@ export function prepareInsert(ctx: SqliteContext): InsertEvent {
   const insert = ctx.db.prepare<[string, number, string, number, string | null]>(
     'INSERT INTO job_events (job_id, seq, type, timestamp, payload) VALUES (?, ?, ?, ?, ?)',
   );
-  return (jobId, seq, type, payload, nowMs) => {
-    insert.run(jobId, seq, type, nowMs, toJson(payload));
+  return (jobId, seq, type, payload, nowMs, payloadJson) => {
+    insert.run(jobId, seq, type, nowMs, payloadJson === undefined ? toJson(payload) : payloadJson);
     notifyEvent(ctx, jobId, seq, type);
     // The payload as it reads back: a value with no JSON form (undefined) is stored as null.
     return {

@@ -40,7 +40,7 @@ import { prepareCancel, prepareRetryFailed } from './cancel.js';
 import { prepareClaim, type ClaimOptions } from './claim.js';
 import type { SqliteContext } from './context.js';
 import { SqliteCounterStore } from './counters.js';
-import { prepareEnqueue, prepareInsertJob } from './enqueue.js';
+import { prepareEnqueue, prepareInsertJob, prepareJob, type PreparedJob } from './enqueue.js';
 import { prepareAppendEvent, prepareAppendRunEvent, prepareInsert, prepareReadEvents } from './events.js';
 import { prepareGet, prepareList } from './get.js';
 import { prepareHeartbeat } from './heartbeat.js';
@@ -167,7 +167,7 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   /** Runs every operation, the facets' too: the group commit, program order, the closed flag. */
   private readonly runner: SqliteRunner;
 
-  private readonly enqueueTx: (job: NewJob) => { job: JobRecord; created: boolean };
+  private readonly enqueueTx: (prepared: PreparedJob) => { job: JobRecord; created: boolean };
   private readonly getOne: (id: string) => JobRecord | undefined;
   private readonly listJobs: (filter?: JobFilter) => JobRecord[];
   private readonly claimTx: (options: ClaimOptions) => Claim[];
@@ -241,7 +241,7 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   }
 
   enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
-    return this.batched(this.enqueueTx, job);
+    return this.runner.prepareThenBatch(() => prepareJob(job), this.enqueueTx);
   }
 
   get(id: string): Promise<JobRecord | undefined> {

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { GroupCommit } from './batch.js';
+import { GroupCommit, reentrantError } from './batch.js';
 import type { SqliteContext } from './context.js';
 
 /**
@@ -97,6 +97,7 @@ export class SqliteRunner {
    */
   close(): Promise<void> {
     if (this.isClosed) return Promise.resolve();
+    if (this.batch.inStep) return Promise.reject(reentrantError());
     this.isClosed = true;
     try {
       this.batch.flush();

@@ -57,7 +57,9 @@ export function prepareComplete(
       WHERE rowid = ?`,
   );
   return (lease: LeaseRef, result: unknown) => {
+    // Both serializations before the first write (batch.ts), the event's from the column's, so they agree.
     const resultJson = toJson(result);
+    const eventJson = `{"result":${resultJson ?? 'null'}}`;
     const row = leased.get(lease.id, lease.token);
     if (row === undefined) return undefined;
     const now = ctx.clock.now();
@@ -69,6 +71,7 @@ export function prepareComplete(
       'job.completed',
       { result: result === undefined ? null : result },
       now,
+      eventJson,
     );
   };
 }
@@ -99,28 +102,38 @@ export function prepareFail(
       WHERE id = ?`,
   );
   return (lease: LeaseRef, error: JobError, retryAt?: number) => {
+    // Every serialization before the first write (batch.ts); the events embed the column's text.
     const errorJson = toJson(error);
+    const errorText = errorJson ?? 'null';
     const job = leased.get(lease.id, lease.token);
     if (job === undefined) return undefined;
     const now = ctx.clock.now();
-    if (retryAt !== undefined && job.attempts < job.maxAttempts) {
+    const { attempts } = job;
+    if (retryAt !== undefined && attempts < job.maxAttempts) {
       if (job.cancelRequestedAt !== null) {
         end.run('canceled', errorJson, now, now, lease.id);
         notifySuccessor(job.orderingKey);
-        return appendEvent(lease.id, 'job.canceled', { attempts: job.attempts }, now);
+        return appendEvent(lease.id, 'job.canceled', { attempts }, now, `{"attempts":${attempts}}`);
       }
       retry.run(errorJson, retryAt, now, lease.id);
       notifyAvailable(ctx, job.type, retryAt);
       return appendEvent(
         lease.id,
         'job.retrying',
-        { error, nextAttempt: job.attempts + 1, runAt: retryAt },
+        { error, nextAttempt: attempts + 1, runAt: retryAt },
         now,
+        `{"error":${errorText},"nextAttempt":${attempts + 1},"runAt":${JSON.stringify(retryAt)}}`,
       );
     }
     end.run('failed', errorJson, now, now, lease.id);
     notifySuccessor(job.orderingKey);
-    return appendEvent(lease.id, 'job.failed', { error, attempts: job.attempts }, now);
+    return appendEvent(
+      lease.id,
+      'job.failed',
+      { error, attempts },
+      now,
+      `{"error":${errorText},"attempts":${attempts}}`,
+    );
   };
 }
 

@@ -24,6 +24,8 @@ export interface PreparedAccept {
   inboxId: string;
   jobId: string;
   job: NewJob;
+  /** The job's payload as stored (serialized here, so the batch's step cannot fail on it after writing). */
+  payloadJson: string | null;
 }
 
 /**
@@ -35,6 +37,7 @@ export interface PreparedAccept {
 export function prepareAccept(delivery: InboxDelivery, job: InboxJob): PreparedAccept {
   const d = checkDelivery(delivery);
   const inboxId = newId('whk');
+  const newJob = resolveInboxJob(job, inboxId);
   return {
     delivery: {
       source: d.source,
@@ -46,14 +49,17 @@ export function prepareAccept(delivery: InboxDelivery, job: InboxJob): PreparedA
     },
     inboxId,
     jobId: newId('job'),
-    job: resolveInboxJob(job, inboxId),
+    job: newJob,
+    payloadJson: toJson(newJob.payload),
   };
 }
 
 /**
  * Prepares `WebhookInboxStore.acceptWebhook`'s write, a step of the group commit (`batch.ts`) run inside the
- * batch's transaction (the payload serialized before the first write): one fsync acknowledges a burst of deliveries, and each promise settles only after
- * the commit that holds it.
+ * batch's transaction: one fsync acknowledges a burst of deliveries, and each promise settles only after the
+ * commit that holds it. The job was checked and its payload serialized by {@link prepareAccept}, so once the
+ * delivery row is written nothing of the input can fail the job's insert (a failure after the first write
+ * would roll the whole batch back).
  *
  * Insert first: `ON CONFLICT (source, event_id) DO NOTHING` lets the unique constraint decide, and only a new
  * delivery inserts its job (tagged with its source for the backlog count), so a duplicate writes nothing. The
@@ -72,9 +78,7 @@ export function prepareAcceptWebhook(
      ON CONFLICT (source, event_id) DO NOTHING`,
   );
   const select = prepareGetWebhook(ctx);
-  return ({ delivery: d, inboxId, jobId, job }: PreparedAccept) => {
-    // Serialized before the first write: a step must not throw once it has written (batch.ts).
-    const payloadJson = toJson(job.payload);
+  return ({ delivery: d, inboxId, jobId, job, payloadJson }: PreparedAccept) => {
     const { changes } = insert.run(
       inboxId,
       d.source,
