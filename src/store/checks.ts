@@ -54,7 +54,8 @@ export function checkNewJob(job: NewJob): NewJob {
   }
   const copy: NewJob = { type, payload, runAt, priority, maxAttempts };
   if (timeoutMs !== undefined) {
-    if (!(Number.isSafeInteger(timeoutMs) && timeoutMs > 0)) throw bad('timeoutMs', 'an integer > 0', timeoutMs);
+    if (!(Number.isSafeInteger(timeoutMs) && timeoutMs > 0))
+      throw bad('timeoutMs', 'an integer > 0', timeoutMs);
     copy.timeoutMs = timeoutMs;
   }
   if (idempotencyKey !== undefined) {
