@@ -147,17 +147,21 @@ describe('SQLite job store on a file', () => {
       store.subscribe((n) => {
         if (n.kind === 'job_available') heard.push(n.type);
       });
+      const { job } = await store.enqueue(newJob({ type: 'b' }));
+      const [claim] = await store.claim({ owner: 'w', types: ['b'], limit: 1, leaseMs: 1_000 });
+      heard.length = 0;
       const before = groupCommitStats.transactions;
       const settled = await Promise.allSettled([
         store.enqueue(newJob({ type: 'a' })),
-        // max_attempts >= 1 is a CHECK constraint: this INSERT fails, SQLite undoes it, nothing else was written.
-        store.enqueue(newJob({ type: 'bad', maxAttempts: 0 })),
+        // Queued, then refused inside the batch before it wrote anything: a BigInt has no JSON form.
+        store.complete({ id: job.id, token: claim!.token }, 1n),
         store.enqueue(newJob({ type: 'c' })),
       ]);
       expect(groupCommitStats.transactions - before).toBe(1);
       expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(await store.get(job.id)).toMatchObject({ status: 'in_progress' });
       expect(heard).toEqual(['a', 'c']);
-      expect((await store.list()).map((j) => j.type).sort()).toEqual(['a', 'c']);
+      expect((await store.list()).map((j) => j.type).sort()).toEqual(['a', 'b', 'c']);
     });
 
     it('the same idempotency key twice in one batch gives one job', async () => {
