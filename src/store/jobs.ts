@@ -197,6 +197,9 @@ export interface JobStore {
   /**
    * Inserts a job, or returns the existing one with the same `(type, idempotencyKey)`; atomic under any
    * number of concurrent calls (a unique constraint, never check-then-insert). Notifies `job_available`.
+   * Rejects with a TypeError naming the field, nothing written, when the job cannot be stored: `type` or a
+   * key empty or holding NUL, `runAt` not a safe integer, `priority` not a 32-bit integer, `maxAttempts` not
+   * in 1..2^31 - 1, `timeoutMs` not an integer > 0.
    */
   enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }>;
 
