@@ -7,6 +7,8 @@
  * feedback V8 had built, so the next round measures re-optimisation instead of the steady state (seen
  * here: a 10x swing for a pipeline of small functions). Each case pays for its own garbage as it goes.
  */
+import { median } from './support.js';
+
 export interface BenchCase {
   name: string;
   /** One call; awaited. */
@@ -90,9 +92,4 @@ export function ratio(a: BenchResult, b: BenchResult): string {
   const ratios = a.rounds.map((ops, i) => ops / b.rounds[i]!);
   const sorted = [...ratios].sort((x, y) => x - y);
   return `${median(ratios).toFixed(2)}x (rounds ${sorted[0]!.toFixed(2)}-${sorted.at(-1)!.toFixed(2)})`;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }

@@ -38,7 +38,7 @@ import pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { JobStore } from '../src/index.js';
 import { lib } from './lib.js';
-import { intArg, reachable, serverCpuMs, withPg } from './support.js';
+import { intArg, median, middle, reachable, serverCpuMs, withPg } from './support.js';
 
 const { createJobs, openPostgresStore, openSqliteStore } = lib;
 
@@ -310,14 +310,9 @@ function ratioLine(label: string, a: Result[] | undefined, b: Result[] | undefin
   return `  ${label.padEnd(42)} ${value.padStart(8)}  target ${target}`;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.floor((sorted.length - 1) / 2)]!;
-}
-
-/** The run with the median throughput (the lower middle one of an even count). */
+/** The run with the median throughput. */
 function medianRun(runs: Result[]): Result {
-  return [...runs].sort((x, y) => x.jobsPerSec - y.jobsPerSec)[Math.floor((runs.length - 1) / 2)]!;
+  return middle(runs, (run) => run.jobsPerSec);
 }
 
 function resultLine(result: Result, contender: Contender, prefix: string): string {

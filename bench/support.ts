@@ -1,11 +1,21 @@
 /**
- * Helpers the queue benchmarks share: integer arguments, a reachability probe, a one-shot PostgreSQL client,
- * the CPU time of a server process.
+ * Helpers the benchmarks share: integer arguments, the median of rounds, a reachability probe, a one-shot
+ * PostgreSQL client, the CPU time of a server process.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import pg from 'pg';
+
+/** The item whose `key` is the median of `items` (for an even count, the upper of the two middle ones). */
+export function middle<T>(items: readonly T[], key: (item: T) => number): T {
+  return [...items].sort((a, b) => key(a) - key(b))[Math.floor(items.length / 2)]!;
+}
+
+/** The median of `values` (for an even count, the upper of the two middle ones). */
+export function median(values: readonly number[]): number {
+  return middle(values, (value) => value);
+}
 
 /** `--name=N` from the command line: an integer >= `min` (default 1), or `fallback` when absent. */
 export function intArg(name: string, fallback: number, min = 1): number {

@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { lib } from './lib.js';
-import { reportServerStats } from './support.js';
+import { median, reportServerStats } from './support.js';
 
 const SECRET = 'whsec_bench_0123456789abcdef';
 const SELF = fileURLToPath(import.meta.url);
@@ -241,12 +241,6 @@ export async function main(): Promise<void> {
       `(target ≥ 0.50: ${ratio >= 0.5 ? 'met' : 'missed'}); webhooks p99 ${p99.toFixed(1)} ms, median ` +
       `(target ≤ 20: ${p99 <= 20 ? 'met' : 'missed'})`,
   );
-}
-
-/** The middle value (the lower middle one of an even count). */
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }
 
 const serving = arg('serve');

@@ -42,8 +42,6 @@ const INT32_MAX = 2_147_483_647;
 export function checkNewJob(job: NewJob): NewJob {
   if (typeof job !== 'object' || job === null) throw new TypeError('job store: a job must be an object');
   const { type, payload, runAt, priority, maxAttempts, timeoutMs, idempotencyKey, orderingKey } = job;
-  const bad = (field: string, rule: string, value: unknown): TypeError =>
-    new TypeError(`job store: ${field} must be ${rule}, got ${String(value)}`);
   if (!isStoreKey(type, Number.MAX_SAFE_INTEGER)) throw bad('type', 'a non-empty string without NUL', type);
   if (!Number.isSafeInteger(runAt)) throw bad('runAt', 'a safe integer (ms)', runAt);
   if (!(Number.isInteger(priority) && priority >= -INT32_MAX - 1 && priority <= INT32_MAX)) {
@@ -71,6 +69,10 @@ export function checkNewJob(job: NewJob): NewJob {
     copy.orderingKey = orderingKey;
   }
   return copy;
+}
+
+function bad(field: string, rule: string, value: unknown): TypeError {
+  return new TypeError(`job store: ${field} must be ${rule}, got ${String(value)}`);
 }
 
 /** A string the stores keep as a key: 1..`max` UTF-16 code units, no NUL. */

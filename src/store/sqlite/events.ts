@@ -1,5 +1,6 @@
 import type { JobEvent, JobEventType, LeaseRef } from '../jobs.js';
 import { notifyEvent, type SqliteContext } from './context.js';
+import { pageLimit } from '../checks.js';
 import { byLimit } from './limit.js';
 import { fromJson, toJson } from './rows.js';
 
@@ -93,12 +94,10 @@ export function prepareReadEvents(
         LIMIT ${limit}`,
     ),
   );
-  return (jobId, afterSeq = 0, limit = EVENTS_DEFAULT_LIMIT) => {
-    // As the PostgreSQL store reads it: NaN is the default, anything else floored into [0, 2^53 - 1]
-    // (Infinity: no limit).
-    const pageSize = Number.isNaN(limit)
-      ? EVENTS_DEFAULT_LIMIT
-      : Math.min(Math.max(Math.floor(limit), 0), Number.MAX_SAFE_INTEGER);
+  return (jobId, afterSeq = 0, limit) => {
+    // As the PostgreSQL store reads it: NaN or unset is the default, anything else floored into
+    // [0, 2^53 - 1] (Infinity: every event).
+    const pageSize = pageLimit(limit, EVENTS_DEFAULT_LIMIT, Number.MAX_SAFE_INTEGER);
     if (pageSize === 0) return [];
     const rows = select(pageSize).all(jobId, afterSeq);
     const events: JobEvent[] = new Array(rows.length);
