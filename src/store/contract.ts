@@ -2,11 +2,13 @@ import { isDeepStrictEqual } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.js';
 import {
+  JOB_STATUSES,
   TERMINAL_STATUSES,
   type Claim,
   type JobError,
   type JobEvent,
   type JobEventType,
+  type JobFilter,
   type JobRecord,
   type JobStatus,
   type JobStore,
@@ -271,6 +273,66 @@ export function jobStoreContract(
         expect(await ids('failed')).toEqual([]);
         expect(await ids(['pending', 'completed'])).toEqual([done.id, pending.id]);
         expect(await ids(['canceled'])).toEqual([]);
+      });
+
+      it('every status and mix of statuses, newest first, with type and beforeId (each index path)', async () => {
+        // Two jobs in each status, made in the order below; ids grow with creation.
+        const made: Record<JobStatus, string[]> = {
+          pending: [],
+          in_progress: [],
+          completed: [],
+          failed: [],
+          canceled: [],
+        };
+        const all: { id: string; status: JobStatus; type: string }[] = [];
+        for (let round = 0; round < 2; round++) {
+          for (const status of JOB_STATUSES) {
+            const type = round === 0 ? 'x' : 'y';
+            const job = await enqueue({ type: `${status}-${type}` });
+            if (status === 'canceled') await store.cancel(job.id);
+            else if (status !== 'pending') {
+              const claim = await claimOne('w', [`${status}-${type}`]);
+              if (status === 'completed') await store.complete(leaseOf(claim), null);
+              if (status === 'failed') await store.fail(leaseOf(claim), PERMANENT);
+            }
+            made[status].push(job.id);
+            all.push({ id: job.id, status, type: `${status}-${type}` });
+            clock.tick(1);
+          }
+        }
+        const newestFirst = (keep: (job: { status: JobStatus; type: string }) => boolean) =>
+          all
+            .filter(keep)
+            .map((job) => job.id)
+            .reverse();
+        const ids = async (filter: JobFilter): Promise<string[]> =>
+          (await store.list(filter)).map((j) => j.id);
+        for (const status of JOB_STATUSES) {
+          expect(await ids({ status })).toEqual([made[status][1], made[status][0]]);
+          expect(await ids({ status, limit: 1 })).toEqual([made[status][1]]);
+          expect(await ids({ status, beforeId: made[status][1] })).toEqual([made[status][0]]);
+          expect(await ids({ status, type: `${status}-x` })).toEqual([made[status][0]]);
+        }
+        for (const statuses of [
+          ['failed', 'canceled'],
+          ['canceled', 'failed', 'failed'],
+          ['in_progress', 'failed'],
+          ['pending', 'in_progress', 'completed'],
+          [...JOB_STATUSES],
+        ] as JobStatus[][]) {
+          expect(await ids({ status: statuses })).toEqual(
+            newestFirst((job) => statuses.includes(job.status)),
+          );
+        }
+        // An unknown status matches nothing, alone or next to a known one.
+        expect(await ids({ status: 'lost' as JobStatus })).toEqual([]);
+        expect(await ids({ status: ['lost', 'failed'] as JobStatus[] })).toEqual([
+          made.failed[1],
+          made.failed[0],
+        ]);
+        expect(await store.stats()).toMatchObject({
+          counts: { pending: 2, in_progress: 2, completed: 2, failed: 2, canceled: 2 },
+        });
       });
 
       it('filters by type', async () => {

@@ -61,15 +61,15 @@ export function prepareClaim(
   notifySuccessor: NotifySuccessor,
 ): (options: ClaimOptions) => Claim[] {
   const { db } = ctx;
-  // INDEXED BY jobs_lease: only the expired leases are read (usually none). Left to itself the planner takes
-  // jobs_status_id and reads every running job on every claim: thousands with a large worker pool.
+  // INDEXED BY jobs_lease: only the expired leases are read (usually none). Left to itself the planner may
+  // take another index and read every running job on every claim: thousands with a large worker pool.
   const expiredSql = (typeCount: number) =>
     `SELECT ${JOB_COLUMNS}, next_seq, rowid
        FROM jobs INDEXED BY jobs_lease
       WHERE status = 'in_progress' AND lease_expires_at <= ? ${typeFilter(typeCount)}
       ${CLAIM_ORDER}`;
-  // INDEXED BY: walking jobs_claim in claim order stops after LIMIT rows; without it (no ANALYZE data)
-  // SQLite picks jobs_run_at and sorts every due job on each claim, so a backlog slows every claim.
+  // INDEXED BY: walking jobs_claim in claim order stops after LIMIT rows; the plan must not drift (no
+  // ANALYZE data) to one that sorts every due job on each claim, where a backlog slows every claim.
   const pendingSql = (typeCount: number, limit: number) =>
     `SELECT ${JOB_COLUMNS}, next_seq, rowid
        FROM jobs AS j INDEXED BY jobs_claim

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { JobFilter, JobRecord, JobStatus } from '../jobs.js';
+import { JOB_STATUSES, type JobFilter, type JobRecord, type JobStatus } from '../jobs.js';
 import type { SqliteContext } from './context.js';
 import { JOB_COLUMNS, prepareJobRows, toJobRecord, type JobRow } from './rows.js';
 
@@ -20,29 +20,35 @@ export function prepareGet(ctx: SqliteContext): (id: string) => JobRecord | unde
  * Prepares `JobStore.list`: newest first (ids are UUIDv7, so `id DESC` is creation order), keyset-paginated
  * by `beforeId`.
  *
- * The SQL is built per filter shape (which filters are set, how many statuses) and each shape is prepared
- * once, on first use: SQLite plans a statement when it is prepared, so a single catch-all statement with
- * `? IS NULL OR …` would be planned as a full scan; a statement per shape lets `jobs_status_id` or
- * `jobs_type_id` serve both the filter and the order. An empty `status` array means no status filter, like
- * an empty `types` in claim.
+ * The SQL is built per filter shape (which filters are set, which statuses) and each shape is prepared once,
+ * on first use: SQLite plans a statement when it is prepared, so a single catch-all statement with
+ * `? IS NULL OR …` would be planned as a full scan. The statuses are written into the SQL (they are checked
+ * against `JOB_STATUSES`; an unknown one matches nothing), so the planner can use the partial indexes:
+ * - only `failed` and `canceled` (dead letters, the usual "by status" question): `jobs_failed_canceled`;
+ * - only `in_progress`: `jobs_lease` (no more rows than the workers' slots), then a sort;
+ * - otherwise (pending and completed jobs are the bulk of recent ids): the primary key, newest first, or
+ *   `jobs_type_id` with a type.
+ * An empty `status` array means no status filter, like an empty `types` in claim.
  */
 export function prepareList(ctx: SqliteContext): (filter?: JobFilter) => JobRecord[] {
   const statements = new Map<string, ListStatement>();
   return (filter = {}) => {
     const limit = Math.min(Math.floor(filter.limit ?? LIST_DEFAULT_LIMIT), LIST_MAX_LIMIT);
     if (!(limit >= 1)) return [];
-    const statuses: readonly JobStatus[] =
+    const asked =
       filter.status === undefined ? [] : Array.isArray(filter.status) ? filter.status : [filter.status];
+    const statuses = JOB_STATUSES.filter((status) => asked.includes(status));
+    if (asked.length > 0 && statuses.length === 0) return [];
     const hasType = filter.type !== undefined;
     const hasCreatedBefore = filter.createdBefore !== undefined;
     const hasBeforeId = filter.beforeId !== undefined;
-    const shape = `${statuses.length}:${+hasType}${+hasCreatedBefore}${+hasBeforeId}`;
+    const shape = `${statuses.join(',')}:${+hasType}${+hasCreatedBefore}${+hasBeforeId}`;
     let statement = statements.get(shape);
     if (statement === undefined) {
-      statement = prepareListShape(ctx, statuses.length, hasType, hasCreatedBefore, hasBeforeId);
+      statement = prepareListShape(ctx, statuses, hasType, hasCreatedBefore, hasBeforeId);
       statements.set(shape, statement);
     }
-    const params: (string | number)[] = [...statuses];
+    const params: (string | number)[] = [];
     if (hasType) params.push(filter.type!);
     if (hasCreatedBefore) params.push(filter.createdBefore!);
     if (hasBeforeId) params.push(filter.beforeId!);
@@ -53,21 +59,35 @@ export function prepareList(ctx: SqliteContext): (filter?: JobFilter) => JobReco
 
 type ListStatement = Database.Statement<(string | number)[], JobRow>;
 
+/** The WHERE of `jobs_failed_canceled`, written the same way so SQLite sees that a query implies it. */
+const FAILED_CANCELED = "status IN ('failed', 'canceled')";
+
 function prepareListShape(
   ctx: SqliteContext,
-  statusCount: number,
+  statuses: readonly JobStatus[],
   type: boolean,
   createdBefore: boolean,
   beforeId: boolean,
 ): ListStatement {
   const where: string[] = [];
-  if (statusCount > 0) where.push(`status IN (${new Array<string>(statusCount).fill('?').join(', ')})`);
+  let index = '';
+  if (statuses.length > 0) {
+    // One status as `=`: SQLite sees that `status = 'in_progress'` implies jobs_lease's WHERE, not `IN (…)`.
+    const literals = statuses.map((status) => `'${status}'`);
+    where.push(literals.length === 1 ? `status = ${literals[0]}` : `status IN (${literals.join(', ')})`);
+    if (statuses.every((status) => status === 'failed' || status === 'canceled')) {
+      where.push(FAILED_CANCELED);
+      index = 'INDEXED BY jobs_failed_canceled';
+    } else if (statuses.length === 1 && statuses[0] === 'in_progress') {
+      index = 'INDEXED BY jobs_lease';
+    }
+  }
   if (type) where.push('type = ?');
   if (createdBefore) where.push('created_at <= ?');
   if (beforeId) where.push('id < ?');
   return prepareJobRows<(string | number)[]>(
     ctx.db,
-    `SELECT ${JOB_COLUMNS} FROM jobs
+    `SELECT ${JOB_COLUMNS} FROM jobs ${index}
       ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY id DESC
       LIMIT ?`,

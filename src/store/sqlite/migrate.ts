@@ -281,6 +281,20 @@ CREATE TABLE route_revision (
 INSERT INTO route_revision (id, revision) VALUES (1, 0);
 `,
   },
+  {
+    version: 8,
+    name: 'list by status without an index on every job',
+    sql: `
+-- jobs_status_id (status, id) was written on every job's enqueue, claim and completion (five entries moved
+-- per job) for one rare read: list by status. Measured on the lifecycle alone (insert, lease, two events,
+-- complete; 16 per transaction, median of 9): 37.3 µs per job with it, 33.0 µs with the partial index below.
+-- Only the statuses that are rare and asked for by status (dead letters and canceled jobs) keep an index;
+-- pending and completed jobs are the bulk of recent ids, so their list walks the primary key newest first,
+-- and running jobs are read through jobs_lease (no more of them than the workers' slots).
+DROP INDEX jobs_status_id;
+CREATE INDEX jobs_failed_canceled ON jobs (status, id) WHERE status IN ('failed', 'canceled');
+`,
+  },
 ];
 
 /**
