@@ -1,0 +1,246 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MIGRATIONS, migrate } from './migrate.js';
+
+const NOW = 1_700_000_000_000;
+
+/** Every row of a table, in a stable order (rowid included for tables that have one). */
+function rows(db: Database.Database, sql: string): unknown[] {
+  return db.prepare(sql).all();
+}
+
+describe('SQLite migration 8 (jobs rebuilt)', () => {
+  let dir: string;
+  let db: Database.Database;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'breakwater-migrate-'));
+    db = new Database(join(dir, 'jobs.db'));
+    db.pragma('journal_mode = WAL');
+    db.pragma('foreign_keys = ON');
+  });
+
+  afterEach(() => {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A version-7 file with a job in each status, keyed and inbox jobs, events and a webhook delivery. */
+  function seedVersion7(): void {
+    expect(migrate(db, NOW, MIGRATIONS.slice(0, 7))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    const insert = db.prepare(
+      `INSERT INTO jobs (id, type, status, payload, result, error, attempts, max_attempts, run_at, priority,
+                         idempotency_key, timeout_ms, lease_owner, lease_token, lease_expires_at,
+                         cancel_requested_at, created_at, updated_at, finished_at, next_seq, ordering_key,
+                         inbox_source)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 3, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    insert.run(
+      'j1',
+      'mail',
+      'pending',
+      '{"to":"ada"}',
+      null,
+      null,
+      0,
+      NOW,
+      5,
+      'k1',
+      null,
+      null,
+      0,
+      null,
+      null,
+      NOW,
+      NOW,
+      null,
+      1,
+      'order-1',
+      null,
+    );
+    insert.run(
+      'j2',
+      'mail',
+      'in_progress',
+      '{}',
+      null,
+      null,
+      1,
+      NOW,
+      0,
+      null,
+      60_000,
+      'w1',
+      1,
+      NOW + 30_000,
+      null,
+      NOW,
+      NOW,
+      null,
+      2,
+      'order-1',
+      null,
+    );
+    insert.run(
+      'j3',
+      'hook',
+      'completed',
+      '{"a":1.50}',
+      '{"ok":true}',
+      null,
+      1,
+      NOW,
+      0,
+      null,
+      null,
+      null,
+      1,
+      null,
+      null,
+      NOW,
+      NOW,
+      NOW + 5,
+      3,
+      null,
+      'stripe',
+    );
+    insert.run(
+      'j4',
+      'mail',
+      'failed',
+      'null',
+      null,
+      '{"code":"boom"}',
+      3,
+      NOW,
+      0,
+      null,
+      null,
+      null,
+      3,
+      null,
+      null,
+      NOW,
+      NOW,
+      NOW + 9,
+      7,
+      null,
+      null,
+    );
+    insert.run(
+      'j5',
+      'mail',
+      'canceled',
+      '[]',
+      null,
+      null,
+      0,
+      NOW,
+      0,
+      null,
+      null,
+      null,
+      0,
+      null,
+      NOW + 1,
+      NOW,
+      NOW,
+      NOW + 1,
+      1,
+      null,
+      null,
+    );
+    const event = db.prepare(
+      'INSERT INTO job_events (job_id, seq, type, timestamp, payload) VALUES (?, ?, ?, ?, ?)',
+    );
+    event.run('j2', 1, 'job.started', NOW, '{"attempt":1}');
+    event.run('j3', 1, 'job.started', NOW, '{"attempt":1}');
+    event.run('j3', 2, 'job.completed', NOW + 5, '{"result":{"ok":true}}');
+    db.prepare(
+      `INSERT INTO webhook_inbox (id, source, event_id, event_type, received_at, occurred_at, body, job_id)
+       VALUES ('w1', 'stripe', 'evt_1', 'payment_intent.succeeded', ?, ?, '{"id":"evt_1"}', 'j3')`,
+    ).run(NOW, NOW - 10);
+  }
+
+  const TABLES = {
+    jobs: 'SELECT rowid AS _rowid, * FROM jobs ORDER BY id',
+    events: 'SELECT * FROM job_events ORDER BY job_id, seq',
+    inbox: 'SELECT * FROM webhook_inbox ORDER BY id',
+  };
+
+  it('keeps every job, event and delivery as it was, and the foreign keys and checks still hold', () => {
+    seedVersion7();
+    const before = Object.fromEntries(Object.entries(TABLES).map(([name, sql]) => [name, rows(db, sql)]));
+    expect((before.jobs as unknown[]).length).toBe(5);
+
+    expect(migrate(db, NOW)).toEqual([8]);
+
+    for (const [name, sql] of Object.entries(TABLES)) expect(rows(db, sql)).toEqual(before[name]);
+    expect(
+      db
+        .prepare<[], { name: string }>(
+          "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'jobs' AND sql IS NOT NULL ORDER BY name",
+        )
+        .all()
+        .map((row) => row.name),
+    ).toEqual([
+      'jobs_claim',
+      'jobs_failed_canceled',
+      'jobs_idempotency',
+      'jobs_inbox_backlog',
+      'jobs_lease',
+      'jobs_ordering',
+      'jobs_ordering_running',
+      'jobs_run_at',
+      'jobs_type_id',
+    ]);
+    // migrate() turned foreign keys off for the rebuild and back on after.
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(() =>
+      db.prepare("INSERT INTO job_events (job_id, seq, type, timestamp) VALUES ('nope', 1, 'x', 0)").run(),
+    ).toThrow(/FOREIGN KEY/);
+    expect(() => db.prepare("UPDATE jobs SET status = 'lost' WHERE id = 'j1'").run()).toThrow(/CHECK/);
+    // The cascade from jobs to their events survived the rename.
+    db.prepare("DELETE FROM webhook_inbox WHERE job_id = 'j3'").run();
+    db.prepare("DELETE FROM jobs WHERE id = 'j3'").run();
+    expect(rows(db, "SELECT * FROM job_events WHERE job_id = 'j3'")).toEqual([]);
+    // A second run applies nothing.
+    expect(migrate(db, NOW)).toEqual([]);
+  });
+
+  it('a migration that breaks a foreign key rolls back every migration of that open', () => {
+    seedVersion7();
+    const broken = [
+      ...MIGRATIONS,
+      { version: 99, name: 'orphan event', sql: "INSERT INTO job_events VALUES ('nope', 1, 'x', 0, NULL)" },
+    ];
+    expect(() => migrate(db, NOW, broken)).toThrow(/broke a foreign key/);
+    expect(rows(db, 'SELECT version FROM schema_migrations ORDER BY version')).toEqual(
+      [1, 2, 3, 4, 5, 6, 7].map((version) => ({ version })),
+    );
+    expect(rows(db, "SELECT count(*) AS n FROM sqlite_schema WHERE name = 'jobs_failed_canceled'")).toEqual([
+      { n: 0 },
+    ]);
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+  });
+
+  it('writing a job status builds no ephemeral table (an IN list of more than two constants would)', () => {
+    migrate(db, NOW);
+    for (const sql of [
+      "UPDATE jobs SET status = 'in_progress' WHERE rowid = ?",
+      "UPDATE jobs SET status = 'completed' WHERE rowid = ?",
+      `INSERT INTO jobs (id, type, status, max_attempts, run_at, created_at, updated_at)
+       VALUES (?, 'x', 'pending', 1, 0, 0, 0)`,
+    ]) {
+      const opcodes = db
+        .prepare<[number], { opcode: string }>(`EXPLAIN ${sql}`)
+        .all(1)
+        .map((op) => op.opcode);
+      expect(opcodes).toContain('Halt');
+      expect(opcodes).not.toContain('OpenEphemeral');
+    }
+  });
+});
