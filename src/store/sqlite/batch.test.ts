@@ -1,9 +1,13 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { EventSource, FakeClock } from '../../core/index.js';
 import type { StoreNotification } from '../jobs.js';
 import { GroupCommit, groupCommitStats } from './batch.js';
 import type { SqliteContext } from './context.js';
+import { WalSync } from './wal-sync.js';
 
 /** A group commit over a private in-memory database with one table, and what its notifications said. */
 function setup() {
@@ -23,7 +27,7 @@ function setup() {
     return n;
   };
   const rows = () => db.prepare<[], number>('SELECT n FROM t ORDER BY n').pluck().all();
-  return { ctx, group: new GroupCommit(ctx), write, insert, rows, heard };
+  return { ctx, group: new GroupCommit(ctx, new WalSync(undefined)), write, insert, rows, heard };
 }
 
 describe('GroupCommit', () => {
@@ -92,5 +96,51 @@ describe('GroupCommit', () => {
     // The next batch starts clean.
     await expect(group.submit(write, 4)).resolves.toBe(4);
     expect(rows()).toEqual([4]);
+  });
+
+  describe('with a log to sync (wal-sync.ts)', () => {
+    /** setup() with a WalSync whose syncs the test completes by hand. */
+    function withManualSync() {
+      const dir = mkdtempSync(join(tmpdir(), 'breakwater-batch-'));
+      const wal = join(dir, 'db-wal');
+      writeFileSync(wal, '');
+      const syncs: ((error: NodeJS.ErrnoException | null) => void)[] = [];
+      const base = setup();
+      const group = new GroupCommit(base.ctx, new WalSync(wal, (_fd, done) => syncs.push(done)));
+      const cleanup = () => rmSync(dir, { recursive: true, force: true });
+      return { ...base, group, syncs, cleanup };
+    }
+
+    /** Lets the batch's setImmediate run. */
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+    it('a claim-like step is released at its commit; the others and the notifications after the sync', async () => {
+      const { group, write, rows, heard, syncs, cleanup } = withManualSync();
+      const settled: string[] = [];
+      group.submit(write, 1).then((n) => settled.push(`acked ${n}`));
+      group.submitAtCommit(write, 2).then((n) => settled.push(`at commit ${n}`));
+      await turn();
+      expect(rows()).toEqual([1, 2]); // committed
+      expect(settled).toEqual(['at commit 2']);
+      expect(heard).toEqual([]);
+      expect(syncs).toHaveLength(1);
+      syncs.shift()!(null);
+      await turn();
+      expect(settled).toEqual(['at commit 2', 'acked 1']);
+      expect(heard).toEqual(['t1', 't2']);
+      cleanup();
+    });
+
+    it('a failed sync rejects what waited for it, drops its notifications and refuses nothing already released', async () => {
+      const { group, write, heard, syncs, cleanup } = withManualSync();
+      const acked = group.submit(write, 1);
+      const claimed = group.submitAtCommit(write, 2);
+      await turn();
+      await expect(claimed).resolves.toBe(2);
+      syncs.shift()!(Object.assign(new Error('EIO'), { code: 'EIO' }));
+      await expect(acked).rejects.toThrow(/syncing the write-ahead log failed/);
+      expect(heard).toEqual([]);
+      cleanup();
+    });
   });
 });

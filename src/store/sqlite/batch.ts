@@ -1,21 +1,22 @@
 import type Database from 'better-sqlite3';
 import type { SqliteContext } from './context.js';
+import type { WalSync } from './wal-sync.js';
 
 /**
  * Group commit for the hot writes (`enqueue`, `claim`, `complete`, `fail`, `acceptWebhook` of the inbox,
  * `begin` / `complete` of idempotency records, `append` of the audit log and `update` of counters).
  *
- * With `synchronous = FULL` every commit costs an fsync of the WAL, so 64 enqueues in flight used to cost 64
- * fsyncs. Here a call is queued instead of run; the first queued call schedules a flush with `setImmediate`
+ * Every commit costs an fsync of the WAL (`wal-sync.ts`), so 64 enqueues in flight would cost 64 fsyncs. Here a call is queued instead of run; the first queued call schedules a flush with `setImmediate`
  * (I/O batching, not time logic: the injected clock plays no part), and the flush runs everything queued by
  * then — at most {@link MAX_BATCH} operations, the rest in the next flush — in ONE `BEGIN IMMEDIATE`
  * transaction, so one fsync acknowledges the whole batch.
  *
  * Why this is as durable as one transaction per call: a promise settles only after the flush that holds it.
- * It resolves only once the `COMMIT` of the batch returned, which with WAL + `synchronous = FULL` means the
- * log was synced; if the batch cannot commit (BEGIN busy, a disk error, an error that ended the whole
- * transaction) every operation of it rejects, none is reported done. An acknowledged write is therefore on
- * disk exactly as before; only the moment of the acknowledgement moves (by one turn of the event loop).
+ * It resolves only once the `COMMIT` of the batch returned and the log was synced after it (`wal-sync.ts`);
+ * if the batch cannot commit (BEGIN busy, a disk error, an error that ended the whole transaction) every
+ * operation of it rejects, none is reported done. An acknowledged write is therefore on disk exactly as
+ * with one synced transaction per call; only the moment of the acknowledgement moves. (A claim is released at
+ * the commit: see {@link GroupCommit.submitAtCommit}.)
  *
  * Isolation inside a batch, without a savepoint per operation: a savepoint makes SQLite copy every page an
  * operation touches into its sub-journal first (4 KiB each, several per job), which cost ~15 % of the jobs
@@ -44,6 +45,8 @@ interface Pending {
   run: () => unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
+  /** Released when its transaction commits, before the log sync (see {@link GroupCommit.submitAtCommit}). */
+  atCommit: boolean;
 }
 
 /** Outcome of one operation inside a batch. */
@@ -60,7 +63,10 @@ export class GroupCommit {
   /** One `BEGIN IMMEDIATE` transaction running a batch's steps in order (see the class comment). */
   private readonly transaction: (batch: Pending[], outcomes: Outcome[]) => void;
 
-  constructor(private readonly ctx: SqliteContext) {
+  constructor(
+    private readonly ctx: SqliteContext,
+    private readonly sync: WalSync,
+  ) {
     const { db } = ctx;
     this.totalChanges = db.prepare<[], number>('SELECT total_changes()').pluck();
     this.transaction = db.transaction((batch: Pending[], outcomes: Outcome[]) => {
@@ -88,8 +94,21 @@ export class GroupCommit {
 
   /** Queues `step(...args)` for the next flush; the promise settles once that flush committed or failed. */
   submit<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
+    return this.enqueue(false, () => step(...args));
+  }
+
+  /**
+   * Like {@link submit}, but the promise settles as soon as the transaction commits, without waiting for the
+   * log sync (`wal-sync.ts`): for a claim, whose lease an OS crash may then lose, which only puts the job
+   * back to pending. The batch's notifications still wait for the sync.
+   */
+  submitAtCommit<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
+    return this.enqueue(true, () => step(...args));
+  }
+
+  private enqueue<R>(atCommit: boolean, run: () => R): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      this.queue.push({ run: () => step(...args), resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject, atCommit });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.onImmediate());
@@ -148,14 +167,23 @@ export class GroupCommit {
       return;
     }
     this.running = false;
-    // Committed (and synced): tell listeners, then acknowledge.
     const notifications = ctx.outbox;
     ctx.outbox = [];
-    for (const notification of notifications) ctx.notifications.emit(notification);
-    batch.forEach((op, i) => {
+    for (let i = 0; i < batch.length; i++) {
       const outcome = outcomes[i]!;
-      if (outcome.ok) op.resolve(outcome.value);
-      else op.reject(outcome.error);
+      if (batch[i]!.atCommit && outcome.ok) batch[i]!.resolve(outcome.value);
+    }
+    this.sync.afterCommit((error) => {
+      // On disk: tell listeners, then acknowledge (or, the sync having failed, reject everything left).
+      if (error === undefined) for (const notification of notifications) ctx.notifications.emit(notification);
+      for (let i = 0; i < batch.length; i++) {
+        const op = batch[i]!;
+        const outcome = outcomes[i]!;
+        if (op.atCommit && outcome.ok) continue;
+        if (error !== undefined) op.reject(error);
+        else if (outcome.ok) op.resolve(outcome.value);
+        else op.reject(outcome.error);
+      }
     });
   }
 }

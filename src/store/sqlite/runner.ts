@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3';
 import { GroupCommit, reentrantError } from './batch.js';
+import type { StoreNotification } from '../jobs.js';
 import type { SqliteContext } from './context.js';
+import type { WalSync } from './wal-sync.js';
 
 /**
  * How every operation of one SQLite store runs, whichever aggregate it belongs to (the job store and its
@@ -16,8 +18,11 @@ export class SqliteRunner {
   /** Group commit of the hot writes (see `batch.ts`). */
   private readonly batch: GroupCommit;
 
-  constructor(readonly ctx: SqliteContext) {
-    this.batch = new GroupCommit(ctx);
+  constructor(
+    readonly ctx: SqliteContext,
+    private readonly sync: WalSync,
+  ) {
+    this.batch = new GroupCommit(ctx, sync);
   }
 
   get db(): Database.Database {
@@ -34,8 +39,16 @@ export class SqliteRunner {
    * committed, its notifications already emitted.
    */
   batched<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
-    if (this.isClosed) return Promise.reject(closedError());
+    const refused = this.refusal();
+    if (refused !== undefined) return Promise.reject(refused);
     return this.batch.submit(step, ...args);
+  }
+
+  /** Like {@link batched}, resolving at the commit, before the log sync: for claims (see `batch.ts`). */
+  batchedAtCommit<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
+    const refused = this.refusal();
+    if (refused !== undefined) return Promise.reject(refused);
+    return this.batch.submitAtCommit(step, ...args);
   }
 
   /**
@@ -44,7 +57,8 @@ export class SqliteRunner {
    * queued.
    */
   prepareThenBatch<P, R>(prepare: () => P, step: (prepared: P) => R): Promise<R> {
-    if (this.isClosed) return Promise.reject(closedError());
+    const refused = this.refusal();
+    if (refused !== undefined) return Promise.reject(refused);
     let prepared: P;
     try {
       prepared = prepare();
@@ -54,15 +68,22 @@ export class SqliteRunner {
     return this.batch.submit(step, prepared);
   }
 
-  /** Runs a step that changes nothing; its error (or the closed store) becomes a rejection. */
+  /**
+   * Runs a step that changes nothing; its error (or the closed store) becomes a rejection. The answer is
+   * released once every commit it may have seen is on disk (`wal-sync.ts`), so a read never reports a change
+   * an OS crash could still undo.
+   */
   read<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
-    if (this.isClosed) return Promise.reject(closedError());
+    const refused = this.refusal();
+    if (refused !== undefined) return Promise.reject(refused);
+    let result: R;
     try {
       this.batch.flush();
-      return Promise.resolve(step(...args));
+      result = step(...args);
     } catch (error) {
       return Promise.reject(error);
     }
+    return this.durable(result, undefined);
   }
 
   /**
@@ -71,7 +92,8 @@ export class SqliteRunner {
    * dropped.
    */
   write<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
-    if (this.isClosed) return Promise.reject(closedError());
+    const refused = this.refusal();
+    if (refused !== undefined) return Promise.reject(refused);
     const ctx = this.ctx;
     let result: R;
     try {
@@ -82,29 +104,53 @@ export class SqliteRunner {
       ctx.outbox.length = 0;
       return Promise.reject(error);
     }
-    if (ctx.outbox.length > 0) {
-      // Swap before emitting: a listener may run another step, which queues into the fresh outbox.
-      const batch = ctx.outbox;
-      ctx.outbox = [];
-      for (const notification of batch) ctx.notifications.emit(notification);
+    this.sync.noteCommit();
+    // Swap before emitting: a listener may run another step, which queues into the fresh outbox.
+    const notifications = ctx.outbox.length > 0 ? ctx.outbox : undefined;
+    if (notifications !== undefined) ctx.outbox = [];
+    return this.durable(result, notifications);
+  }
+
+  /**
+   * `value` once every commit so far is on disk, after emitting `notifications`; without a log to sync (or
+   * with everything synced) a settled promise at once.
+   */
+  private durable<R>(value: R, notifications: StoreNotification[] | undefined): Promise<R> {
+    const failure = this.sync.failure;
+    if (failure !== undefined) return Promise.reject(failure);
+    if (this.sync.isDurable()) {
+      if (notifications !== undefined) for (const n of notifications) this.ctx.notifications.emit(n);
+      return Promise.resolve(value);
     }
-    return Promise.resolve(result);
+    return new Promise<R>((resolve, reject) => {
+      this.sync.whenDurable((error) => {
+        if (error !== undefined) return reject(error);
+        if (notifications !== undefined) for (const n of notifications) this.ctx.notifications.emit(n);
+        resolve(value);
+      });
+    });
+  }
+
+  /** Why a new call is refused: the store is closed, or a log sync failed (`wal-sync.ts`). */
+  private refusal(): Error | undefined {
+    if (this.isClosed) return closedError();
+    return this.sync.failure;
   }
 
   /**
    * Marks the store closed (every later call rejects), commits queued work (or rejects it with its error),
-   * then closes the connection. Idempotent.
+   * waits for the log sync that acknowledges it, then closes the connection. Idempotent.
    */
-  close(): Promise<void> {
-    if (this.isClosed) return Promise.resolve();
-    if (this.batch.inStep) return Promise.reject(reentrantError());
+  async close(): Promise<void> {
+    if (this.isClosed) return;
+    if (this.batch.inStep) throw reentrantError();
     this.isClosed = true;
     try {
       this.batch.flush();
+    } finally {
+      // Every commit acknowledged once on disk, then the connection goes.
+      await this.sync.drain();
       this.ctx.db.close();
-      return Promise.resolve();
-    } catch (error) {
-      return Promise.reject(error);
     }
   }
 }
