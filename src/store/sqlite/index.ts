@@ -114,8 +114,9 @@ export const SQLITE_STORE_DEFAULTS = {
  * group-committed
  * (`batch.ts`): queued, then run together in one transaction on the next turn of the event loop, each
  * resolving only after that commit; every other operation first commits what is queued, so call order is
- * kept. The others return settled promises. `close()` commits queued work first; after it, operations
- * reject with an Error.
+ * kept. On a file, every answer (and notification) waits until the log is synced after the commits it
+ * reports (`wal-sync.ts`), a claim excepted. `close()` commits queued work and waits for its sync first;
+ * after it, operations reject with an Error.
  * @throws RangeError naming the option when an option is invalid; the driver's error when the file cannot be
  *   opened or migrated.
  */
