@@ -95,6 +95,18 @@ describe('SQLite job store on a file', () => {
     expect(snapshot(file)).toEqual(before);
   });
 
+  it('a second close() resolves only once the first is done, queued work acknowledged', async () => {
+    const store = await openFile();
+    const enqueued = store.enqueue(newJob());
+    let acknowledged = false;
+    void enqueued.then(() => (acknowledged = true));
+    const first = store.close();
+    await store.close();
+    expect(acknowledged).toBe(true);
+    await first;
+    await expect(store.get('anything')).rejects.toThrow('the store is closed');
+  });
+
   it('two stores on the same file never claim the same job', async () => {
     const [a, b] = [await openFile(), await openFile()];
     const total = 40;

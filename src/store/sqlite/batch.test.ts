@@ -14,7 +14,7 @@ function setup() {
   const db = new Database(':memory:');
   db.exec('CREATE TABLE t (n INTEGER PRIMARY KEY, v TEXT NOT NULL)');
   const notifications = new EventSource<StoreNotification>();
-  const ctx: SqliteContext = { db, clock: new FakeClock(0), notifications, outbox: [] };
+  const ctx: SqliteContext = { db, clock: new FakeClock(0), notifications, outbox: [], created: [] };
   const heard: string[] = [];
   notifications.on((n) => {
     if (n.kind === 'job_available') heard.push(n.type);
@@ -118,7 +118,7 @@ describe('GroupCommit', () => {
       const { group, write, rows, heard, syncs, cleanup } = withManualSync();
       const settled: string[] = [];
       group.submit(write, 1).then((n) => settled.push(`acked ${n}`));
-      group.submitAtCommit(write, 2).then((n) => settled.push(`at commit ${n}`));
+      group.submitAtCommit(() => true, write, 2).then((n) => settled.push(`at commit ${n}`));
       await turn();
       expect(rows()).toEqual([1, 2]); // committed
       expect(settled).toEqual(['at commit 2']);
@@ -131,10 +131,56 @@ describe('GroupCommit', () => {
       cleanup();
     });
 
+    it('a claim-like step that leased a job created by a commit not yet synced waits for the sync', async () => {
+      const { ctx, group, write, syncs, cleanup } = withManualSync();
+      /** An enqueue of job `id` (as the store's insert records it), then a claim that leases ids. */
+      const create = (id: string) => {
+        write(Number(id.slice(1)));
+        ctx.created.push(id);
+        return id;
+      };
+      const claim = (ids: string[]) => ids;
+      const releasable = (ids: string[], isUnsynced: (id: string) => boolean) =>
+        ids.every((id) => !isUnsynced(id));
+      const order: string[] = [];
+      void group.submit(create, 'j1').then(() => order.push('created j1'));
+      void group.submitAtCommit(releasable, claim, ['j1']).then(() => order.push('claimed j1'));
+      await turn();
+      expect(order).toEqual([]); // j1's creation is in the same commit: the claim waits for its sync
+      // A second batch: a claim of j1 again (created by a commit whose sync is still running) and of nothing.
+      void group.submitAtCommit(releasable, claim, ['j1']).then(() => order.push('claimed j1 again'));
+      void group.submitAtCommit(releasable, claim, [] as string[]).then(() => order.push('claimed none'));
+      await turn();
+      expect(order).toEqual(['claimed none']);
+      syncs.shift()!(null); // covers the first batch only
+      await turn();
+      expect(order).toEqual(['claimed none', 'created j1', 'claimed j1']);
+      syncs.shift()!(null);
+      await turn();
+      expect(order).toEqual(['claimed none', 'created j1', 'claimed j1', 'claimed j1 again']);
+      // j1 is on disk now: a claim of it is released at its commit.
+      void group.submitAtCommit(releasable, claim, ['j1']).then(() => order.push('claimed j1 at commit'));
+      await turn();
+      expect(order.at(-1)).toBe('claimed j1 at commit');
+      cleanup();
+    });
+
+    it('after a failed sync a queued batch is refused without committing', async () => {
+      const { group, write, rows, syncs, cleanup } = withManualSync();
+      const first = group.submit(write, 1);
+      await turn();
+      const queued = group.submitAtCommit(() => true, write, 2);
+      syncs.shift()!(Object.assign(new Error('EIO'), { code: 'EIO' }));
+      await expect(first).rejects.toThrow(/syncing the write-ahead log failed/);
+      await expect(queued).rejects.toThrow(/syncing the write-ahead log failed/);
+      expect(rows()).toEqual([1]);
+      cleanup();
+    });
+
     it('a failed sync rejects what waited for it, drops its notifications and refuses nothing already released', async () => {
       const { group, write, heard, syncs, cleanup } = withManualSync();
       const acked = group.submit(write, 1);
-      const claimed = group.submitAtCommit(write, 2);
+      const claimed = group.submitAtCommit(() => true, write, 2);
       await turn();
       await expect(claimed).resolves.toBe(2);
       syncs.shift()!(Object.assign(new Error('EIO'), { code: 'EIO' }));

@@ -45,8 +45,11 @@ interface Pending {
   run: () => unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
-  /** Released when its transaction commits, before the log sync (see {@link GroupCommit.submitAtCommit}). */
-  atCommit: boolean;
+  /**
+   * Given for an operation that may be released when its transaction commits, before the log sync (see
+   * {@link GroupCommit.submitAtCommit}): says whether its value may.
+   */
+  releasable: ((value: unknown, isUnsynced: (jobId: string) => boolean) => boolean) | undefined;
 }
 
 /** Outcome of one operation inside a batch. */
@@ -94,21 +97,26 @@ export class GroupCommit {
 
   /** Queues `step(...args)` for the next flush; the promise settles once that flush committed or failed. */
   submit<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
-    return this.enqueue(false, () => step(...args));
+    return this.enqueue(undefined, () => step(...args));
   }
 
   /**
    * Like {@link submit}, but the promise settles as soon as the transaction commits, without waiting for the
-   * log sync (`wal-sync.ts`): for a claim, whose lease an OS crash may then lose, which only puts the job
-   * back to pending. The batch's notifications still wait for the sync.
+   * log sync (`wal-sync.ts`), when `releasable(value, isUnsynced)` says so: for a claim, whose lease an OS
+   * crash may then lose, which only puts the job back to pending — unless it leased a job whose creation is
+   * not on disk yet (`isUnsynced`), which a crash would undo. The batch's notifications still wait.
    */
-  submitAtCommit<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
-    return this.enqueue(true, () => step(...args));
+  submitAtCommit<A extends unknown[], R>(
+    releasable: (value: R, isUnsynced: (jobId: string) => boolean) => boolean,
+    step: (...args: A) => R,
+    ...args: A
+  ): Promise<R> {
+    return this.enqueue(releasable as Pending['releasable'], () => step(...args));
   }
 
-  private enqueue<R>(atCommit: boolean, run: () => R): Promise<R> {
+  private enqueue<R>(releasable: Pending['releasable'], run: () => R): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject, atCommit });
+      this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject, releasable });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.onImmediate());
@@ -140,9 +148,16 @@ export class GroupCommit {
   private runBatch(): void {
     const { ctx } = this;
     const batch = this.queue.splice(0, MAX_BATCH);
+    // A failed log sync refuses everything: nothing more is committed (wal-sync.ts).
+    const failure = this.sync.failure;
+    if (failure !== undefined) {
+      for (const op of batch) op.reject(failure);
+      return;
+    }
     groupCommitStats.transactions++;
     groupCommitStats.operations += batch.length;
     ctx.outbox = [];
+    ctx.created = [];
     const outcomes: Outcome[] = [];
     this.running = true;
     try {
@@ -150,6 +165,7 @@ export class GroupCommit {
     } catch (error) {
       this.running = false;
       ctx.outbox = [];
+      ctx.created = [];
       const culprit = outcomes.length < batch.length ? outcomes.length : -1;
       const batchError =
         error instanceof WroteThenFailed
@@ -169,23 +185,33 @@ export class GroupCommit {
     this.running = false;
     const notifications = ctx.outbox;
     ctx.outbox = [];
-    for (let i = 0; i < batch.length; i++) {
-      const outcome = outcomes[i]!;
-      if (batch[i]!.atCommit && outcome.ok) batch[i]!.resolve(outcome.value);
-    }
+    const created = ctx.created;
+    ctx.created = [];
+    const released: boolean[] = new Array(batch.length).fill(false);
     this.sync.afterCommit((error) => {
       // On disk: tell listeners, then acknowledge (or, the sync having failed, reject everything left).
       if (error === undefined) for (const notification of notifications) ctx.notifications.emit(notification);
       for (let i = 0; i < batch.length; i++) {
         const op = batch[i]!;
         const outcome = outcomes[i]!;
-        if (op.atCommit && outcome.ok) continue;
+        if (released[i]) continue;
         if (error !== undefined) op.reject(error);
         else if (outcome.ok) op.resolve(outcome.value);
         else op.reject(outcome.error);
       }
-    });
+    }, created);
+    // After afterCommit, which counts this batch's new jobs as not on disk yet.
+    for (let i = 0; i < batch.length; i++) {
+      const op = batch[i]!;
+      const outcome = outcomes[i]!;
+      if (op.releasable !== undefined && outcome.ok && op.releasable(outcome.value, this.isUnsynced)) {
+        released[i] = true;
+        op.resolve(outcome.value);
+      }
+    }
   }
+
+  private readonly isUnsynced = (jobId: string): boolean => this.sync.isUnsynced(jobId);
 }
 
 /** The refusal of a store call made from inside a group-committed step (see {@link GroupCommit.flush}). */

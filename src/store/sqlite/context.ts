@@ -16,6 +16,12 @@ export interface SqliteContext {
    * listens (no allocation otherwise).
    */
   outbox: StoreNotification[];
+  /**
+   * Ids of the jobs inserted by the transaction in progress (enqueue, a webhook accept, a replay): until the
+   * log is synced after its commit, a claim that leases one of them waits for that sync instead of being
+   * released at its commit (`wal-sync.ts`). Emptied when the transaction ends.
+   */
+  created: string[];
 }
 
 /** Queues `job_available` for after the commit (a job became due or will at `runAt`). */

@@ -61,6 +61,7 @@ export function prepareInsertJob(ctx: SqliteContext): InsertJob {
       now,
     );
     if (changes === 0) return false;
+    ctx.created.push(id);
     notifyAvailable(ctx, job.type, job.runAt);
     return true;
   };

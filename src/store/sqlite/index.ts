@@ -159,6 +159,16 @@ export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise
   }
 }
 
+/**
+ * Whether a claim may be handed to its worker at its commit, before the log sync (`wal-sync.ts`): an OS
+ * crash that loses a lease only puts the job back to pending, as a crash of its worker would — unless the
+ * job's creation is not on disk either, when the crash would undo the job itself after it ran.
+ */
+function claimReleasable(claims: Claim[], isUnsynced: (jobId: string) => boolean): boolean {
+  for (const claim of claims) if (isUnsynced(claim.job.id)) return false;
+  return true;
+}
+
 /** The watch of {@link SqliteJobStore.watchEvents}: nothing to undo. */
 const NO_WATCH = { unwatch: (): Promise<void> => Promise.resolve() };
 
@@ -212,7 +222,13 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   private readonly watch: NodeJS.Timeout | undefined;
 
   constructor(db: Database.Database, clock: Clock, watchMs: number, walPath: string | undefined) {
-    const ctx: SqliteContext = { db, clock, notifications: new EventSource<StoreNotification>(), outbox: [] };
+    const ctx: SqliteContext = {
+      db,
+      clock,
+      notifications: new EventSource<StoreNotification>(),
+      outbox: [],
+      created: [],
+    };
     this.ctx = ctx;
     this.runner = new SqliteRunner(ctx, new WalSync(walPath));
     this.idempotency = new SqliteIdempotencyStore(this.runner);
@@ -263,9 +279,7 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   }
 
   claim(options: ClaimOptions): Promise<Claim[]> {
-    // Released at its commit, before the log sync: an OS crash that loses a lease only puts the job back to
-    // pending, as a crash of its worker would (see wal-sync.ts).
-    return this.runner.batchedAtCommit(this.claimTx, options);
+    return this.runner.batchedAtCommit(claimReleasable, this.claimTx, options);
   }
 
   heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ ok: boolean; cancelRequested: boolean }> {

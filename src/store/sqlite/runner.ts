@@ -15,6 +15,7 @@ import type { WalSync } from './wal-sync.js';
  */
 export class SqliteRunner {
   private isClosed = false;
+  private closing: Promise<void> | undefined;
   /** Group commit of the hot writes (see `batch.ts`). */
   private readonly batch: GroupCommit;
 
@@ -44,11 +45,18 @@ export class SqliteRunner {
     return this.batch.submit(step, ...args);
   }
 
-  /** Like {@link batched}, resolving at the commit, before the log sync: for claims (see `batch.ts`). */
-  batchedAtCommit<A extends unknown[], R>(step: (...args: A) => R, ...args: A): Promise<R> {
+  /**
+   * Like {@link batched}, resolving at the commit, before the log sync, when `releasable` says the value
+   * may be: for claims (see `GroupCommit.submitAtCommit`).
+   */
+  batchedAtCommit<A extends unknown[], R>(
+    releasable: (value: R, isUnsynced: (jobId: string) => boolean) => boolean,
+    step: (...args: A) => R,
+    ...args: A
+  ): Promise<R> {
     const refused = this.refusal();
     if (refused !== undefined) return Promise.reject(refused);
-    return this.batch.submitAtCommit(step, ...args);
+    return this.batch.submitAtCommit(releasable, step, ...args);
   }
 
   /**
@@ -102,9 +110,11 @@ export class SqliteRunner {
       result = step(...args);
     } catch (error) {
       ctx.outbox.length = 0;
+      ctx.created = [];
       return Promise.reject(error);
     }
-    this.sync.noteCommit();
+    this.sync.noteCommit(ctx.created);
+    ctx.created = [];
     // Swap before emitting: a listener may run another step, which queues into the fresh outbox.
     const notifications = ctx.outbox.length > 0 ? ctx.outbox : undefined;
     if (notifications !== undefined) ctx.outbox = [];
@@ -139,12 +149,20 @@ export class SqliteRunner {
 
   /**
    * Marks the store closed (every later call rejects), commits queued work (or rejects it with its error),
-   * waits for the log sync that acknowledges it, then closes the connection. Idempotent.
+   * waits for the log sync that acknowledges it, then closes the connection. Idempotent: every call
+   * resolves when that close is done.
    */
-  async close(): Promise<void> {
-    if (this.isClosed) return;
-    if (this.batch.inStep) throw reentrantError();
-    this.isClosed = true;
+  close(): Promise<void> {
+    if (this.closing === undefined) {
+      if (this.batch.inStep) return Promise.reject(reentrantError());
+      this.isClosed = true;
+      this.closing = this.closeNow();
+    }
+    // A second call waits for the same close.
+    return this.closing;
+  }
+
+  private async closeNow(): Promise<void> {
     try {
       this.batch.flush();
     } finally {

@@ -92,6 +92,29 @@ describe('WalSync', () => {
     expect(syncs).toHaveLength(0);
   });
 
+  it('a job created by a commit stays unsynced until a sync that started after that commit returned', () => {
+    const { sync, finish } = manual(wal);
+    sync.afterCommit(() => {}, ['a']);
+    sync.noteCommit(['b']); // committed while the first sync runs
+    expect([sync.isUnsynced('a'), sync.isUnsynced('b'), sync.isUnsynced('c')]).toEqual([true, true, false]);
+    finish();
+    expect([sync.isUnsynced('a'), sync.isUnsynced('b')]).toEqual([false, true]);
+    finish();
+    expect(sync.isUnsynced('b')).toBe(false);
+  });
+
+  it('after a failed sync, a later commit is refused at once and drain still resolves', async () => {
+    const { sync, syncs, finish } = manual(wal);
+    sync.afterCommit(() => {});
+    finish(Object.assign(new Error('EIO'), { code: 'EIO' }));
+    let later: Error | undefined;
+    sync.afterCommit((error) => (later = error));
+    sync.noteCommit();
+    expect(later).toBe(sync.failure);
+    expect(syncs).toHaveLength(0);
+    await sync.drain();
+  });
+
   it('drain waits for the sync in flight, then resolves', async () => {
     const { sync, finish } = manual(wal);
     let released = false;

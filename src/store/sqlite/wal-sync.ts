@@ -21,6 +21,8 @@ import { closeSync, fdatasync, openSync } from 'node:fs';
  *
  * A store without a log file (`:memory:`) has nothing to sync: outcomes are released at once.
  */
+const NONE: readonly string[] = [];
+
 export class WalSync {
   /** Commits made on this connection; a commit's number is the value after it. */
   private committed = 0;
@@ -30,6 +32,8 @@ export class WalSync {
   private fd: number | undefined;
   /** Outcomes waiting for a sync, in commit order. */
   private waiting: { seq: number; settle: (error: Error | undefined) => void }[] = [];
+  /** Jobs created by commits not yet on disk: the commit's number by job id (see {@link isUnsynced}). */
+  private readonly unsynced = new Map<string, number>();
   private idle: (() => void)[] = [];
   /** The error of a failed sync, once one failed: every later operation rejects with it. */
   failure: Error | undefined;
@@ -55,18 +59,31 @@ export class WalSync {
    * Records a commit that just returned and calls `settle` once it is on disk (at once without a log), with
    * the sync's error if it failed.
    */
-  afterCommit(settle: (error: Error | undefined) => void): void {
+  afterCommit(settle: (error: Error | undefined) => void, created: readonly string[] = NONE): void {
     if (this.walPath === undefined) return settle(undefined);
-    this.committed++;
+    this.record(created);
     this.waiting.push({ seq: this.committed, settle });
     this.startSync();
   }
 
   /** Records a commit made outside {@link afterCommit} (a write in its own transaction). */
-  noteCommit(): void {
+  noteCommit(created: readonly string[] = NONE): void {
     if (this.walPath === undefined) return;
-    this.committed++;
+    this.record(created);
     this.startSync();
+  }
+
+  /**
+   * True while the commit that created job `id` (on this connection) is not on disk: an OS crash could still
+   * undo the job's existence, so a claim that leased it must not be released before the sync.
+   */
+  isUnsynced(id: string): boolean {
+    return this.unsynced.has(id);
+  }
+
+  private record(created: readonly string[]): void {
+    this.committed++;
+    for (const id of created) this.unsynced.set(id, this.committed);
   }
 
   /** True when every commit made so far is on disk. */
@@ -88,6 +105,7 @@ export class WalSync {
       if (this.fd !== undefined) closeSync(this.fd);
       this.fd = undefined;
     };
+    if (this.failure !== undefined) this.failed();
     if (!this.syncing && this.waiting.length === 0 && this.synced >= this.committed) {
       closeFd();
       return Promise.resolve();
@@ -107,7 +125,7 @@ export class WalSync {
       for (const done of this.idle.splice(0)) done();
       return;
     }
-    if (this.failure !== undefined) return this.release(this.committed, this.failure);
+    if (this.failure !== undefined) return this.failed();
     const target = this.committed;
     try {
       this.fd ??= openSync(this.walPath!, 'r');
@@ -119,6 +137,11 @@ export class WalSync {
       this.syncing = false;
       if (error !== null) return this.fail(error);
       this.synced = target;
+      // In commit order: stop at the first job of a commit this sync did not cover.
+      for (const [id, seq] of this.unsynced) {
+        if (seq > target) break;
+        this.unsynced.delete(id);
+      }
       this.release(target, undefined);
       this.startSync();
     });
@@ -130,7 +153,12 @@ export class WalSync {
         'not hold what was committed',
       { cause },
     );
-    this.synced = this.committed; // nothing more to wait for: everything is refused
+    this.failed();
+  }
+
+  /** After a failed sync: nothing more is synced, every waiter (now or later) is refused, drains end. */
+  private failed(): void {
+    this.synced = this.committed;
     this.release(this.committed, this.failure);
     for (const done of this.idle.splice(0)) done();
   }
