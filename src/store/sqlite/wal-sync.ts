@@ -12,8 +12,9 @@ import { closeSync, fdatasync, openSync } from 'node:fs';
  * at a time on libuv's thread pool, covering every commit made before it started; commits made meanwhile
  * wait for the next one. So no promise resolves, no notification is emitted and no read is answered before
  * what it reports is on disk. The one outcome released at the commit is a claim's lease
- * ({@link SqliteRunner.batchedAtCommit}): an OS crash that loses it only puts the job back to pending, which
- * is what a crash of the worker does anyway.
+ * (`SqliteRunner.batchedAtCommit`): an OS crash that loses it only puts the job back to pending, which is what
+ * a crash of the worker does anyway — unless the claim leased a job whose creation is not on disk yet
+ * ({@link WalSync.isUnsynced}); such a claim waits for the sync.
  *
  * Visibility: another process reading the same file may see a commit up to one sync (~0.1 ms) before it is
  * on disk. A failed sync poisons the store ({@link failure}): the log may not hold what was committed, so
