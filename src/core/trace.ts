@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   isSpanContextValid,
   SpanStatusCode,
   trace,
@@ -44,7 +45,9 @@ function packageVersion(): string | undefined {
 
 /** True when `span` belongs to a trace (a recording span, or one a sampler dropped): worth propagating. */
 export function hasTrace(span: Span): boolean {
-  return isSpanContextValid(span.spanContext());
+  const spanContext = span.spanContext();
+  // The no-op tracer's spans (no SDK registered) all share this object: skip the id checks on the hot path.
+  return spanContext !== INVALID_SPAN_CONTEXT && isSpanContextValid(spanContext);
 }
 
 /**
