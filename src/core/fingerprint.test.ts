@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { BreakwaterError } from './errors.js';
-import { canonicalJson, fingerprint } from './fingerprint.js';
+import { canonicalJson, checkedJson, fingerprint } from './fingerprint.js';
 
 function caught(fn: () => unknown): unknown {
   try {
@@ -164,5 +164,56 @@ describe('fingerprint', () => {
 
   it('matches the well-known SHA-256 of "{}"', () => {
     expect(fingerprint({})).toBe('44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a');
+  });
+});
+
+describe('checkedJson', () => {
+  const cyclic: Record<string, unknown> = { a: 1 };
+  cyclic.self = cyclic;
+  const values: [string, unknown][] = [
+    ['a number', 1.5],
+    ['a string', 'héllo "q"'],
+    ['null', null],
+    ['an object', { b: 2, a: [1, 'x', null, true] }],
+    ['undefined members and elements', { a: undefined, f: () => 1, list: [undefined, () => 1] }],
+    ['NaN', NaN],
+    ['Infinity deep inside', { a: { b: [1, 2, { c: Infinity }] } }],
+    ['-Infinity in an array', [-Infinity]],
+    ['a boxed NaN', { n: new Number(NaN) }],
+    ['a boxed number', new Number(3)],
+    ['a BigInt', 10n],
+    ['a BigInt member', { b: 10n }],
+    ['a cycle', cyclic],
+    ['undefined', undefined],
+    ['a function', () => 1],
+    ['a symbol', Symbol('s')],
+    ['toJSON returning NaN', { toJSON: () => NaN }],
+    ['toJSON returning a value', { when: { toJSON: () => '2020-01-01' } }],
+    ['a Date', new Date(0)],
+    ['boxed string and boolean', [new String('s'), new Boolean(false)]],
+  ];
+
+  it.each(values)('refuses and accepts exactly what canonicalJson does: %s', (_name, value) => {
+    let canonical: string | Error;
+    let checked: string | Error;
+    try {
+      canonical = canonicalJson(value);
+    } catch (error) {
+      canonical = error as Error;
+    }
+    try {
+      checked = checkedJson(value);
+    } catch (error) {
+      checked = error as Error;
+    }
+    if (canonical instanceof Error) {
+      expect(checked).toBeInstanceOf(BreakwaterError);
+      expect((checked as BreakwaterError).code).toBe('invalid_payload');
+      expect((checked as Error).message).toBe(canonical.message);
+    } else {
+      expect(typeof checked).toBe('string');
+      expect(JSON.parse(checked as string)).toEqual(JSON.parse(canonical));
+      expect(checked).toBe(JSON.stringify(value));
+    }
   });
 });

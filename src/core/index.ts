@@ -25,7 +25,7 @@ export { FakeClock, clockOption, sleep, systemClock, type Clock, type TimerHandl
 export { TimerQueue, type TimerEntry } from './timer-queue.js';
 export { newId } from './ids.js';
 export { rejectSoon } from './promises.js';
-export { canonicalJson, fingerprint } from './fingerprint.js';
+export { canonicalJson, checkedJson, fingerprint } from './fingerprint.js';
 export { LinkedAbort, abortReason, neverAbortedSignal } from './signals.js';
 export {
   NON_NEGATIVE,

@@ -1,7 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import {
   BreakwaterError,
-  canonicalJson,
+  checkedJson,
   classify,
   isBreakwaterError,
   LogContext,
@@ -249,7 +249,7 @@ export class JobRun {
 
   private partial(data: unknown): Promise<void> {
     try {
-      canonicalJson(data);
+      checkedJson(data);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -338,7 +338,7 @@ export class JobRun {
     if (outcome.ok) {
       const result = outcome.value === undefined ? null : outcome.value;
       try {
-        canonicalJson(result);
+        checkedJson(result);
       } catch (error) {
         const message = `The result of the job is not JSON-serializable: ${(error as Error).message}`;
         return this.fail(new BreakwaterError('invalid_payload', { message, cause: error }));

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import {
   BreakwaterError,
   POSITIVE_INTEGER,
-  canonicalJson,
+  checkedJson,
   clockOption,
   finite,
   invalidOption,
@@ -148,7 +148,7 @@ export function toNewJob(
   }
   const { idempotencyKey, orderingKey, delayMs, priority, maxAttempts, timeoutMs } = options ?? {};
   try {
-    canonicalJson(payload);
+    checkedJson(payload);
   } catch (error) {
     const reason = error instanceof Error ? ` ${error.message}` : '';
     throw badInput(`The payload of a ${type} job must be JSON-serializable.${reason}`, 'payload');
