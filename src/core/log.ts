@@ -64,8 +64,23 @@ export const LogContext = {
   /**
    * Runs `fn` with `fields` only, whatever the enclosing scope: for work that outlives the call that started
    * it (a job's run must not carry the fields of the request whose enqueue woke the worker).
+   *
+   * When nothing could read the fields, `fn` runs without a scope: no logger was ever set in this process
+   * ({@link setLogger}, or a {@link Log} given its own), no scope is active, and `fields` carry nothing that
+   * travels on (`correlation_id`, `operation_id`, `tool`: outbound calls and enqueued jobs take those). Then
+   * `job_id` and `job_type` have no reader but {@link LogContext.fields}, and entering a scope would make
+   * every promise of the run pay Node's async hooks (~9 % of the jobs bench on Node 20).
    */
   runDetached<T>(fields: LogFields, fn: () => T): T {
+    if (
+      !loggerSeen &&
+      fields.correlation_id === undefined &&
+      fields.operation_id === undefined &&
+      fields.tool === undefined &&
+      scopes.getStore() === undefined
+    ) {
+      return fn();
+    }
     return scopes.run(merge(undefined, fields), fn);
   },
 
@@ -90,6 +105,8 @@ function merge(parent: LogFields | undefined, fields: LogFields): LogFields {
 }
 
 let processLogger: Logger | undefined;
+/** True once any logger was set or given in this process (see {@link LogContext.runDetached}). */
+let loggerSeen = false;
 
 /**
  * Sets the process's logger: where the lines of every component built without its own `logger` option go
@@ -98,7 +115,10 @@ let processLogger: Logger | undefined;
  * @throws RangeError when `logger` is neither undefined nor a {@link Logger}.
  */
 export function setLogger(logger: Logger | undefined): Disposable {
-  if (logger !== undefined) loggerOption('setLogger', 'logger', logger);
+  if (logger !== undefined) {
+    loggerOption('setLogger', 'logger', logger);
+    loggerSeen = true;
+  }
   const previous = processLogger;
   processLogger = logger;
   let active = true;
@@ -152,7 +172,9 @@ export function loggerOption(
  * the work that logged.
  */
 export class Log {
-  constructor(private readonly own?: Partial<Logger>) {}
+  constructor(private readonly own?: Partial<Logger>) {
+    if (own !== undefined) loggerSeen = true;
+  }
 
   /**
    * True when a line at `level` would be written: build the fields of a line on a hot path only then (no
