@@ -26,8 +26,12 @@ function setup() {
     ctx.outbox.push({ kind: 'job_available', type: `t${n}`, runAt: 0 });
     return n;
   };
+  const group = new GroupCommit(ctx, new WalSync(undefined));
   const rows = () => db.prepare<[], number>('SELECT n FROM t ORDER BY n').pluck().all();
-  return { ctx, group: new GroupCommit(ctx, new WalSync(undefined)), write, insert, rows, heard };
+  /** One batch: row 1, then `step`, then row 3; how each of the three settled. */
+  const around = (step: () => unknown) =>
+    Promise.allSettled([group.submit(write, 1), group.submit(step), group.submit(write, 3)]);
+  return { ctx, group, write, insert, rows, heard, around };
 }
 
 describe('GroupCommit', () => {
@@ -43,16 +47,11 @@ describe('GroupCommit', () => {
   });
 
   it('a step that throws before writing rejects alone, its notifications dropped', async () => {
-    const { ctx, group, write, rows, heard } = setup();
-    const refuse = () => {
+    const { ctx, rows, heard, around } = setup();
+    const settled = await around(() => {
       ctx.outbox.push({ kind: 'job_available', type: 'never', runAt: 0 });
       throw new TypeError('refused');
-    };
-    const settled = await Promise.allSettled([
-      group.submit(write, 1),
-      group.submit(refuse),
-      group.submit(write, 3),
-    ]);
+    });
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((settled[1] as PromiseRejectedResult).reason).toEqual(new TypeError('refused'));
     expect(rows()).toEqual([1, 3]);
@@ -60,28 +59,19 @@ describe('GroupCommit', () => {
   });
 
   it('a failing statement is undone by SQLite itself: the step rejects alone', async () => {
-    const { group, write, insert, rows } = setup();
+    const { insert, rows, around } = setup();
     // v is NOT NULL: the INSERT fails and writes nothing.
-    const settled = await Promise.allSettled([
-      group.submit(write, 1),
-      group.submit(() => insert.run(2, null)),
-      group.submit(write, 3),
-    ]);
+    const settled = await around(() => insert.run(2, null));
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(rows()).toEqual([1, 3]);
   });
 
   it('a step that throws after writing rolls the whole batch back: every operation rejects, nothing is heard', async () => {
-    const { group, write, rows, heard } = setup();
-    const writeThenThrow = () => {
+    const { group, write, rows, heard, around } = setup();
+    const settled = await around(() => {
       write(2);
       throw new RangeError('after writing');
-    };
-    const settled = await Promise.allSettled([
-      group.submit(write, 1),
-      group.submit(writeThenThrow),
-      group.submit(write, 3),
-    ]);
+    });
     expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'rejected']);
     const reasons = settled.map((s) => (s as PromiseRejectedResult).reason as Error);
     expect(reasons[1]).toEqual(new RangeError('after writing'));

@@ -59,8 +59,11 @@ export function prepareList(ctx: SqliteContext): (filter?: JobFilter) => JobReco
 
 type ListStatement = Database.Statement<(string | number)[], JobRow>;
 
-/** The WHERE of `jobs_failed_canceled`, written the same way so SQLite sees that a query implies it. */
-const FAILED_CANCELED = "status IN ('failed', 'canceled')";
+/**
+ * The WHERE of `jobs_failed_canceled` (migration 8), written the same way: SQLite uses a partial index only
+ * for a query whose WHERE it can see implies the index's, and an identical term is what it recognizes.
+ */
+export const FAILED_CANCELED = "status IN ('failed', 'canceled')";
 
 function prepareListShape(
   ctx: SqliteContext,

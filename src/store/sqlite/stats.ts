@@ -1,5 +1,6 @@
 import type { JobStats } from '../jobs.js';
 import type { SqliteContext } from './context.js';
+import { FAILED_CANCELED } from './get.js';
 import { notBlocked } from './ordering.js';
 
 /**
@@ -22,9 +23,9 @@ export function prepareStats(ctx: SqliteContext): () => JobStats {
             (SELECT count(*) FROM jobs INDEXED BY jobs_claim WHERE status = 'pending'),
             (SELECT count(*) FROM jobs INDEXED BY jobs_lease WHERE status = 'in_progress'),
             (SELECT count(*) FROM jobs INDEXED BY jobs_failed_canceled
-              WHERE status IN ('failed', 'canceled') AND status = 'failed'),
+              WHERE ${FAILED_CANCELED} AND status = 'failed'),
             (SELECT count(*) FROM jobs INDEXED BY jobs_failed_canceled
-              WHERE status IN ('failed', 'canceled') AND status = 'canceled')`,
+              WHERE ${FAILED_CANCELED} AND status = 'canceled')`,
     )
     .raw(true);
   const oldestDue = db.prepare<[number], { runAt: number }>(

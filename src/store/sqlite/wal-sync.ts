@@ -51,11 +51,6 @@ export class WalSync {
     ) => void = fdatasync,
   ) {}
 
-  /** True when commits need this class (a file database in WAL mode). */
-  get active(): boolean {
-    return this.walPath !== undefined;
-  }
-
   /**
    * Records a commit that just returned and calls `settle` once it is on disk (at once without a log), with
    * the sync's error if it failed.
@@ -95,7 +90,7 @@ export class WalSync {
   /** Calls `settle` once every commit made so far is on disk (at once when they all are). */
   whenDurable(settle: (error: Error | undefined) => void): void {
     if (this.failure !== undefined) return settle(this.failure);
-    if (this.synced >= this.committed) return settle(undefined);
+    if (this.isDurable()) return settle(undefined);
     this.waiting.push({ seq: this.committed, settle });
     this.startSync();
   }
@@ -107,7 +102,7 @@ export class WalSync {
       this.fd = undefined;
     };
     if (this.failure !== undefined) this.failed();
-    if (!this.syncing && this.waiting.length === 0 && this.synced >= this.committed) {
+    if (!this.syncing && this.isDurable()) {
       closeFd();
       return Promise.resolve();
     }
@@ -122,7 +117,8 @@ export class WalSync {
 
   private startSync(): void {
     if (this.syncing) return;
-    if (this.synced >= this.committed && this.waiting.length === 0) {
+    // Every waiter's commit is <= committed, so with everything synced none is left waiting.
+    if (this.isDurable()) {
       for (const done of this.idle.splice(0)) done();
       return;
     }
