@@ -1,5 +1,6 @@
 /**
- * `npm run bench -- ai [--duration=S] [--connections=N] [--provider-ms=MS] [--provider-jitter-ms=MS] [--pin]`:
+ * `npm run bench -- ai [--duration=S] [--connections=N] [--provider-ms=MS] [--provider-jitter-ms=MS] [--pin]
+ * [--only=breakwater,portkey]`:
  * the AI gateway's cost per request. autocannon at 200 connections (default) sends the same non-streamed chat completion, in the same
  * run and on the same machine, to:
  *
@@ -132,6 +133,7 @@ async function start(
     lines.on('line', (line) => {
       const found = ready(line);
       if (found !== undefined) resolve(found);
+      else if (process.env.BENCH_SERVER_FLAGS) process.stderr.write(`${line}\n`); // e.g. --trace-gc's lines
     });
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code})`)));
   });
@@ -145,8 +147,9 @@ function startOwn(kind: string, extra: string[] = []): Promise<{ child: ChildPro
   const profile = process.env.BENCH_PROF_DIR
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF_DIR}`]
     : [];
+  const flags = (process.env.BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
   return start(
-    [...profile, '--import', 'tsx', SELF, `--serve=${kind}`, ...extra],
+    [...profile, ...flags, '--import', 'tsx', SELF, `--serve=${kind}`, ...extra],
     (line) => {
       try {
         return (JSON.parse(line) as { url: string }).url;
@@ -266,7 +269,10 @@ export async function main(): Promise<void> {
         model: 'gift-ranker',
       },
     ];
+    // `--only=breakwater,portkey`: just those cases (direct, the baseline, always runs).
+    const only = arg('only')?.split(',');
     for (const c of cases) {
+      if (only !== undefined && c.name !== 'direct' && !only.includes(c.name)) continue;
       const url = await c.url();
       await load(c, url, connections, 2); // warm-up
       for (const child of children) if (ours.has(child) && child.exitCode === null) child.kill('SIGUSR2');
@@ -293,8 +299,9 @@ export async function main(): Promise<void> {
         `  ${String(r.failed).padStart(7)}`,
     );
   }
-  const bw = results.find((r) => r.name === 'breakwater')!;
+  const bw = results.find((r) => r.name === 'breakwater');
   const pk = results.find((r) => r.name === 'portkey');
+  if (bw === undefined) return;
   const addedP50 = bw.p50 - direct.p50;
   const addedP99 = bw.p99 - direct.p99;
   console.log(
