@@ -37,6 +37,7 @@ import {
 } from '../webhooks.js';
 import { SqliteAuditStore } from './audit.js';
 import { prepareCancel, prepareRetryFailed } from './cancel.js';
+import { Checkpointer } from './checkpointer.js';
 import { prepareClaim, type ClaimOptions } from './claim.js';
 import type { SqliteContext } from './context.js';
 import { SqliteCounterStore } from './counters.js';
@@ -222,6 +223,8 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   private readonly watch: NodeJS.Timeout | undefined;
 
   constructor(db: Database.Database, clock: Clock, watchMs: number, walPath: string | undefined) {
+    // A file in WAL mode: its checkpoints run on a worker thread (`checkpointer.ts`).
+    const checkpointer = walPath === undefined ? undefined : new Checkpointer(db);
     const ctx: SqliteContext = {
       db,
       clock,
@@ -230,7 +233,11 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
       created: [],
     };
     this.ctx = ctx;
-    this.runner = new SqliteRunner(ctx, new WalSync(walPath));
+    this.runner = new SqliteRunner(
+      ctx,
+      new WalSync(walPath, undefined, checkpointer && (() => checkpointer.noteCommit())),
+      checkpointer && (() => checkpointer.close()),
+    );
     this.idempotency = new SqliteIdempotencyStore(this.runner);
     this.operations = new SqliteOperationStore(this.runner);
     this.audit = new SqliteAuditStore(this.runner);

@@ -19,9 +19,14 @@ export class SqliteRunner {
   /** Group commit of the hot writes (see `batch.ts`). */
   private readonly batch: GroupCommit;
 
+  /**
+   * @param beforeClose runs once the last commit is on disk, before the connection closes (the checkpoint
+   *   worker's connection must go first, so this one is the last and SQLite removes the log).
+   */
   constructor(
     readonly ctx: SqliteContext,
     private readonly sync: WalSync,
+    private readonly beforeClose?: () => Promise<void>,
   ) {
     this.batch = new GroupCommit(ctx, sync);
   }
@@ -168,7 +173,11 @@ export class SqliteRunner {
     } finally {
       // Every commit acknowledged once on disk, then the connection goes.
       await this.sync.drain();
-      this.ctx.db.close();
+      try {
+        await this.beforeClose?.();
+      } finally {
+        this.ctx.db.close();
+      }
     }
   }
 }

@@ -42,6 +42,7 @@ export class WalSync {
   /**
    * @param walPath the log file (`<database>-wal`), or undefined when there is none to sync.
    * @param syncFile how a sync is made: `fs.fdatasync` (on libuv's thread pool); tests pass their own.
+   * @param onCommit called at every commit recorded (the checkpoint worker counts them).
    */
   constructor(
     private readonly walPath: string | undefined,
@@ -49,6 +50,7 @@ export class WalSync {
       fd: number,
       done: (error: NodeJS.ErrnoException | null) => void,
     ) => void = fdatasync,
+    private readonly onCommit?: () => void,
   ) {}
 
   /**
@@ -79,6 +81,7 @@ export class WalSync {
 
   private record(created: readonly string[]): void {
     this.committed++;
+    this.onCommit?.();
     for (const id of created) this.unsynced.set(id, this.committed);
   }
 
