@@ -5,6 +5,8 @@
  * run and on the same machine, to:
  *
  * - **direct**: the simulated OpenAI-compatible provider (examples/llm-sim, answering at once);
+ * - **proxy**: the floor, a proxy with no logic (node:http and one undici Pool passing the body through): the
+ *   least any Node.js gateway adds on this machine, so what a gateway adds beyond it is its own;
  * - **breakwater**: Breakwater's AI gateway (`createAiGateway` on its server) in front of that provider;
  * - **breakwater+limits**: the same with a sliding-window rate rule and a spend rule (memory counters: the
  *   embedded single-process setup), so every request is also counted and reserved and settled;
@@ -24,6 +26,7 @@
  * p99 ≤ 5 ms at 200 concurrent requests, and more throughput than Portkey.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -75,6 +78,8 @@ async function serve(kind: string): Promise<void> {
       tokensPerSecond: 0,
     });
     url = sim.url;
+  } else if (kind === 'proxy') {
+    url = await startBareProxy(arg('provider')!);
   } else {
     const { createAiGateway, createServer, createJobs, openSqliteStore } = lib;
     const store = await openSqliteStore({ path: ':memory:' });
@@ -110,6 +115,37 @@ async function serve(kind: string): Promise<void> {
   }
   reportServerStats(kind);
   process.stdout.write(`${JSON.stringify({ url })}\n`);
+}
+
+/**
+ * The floor: a proxy with no logic at all (node:http, one undici Pool to the provider, the body passed
+ * through), the least any Node.js gateway adds on this machine. What a gateway adds beyond it is its own.
+ */
+async function startBareProxy(providerUrl: string): Promise<string> {
+  const { Pool } = await import('undici');
+  const target = new URL(providerUrl);
+  const pool = new Pool(target.origin);
+  const path = `${target.pathname}/chat/completions`;
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      pool
+        .request({
+          path,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: Buffer.concat(chunks),
+        })
+        .then(async (answer) => {
+          const body = await answer.body.text();
+          res.writeHead(answer.statusCode, { 'content-type': 'application/json' }).end(body);
+        })
+        .catch(() => res.writeHead(502).end());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
 }
 
 // ---- the load side ----
@@ -247,6 +283,7 @@ export async function main(): Promise<void> {
     };
     const cases: Case[] = [
       { name: 'direct', url: async () => provider.url, headers: {}, model: 'gift-ranker' },
+      { name: 'proxy', url: own('proxy'), headers: {}, model: 'gift-ranker' },
       { name: 'breakwater', url: own('breakwater'), headers: {}, model: 'sim/gift-ranker' },
       {
         name: 'breakwater+limits',
@@ -304,6 +341,13 @@ export async function main(): Promise<void> {
   if (bw === undefined) return;
   const addedP50 = bw.p50 - direct.p50;
   const addedP99 = bw.p99 - direct.p99;
+  const floor = results.find((r) => r.name === 'proxy');
+  if (floor !== undefined) {
+    console.log(
+      `  the floor (proxy, no logic) adds p50 ${(floor.p50 - direct.p50).toFixed(2)} ms, p99 ${(floor.p99 - direct.p99).toFixed(2)} ms` +
+        ` here; breakwater beyond it: p50 ${(bw.p50 - floor.p50).toFixed(2)} ms, p99 ${(bw.p99 - floor.p99).toFixed(2)} ms`,
+    );
+  }
   console.log(
     `  added p50 ${addedP50.toFixed(2)} ms (target ≤ 1: ${addedP50 <= 1 ? 'met' : 'missed'}); ` +
       `added p99 ${addedP99.toFixed(2)} ms (target ≤ 5: ${addedP99 <= 5 ? 'met' : 'missed'})` +
