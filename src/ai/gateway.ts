@@ -15,10 +15,13 @@ import { resolveAiOptions, type AiGatewayOptions } from './options.js';
 import { PriceTable, usdToMicro } from './pricing.js';
 import { ProviderRegistry } from './providers.js';
 import { executeStep } from './step/execute.js';
-import type { AiRequest, AiRequestLog, StepAnswer, StepContext } from './types.js';
+import type { AiRequest, AiRequestLog, AiStep, StepAnswer, StepContext } from './types.js';
 
 /** The prefix of a `model` that names a route flow. */
 export const DYNAMIC_PREFIX = 'dynamic/';
+
+/** Direct `<provider>/<model>` steps kept for reuse (see `directStep`). */
+const DIRECT_STEPS = 1_024;
 
 /** The name of the step of a direct `<provider>/<model>` request (what `x-breakwater-step` shows). */
 export const DIRECT_STEP = 'direct';
@@ -122,8 +125,22 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
         details: { reason: 'invalid_body', field: 'model' },
       });
     }
-    const step = { name: DIRECT_STEP, provider: target.provider, model: target.model };
-    return { answer: await executeStep(step, request, context), route: null };
+    return { answer: await executeStep(directStep(model, target), request, context), route: null };
+  };
+
+  // The step of a direct `<provider>/<model>` request, one object per model string: the retry policy of a
+  // step is cached by the step object (step/settings.ts), so a fresh object per request made a new policy,
+  // backoff and option checks every time. Only for configured providers and up to DIRECT_STEPS models (the
+  // model part is the client's: a cache it could fill without bound is not one).
+  const directSteps = new Map<string, AiStep>();
+  const directStep = (model: string, target: { provider: string; model: string }): AiStep => {
+    let step = directSteps.get(model);
+    if (step !== undefined) return step;
+    step = { name: DIRECT_STEP, provider: target.provider, model: target.model };
+    if (providers.get(target.provider) !== undefined && directSteps.size < DIRECT_STEPS) {
+      directSteps.set(model, step);
+    }
+    return step;
   };
 
   return {
