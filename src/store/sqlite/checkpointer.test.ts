@@ -172,3 +172,47 @@ describe('a file store with its checkpoint worker', () => {
     }
   });
 });
+
+describe('openSqliteStore({ checkpointWorker })', () => {
+  const jobsInFile = (path: string, dir: string): number => {
+    const copy = join(dir, `copy-${Math.random().toString(36).slice(2)}.db`);
+    copyFileSync(path, copy);
+    const db = new Database(copy, { readonly: true });
+    try {
+      // Not even the schema reaches the file before a checkpoint: the migrations are in the log too.
+      const tables = db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'jobs'").pluck().get();
+      return tables === 0 ? 0 : (db.prepare('SELECT count(*) FROM jobs').pluck().get() as number);
+    } finally {
+      db.close();
+    }
+  };
+
+  it('false: no worker, so the file gets nothing until SQLite’s own 1,000-page checkpoint; true (default) does', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'breakwater-checkpoint-option-'));
+    try {
+      const withWorker = await openSqliteStore({ path: join(dir, 'with.db') });
+      const without = await openSqliteStore({ path: join(dir, 'without.db'), checkpointWorker: false });
+      for (let i = 0; i < 2 * CHECKPOINT_EVERY_COMMITS; i++) {
+        await withWorker.enqueue({ type: 'mail', payload: { i }, runAt: 0, priority: 0, maxAttempts: 1 });
+        await without.enqueue({ type: 'mail', payload: { i }, runAt: 0, priority: 0, maxAttempts: 1 });
+      }
+      // The worker's first checkpoint lands within a few ms of its start; give it up to 5 s on a busy machine.
+      const deadline = Date.now() + 5000;
+      while (jobsInFile(join(dir, 'with.db'), dir) < CHECKPOINT_EVERY_COMMITS && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(jobsInFile(join(dir, 'with.db'), dir)).toBeGreaterThanOrEqual(CHECKPOINT_EVERY_COMMITS);
+      expect(jobsInFile(join(dir, 'without.db'), dir)).toBe(0);
+      await Promise.all([withWorker.close(), without.close()]);
+      expect(jobsInFile(join(dir, 'without.db'), dir)).toBe(2 * CHECKPOINT_EVERY_COMMITS); // checkpointed at close
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('anything but a boolean is refused, naming the option', async () => {
+    await expect(openSqliteStore({ path: ':memory:', checkpointWorker: 'yes' as never })).rejects.toThrow(
+      /openSqliteStore.*checkpointWorker.*a boolean/,
+    );
+  });
+});

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { errorFields, Log } from '../../core/index.js';
@@ -33,6 +34,9 @@ export const CHECKPOINT_EVERY_COMMITS = 64;
 
 /** The store connection's automatic checkpoint while the worker runs, pages (SQLite's default: 1,000). */
 export const BOUND_PAGES = 10_000;
+
+/** Checkpoints in a row that may fail before the store falls back to inline checkpoints. */
+const MAX_FAILURES = 3;
 
 /** SQLite's default `wal_autocheckpoint`, pages: what the store falls back to without the worker. */
 const SQLITE_DEFAULT_PAGES = 1_000;
@@ -76,18 +80,25 @@ export class Checkpointer {
   private commits = 0;
   private closing: Promise<void> | undefined;
   private failed = false;
+  /** Checkpoints in a row that failed (see {@link MAX_FAILURES}). */
+  private failures = 0;
   /** Checkpoints the worker completed (for tests and diagnostics). */
   completed = 0;
   private readonly waiters: (() => void)[] = [];
 
+  /** The database file as an absolute path, fixed at construction (the process may chdir before the worker starts). */
+  private readonly path: string;
+
   /**
-   * @param db the store's connection, on a file in WAL mode.
+   * @param db the store's connection, on a file in WAL mode, opened relative to the current directory.
    * @param driver the module the worker loads (tests pass a broken one to see the fallback).
    */
   constructor(
     private readonly db: Database.Database,
     private readonly driver: string = createRequire(import.meta.url).resolve('better-sqlite3'),
-  ) {}
+  ) {
+    this.path = resolve(db.name);
+  }
 
   /** True while the worker takes the checkpoints (false once it failed or the store closed). */
   get active(): boolean {
@@ -133,7 +144,7 @@ export class Checkpointer {
     try {
       worker = new Worker(WORKER_SOURCE, {
         eval: true,
-        workerData: { driver: this.driver, path: this.db.name },
+        workerData: { driver: this.driver, path: this.path },
       });
     } catch (error) {
       this.fallBack(error);
@@ -141,12 +152,14 @@ export class Checkpointer {
     }
     this.worker = worker;
     this.running = true; // until the first checkpoint, which runs once the worker is ready
-    worker.unref();
     worker.on('message', (message: { ready: true } | Answer) => this.onMessage(message));
     worker.on('error', (error) => this.fallBack(error));
     worker.on('exit', (code) => {
       if (this.closing === undefined) this.fallBack(new Error(`the checkpoint worker exited (code ${code})`));
     });
+    // After the listeners: Node refs a worker's port again when its first 'message' listener is added, and a
+    // worker ref'd for good would keep a process that never calls close() from ever exiting.
+    worker.unref();
   }
 
   private request(): void {
@@ -165,8 +178,16 @@ export class Checkpointer {
     }
     this.running = false;
     for (const done of this.waiters.splice(0)) done();
-    if (message.ok) this.completed++;
-    else log.warn({ err: { type: 'SqliteError', message: message.message } }, 'SQLite WAL checkpoint failed');
+    if (message.ok) {
+      this.completed++;
+      this.failures = 0;
+      return;
+    }
+    // A worker whose checkpoints keep failing copies nothing: the store goes back to checkpointing inline
+    // rather than keep a log that only the 10,000-page bound ever empties.
+    if (++this.failures >= MAX_FAILURES) {
+      this.fallBack(new Error(`${MAX_FAILURES} checkpoints in a row failed, the last: ${message.message}`));
+    }
   }
 
   /** The worker cannot run: the store's connection checkpoints inline, at SQLite's default. */

@@ -1,11 +1,12 @@
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
   EventSource,
   NON_NEGATIVE,
   clockOption,
   finite,
+  invalidOption,
   newId,
   nonEmptyString,
   type Clock,
@@ -88,6 +89,13 @@ export interface SqliteStoreOptions {
    * nothing changed); the timer is unref'd.
    */
   watchMs?: number;
+  /**
+   * Whether a file store runs its WAL checkpoints on a worker thread (`checkpointer.ts`; default true). The
+   * worker starts after the store's 64th commit and holds a thread and a connection (a few MB of memory):
+   * turn it off for many small stores in one process (one file per tenant), which then checkpoint inside
+   * their commits as SQLite does by default.
+   */
+  checkpointWorker?: boolean;
 }
 
 /** A whole number of ms, zero allowed. */
@@ -98,6 +106,7 @@ export const SQLITE_STORE_DEFAULTS = {
   path: './data/breakwater.db',
   busyTimeoutMs: 5000,
   watchMs: 100,
+  checkpointWorker: true,
 } as const;
 
 /**
@@ -132,6 +141,10 @@ export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise
     WHOLE_MS,
   );
   const watchMs = finite(owner, 'watchMs', options.watchMs ?? SQLITE_STORE_DEFAULTS.watchMs, WHOLE_MS);
+  const checkpointWorker = options.checkpointWorker ?? SQLITE_STORE_DEFAULTS.checkpointWorker;
+  if (typeof checkpointWorker !== 'boolean') {
+    throw invalidOption(owner, 'checkpointWorker', 'a boolean', checkpointWorker);
+  }
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   // `timeout` is SQLite's busy timeout: how long a statement waits for another connection's lock.
   const db = new Database(path, { timeout: busyTimeoutMs });
@@ -152,7 +165,9 @@ export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise
       db,
       clock,
       path === ':memory:' ? 0 : watchMs,
-      wal ? `${db.name}-wal` : undefined,
+      // Absolute: the log is opened at the first commit, and the process may have changed directory by then.
+      wal ? resolve(`${db.name}-wal`) : undefined,
+      checkpointWorker,
     );
   } catch (error) {
     db.close();
@@ -222,9 +237,15 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   /** The watch for other connections' commits (see `SqliteStoreOptions.watchMs`), when on. */
   private readonly watch: NodeJS.Timeout | undefined;
 
-  constructor(db: Database.Database, clock: Clock, watchMs: number, walPath: string | undefined) {
-    // A file in WAL mode: its checkpoints run on a worker thread (`checkpointer.ts`).
-    const checkpointer = walPath === undefined ? undefined : new Checkpointer(db);
+  constructor(
+    db: Database.Database,
+    clock: Clock,
+    watchMs: number,
+    walPath: string | undefined,
+    checkpointWorker: boolean,
+  ) {
+    // A file in WAL mode: its checkpoints run on a worker thread (`checkpointer.ts`) unless turned off.
+    const checkpointer = walPath === undefined || !checkpointWorker ? undefined : new Checkpointer(db);
     const ctx: SqliteContext = {
       db,
       clock,
