@@ -22,13 +22,15 @@ import { errorFields, Log } from '../../core/index.js';
  * - the log can only start over once every frame is copied *and* no commit came in between, which a writer
  *   under sustained load rarely leaves time for; so the store's own connection keeps an automatic checkpoint
  *   as a bound, at {@link BOUND_PAGES} pages instead of 1,000: it finds the frames already copied (only the
- *   two fsyncs are left to wait for), and the log starts over. Without the worker (it could not start, or
- *   failed) the store is back to SQLite's default of 1,000 pages, as before.
+ *   two fsyncs are left to wait for), and the log starts over. Without the worker (it could not start, it
+ *   died, or {@link MAX_FAILURES} checkpoints in a row failed) the store is back to SQLite's default of 1,000
+ *   pages, as before, with one warning logged.
  *
  * Durability is SQLite's own: a checkpoint never copies a frame the log does not hold, and the log restarts
  * only once the database file is synced. The worker is unref'd (it never keeps a process alive) and is
  * stopped by {@link close} before the store's connection closes, so that connection is the last one and
- * SQLite checkpoints and removes the log as usual.
+ * SQLite checkpoints and removes the log as usual. The log file keeps the largest size it reached (up to
+ * ~40 MB with 4 KB pages) until then. `openSqliteStore({ checkpointWorker: false })` does without it.
  */
 export const CHECKPOINT_EVERY_COMMITS = 64;
 
