@@ -16,14 +16,17 @@ function openWal(path: string): Database.Database {
   return db;
 }
 
-/** Rows found in the database file alone, without its log (a copy of the file, opened on its own). */
-function rowsInFile(path: string, dir: string): number {
+/**
+ * Rows of `table` found in the database file alone, without its log (a copy of the file, opened on its own):
+ * 0 when not even the table is there (before a checkpoint the schema is in the log too).
+ */
+function rowsInFile(path: string, dir: string, table = 't'): number {
   const copy = join(dir, `copy-${Math.random().toString(36).slice(2)}.db`);
   copyFileSync(path, copy);
   const db = new Database(copy, { readonly: true });
   try {
-    const exists = db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 't'").pluck().get() as number;
-    return exists === 0 ? 0 : (db.prepare('SELECT count(*) FROM t').pluck().get() as number);
+    const exists = db.prepare('SELECT count(*) FROM sqlite_master WHERE name = ?').pluck().get(table);
+    return exists === 0 ? 0 : (db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number);
   } finally {
     db.close();
   }
@@ -48,14 +51,18 @@ describe('Checkpointer', () => {
   });
 
   const insert = (n: number) => db.prepare('INSERT INTO t (n, body) VALUES (?, ?)').run(n, 'x'.repeat(500));
+  /** Commits rows `from`..`to`, one per commit, each told to `checkpointer`. */
+  const commit = (checkpointer: Checkpointer, from: number, to: number) => {
+    for (let n = from; n <= to; n++) {
+      insert(n);
+      checkpointer.noteCommit();
+    }
+  };
 
   it('starts no worker before its first request; the log keeps the rows until then', () => {
     const checkpointer = new Checkpointer(db);
     closers.push(() => checkpointer.close());
-    for (let n = 1; n < CHECKPOINT_EVERY_COMMITS; n++) {
-      insert(n);
-      checkpointer.noteCommit();
-    }
+    commit(checkpointer, 1, CHECKPOINT_EVERY_COMMITS - 1);
     expect(checkpointer.active).toBe(false);
     expect(rowsInFile(path, dir)).toBe(0); // 63 small commits: under SQLite's 1,000-page automatic checkpoint
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
@@ -64,20 +71,14 @@ describe('Checkpointer', () => {
   it('at the 64th commit starts the worker, which copies the log into the database file', async () => {
     const checkpointer = new Checkpointer(db);
     closers.push(() => checkpointer.close());
-    for (let n = 1; n <= CHECKPOINT_EVERY_COMMITS; n++) {
-      insert(n);
-      checkpointer.noteCommit();
-    }
+    commit(checkpointer, 1, CHECKPOINT_EVERY_COMMITS);
     await checkpointer.idle();
     expect(checkpointer.active).toBe(true);
     expect(checkpointer.completed).toBe(1);
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(BOUND_PAGES);
     expect(rowsInFile(path, dir)).toBe(CHECKPOINT_EVERY_COMMITS);
     // The next 64 commits: one more checkpoint, the file holds them too.
-    for (let n = CHECKPOINT_EVERY_COMMITS + 1; n <= 2 * CHECKPOINT_EVERY_COMMITS; n++) {
-      insert(n);
-      checkpointer.noteCommit();
-    }
+    commit(checkpointer, CHECKPOINT_EVERY_COMMITS + 1, 2 * CHECKPOINT_EVERY_COMMITS);
     await checkpointer.idle();
     expect(checkpointer.completed).toBe(2);
     expect(rowsInFile(path, dir)).toBe(2 * CHECKPOINT_EVERY_COMMITS);
@@ -116,10 +117,7 @@ describe('Checkpointer', () => {
     closers.push(() => restore.dispose());
     const checkpointer = new Checkpointer(db, join(dir, 'no-such-driver.js'));
     closers.push(() => checkpointer.close());
-    for (let n = 1; n <= CHECKPOINT_EVERY_COMMITS; n++) {
-      insert(n);
-      checkpointer.noteCommit();
-    }
+    commit(checkpointer, 1, CHECKPOINT_EVERY_COMMITS);
     await checkpointer.idle();
     expect(checkpointer.active).toBe(false);
     expect(checkpointer.completed).toBe(0);
@@ -128,10 +126,7 @@ describe('Checkpointer', () => {
       'SQLite checkpoint worker unavailable; checkpoints run inside commits (SQLite default)',
     ]);
     // It does not try again at every commit.
-    for (let n = CHECKPOINT_EVERY_COMMITS + 1; n <= 3 * CHECKPOINT_EVERY_COMMITS; n++) {
-      insert(n);
-      checkpointer.noteCommit();
-    }
+    commit(checkpointer, CHECKPOINT_EVERY_COMMITS + 1, 3 * CHECKPOINT_EVERY_COMMITS);
     await checkpointer.idle();
     expect(lines).toHaveLength(1);
   });
@@ -142,10 +137,7 @@ describe('Checkpointer', () => {
     expect(checkpointer.close()).toBe(first);
     await first;
     // A closed checkpointer starts nothing.
-    for (let n = 1; n <= CHECKPOINT_EVERY_COMMITS; n++) {
-      insert(n);
-      checkpointer.noteCommit();
-    }
+    commit(checkpointer, 1, CHECKPOINT_EVERY_COMMITS);
     expect(checkpointer.active).toBe(false);
   });
 });
@@ -174,19 +166,6 @@ describe('a file store with its checkpoint worker', () => {
 });
 
 describe('openSqliteStore({ checkpointWorker })', () => {
-  const jobsInFile = (path: string, dir: string): number => {
-    const copy = join(dir, `copy-${Math.random().toString(36).slice(2)}.db`);
-    copyFileSync(path, copy);
-    const db = new Database(copy, { readonly: true });
-    try {
-      // Not even the schema reaches the file before a checkpoint: the migrations are in the log too.
-      const tables = db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'jobs'").pluck().get();
-      return tables === 0 ? 0 : (db.prepare('SELECT count(*) FROM jobs').pluck().get() as number);
-    } finally {
-      db.close();
-    }
-  };
-
   it('false: no worker, so the file gets nothing until SQLite’s own 1,000-page checkpoint; true (default) does', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'breakwater-checkpoint-option-'));
     try {
@@ -198,13 +177,16 @@ describe('openSqliteStore({ checkpointWorker })', () => {
       }
       // The worker's first checkpoint lands within a few ms of its start; give it up to 5 s on a busy machine.
       const deadline = Date.now() + 5000;
-      while (jobsInFile(join(dir, 'with.db'), dir) < CHECKPOINT_EVERY_COMMITS && Date.now() < deadline) {
+      while (
+        rowsInFile(join(dir, 'with.db'), dir, 'jobs') < CHECKPOINT_EVERY_COMMITS &&
+        Date.now() < deadline
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
-      expect(jobsInFile(join(dir, 'with.db'), dir)).toBeGreaterThanOrEqual(CHECKPOINT_EVERY_COMMITS);
-      expect(jobsInFile(join(dir, 'without.db'), dir)).toBe(0);
+      expect(rowsInFile(join(dir, 'with.db'), dir, 'jobs')).toBeGreaterThanOrEqual(CHECKPOINT_EVERY_COMMITS);
+      expect(rowsInFile(join(dir, 'without.db'), dir, 'jobs')).toBe(0);
       await Promise.all([withWorker.close(), without.close()]);
-      expect(jobsInFile(join(dir, 'without.db'), dir)).toBe(2 * CHECKPOINT_EVERY_COMMITS); // checkpointed at close
+      expect(rowsInFile(join(dir, 'without.db'), dir, 'jobs')).toBe(2 * CHECKPOINT_EVERY_COMMITS); // checkpointed at close
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
