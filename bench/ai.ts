@@ -7,6 +7,8 @@
  * - **direct**: the simulated OpenAI-compatible provider (examples/llm-sim, answering at once);
  * - **proxy**: the floor, a proxy with no logic (node:http and one undici Pool passing the body through): the
  *   least any Node.js gateway adds on this machine, so what a gateway adds beyond it is its own;
+ * - **fastify-proxy**: the same pass-through as a Fastify route (its JSON parser and reply): what the server
+ *   Breakwater is built on costs by itself;
  * - **breakwater**: Breakwater's AI gateway (`createAiGateway` on its server) in front of that provider;
  * - **breakwater+limits**: the same with a sliding-window rate rule and a spend rule (memory counters: the
  *   embedded single-process setup), so every request is also counted and reserved and settled;
@@ -80,6 +82,8 @@ async function serve(kind: string): Promise<void> {
     url = sim.url;
   } else if (kind === 'proxy') {
     url = await startBareProxy(arg('provider')!);
+  } else if (kind === 'fastify-proxy') {
+    url = await startFastifyProxy(arg('provider')!);
   } else {
     const { createAiGateway, createServer, createJobs, openSqliteStore } = lib;
     const store = await openSqliteStore({ path: ':memory:' });
@@ -146,6 +150,31 @@ async function startBareProxy(providerUrl: string): Promise<string> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+}
+
+/**
+ * The same pass-through as a Fastify route (Fastify's defaults: its JSON body parser, its reply): what the
+ * server Breakwater is built on costs by itself, so the gateway's own layers are what remains above it.
+ */
+async function startFastifyProxy(providerUrl: string): Promise<string> {
+  const { Pool } = await import('undici');
+  const { default: Fastify } = await import('fastify');
+  const target = new URL(providerUrl);
+  const pool = new Pool(target.origin);
+  const path = `${target.pathname}/chat/completions`;
+  const app = Fastify();
+  app.post('/v1/chat/completions', async (request, reply) => {
+    const answer = await pool.request({
+      path,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(request.body),
+    });
+    const body = await answer.body.text();
+    return reply.code(answer.statusCode).header('content-type', 'application/json').send(body);
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
 }
 
 // ---- the load side ----
@@ -284,6 +313,7 @@ export async function main(): Promise<void> {
     const cases: Case[] = [
       { name: 'direct', url: async () => provider.url, headers: {}, model: 'gift-ranker' },
       { name: 'proxy', url: own('proxy'), headers: {}, model: 'gift-ranker' },
+      { name: 'fastify-proxy', url: own('fastify-proxy'), headers: {}, model: 'gift-ranker' },
       { name: 'breakwater', url: own('breakwater'), headers: {}, model: 'sim/gift-ranker' },
       {
         name: 'breakwater+limits',
