@@ -126,25 +126,13 @@ async function serve(kind: string): Promise<void> {
  * through), the least any Node.js gateway adds on this machine. What a gateway adds beyond it is its own.
  */
 async function startBareProxy(providerUrl: string): Promise<string> {
-  const { Pool } = await import('undici');
-  const target = new URL(providerUrl);
-  const pool = new Pool(target.origin);
-  const path = `${target.pathname}/chat/completions`;
+  const forward = await passThrough(providerUrl);
   const server = createHttpServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      pool
-        .request({
-          path,
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: Buffer.concat(chunks),
-        })
-        .then(async (answer) => {
-          const body = await answer.body.text();
-          res.writeHead(answer.statusCode, { 'content-type': 'application/json' }).end(body);
-        })
+      forward(Buffer.concat(chunks))
+        .then(({ status, body }) => res.writeHead(status, { 'content-type': 'application/json' }).end(body))
         .catch(() => res.writeHead(502).end());
     });
   });
@@ -157,24 +145,34 @@ async function startBareProxy(providerUrl: string): Promise<string> {
  * server Breakwater is built on costs by itself, so the gateway's own layers are what remains above it.
  */
 async function startFastifyProxy(providerUrl: string): Promise<string> {
-  const { Pool } = await import('undici');
+  const forward = await passThrough(providerUrl);
   const { default: Fastify } = await import('fastify');
+  const app = Fastify();
+  app.post('/v1/chat/completions', async (request, reply) => {
+    const { status, body } = await forward(JSON.stringify(request.body));
+    return reply.code(status).header('content-type', 'application/json').send(body);
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
+}
+
+/** The floors' provider call: one undici Pool, the body sent as is, the answer read as text. */
+async function passThrough(
+  providerUrl: string,
+): Promise<(body: string | Buffer) => Promise<{ status: number; body: string }>> {
+  const { Pool } = await import('undici');
   const target = new URL(providerUrl);
   const pool = new Pool(target.origin);
   const path = `${target.pathname}/chat/completions`;
-  const app = Fastify();
-  app.post('/v1/chat/completions', async (request, reply) => {
+  return async (body) => {
     const answer = await pool.request({
       path,
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(request.body),
+      body,
     });
-    const body = await answer.body.text();
-    return reply.code(answer.statusCode).header('content-type', 'application/json').send(body);
-  });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
+    return { status: answer.statusCode, body: await answer.body.text() };
+  };
 }
 
 // ---- the load side ----

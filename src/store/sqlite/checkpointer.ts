@@ -75,6 +75,11 @@ type Answer = { ok: true; busy: number; log: number; checkpointed: number } | { 
 
 const log = new Log();
 
+/**
+ * The checkpoint worker of one file store (see the module comment above {@link CHECKPOINT_EVERY_COMMITS}).
+ * Internal to `store/sqlite`: the store calls {@link noteCommit} at every commit and {@link close} before its
+ * connection closes. Never throws: a worker that cannot run is a logged fallback to inline checkpoints.
+ */
 export class Checkpointer {
   private worker: Worker | undefined;
   private ready = false;
