@@ -33,11 +33,11 @@ export interface AiGateway {
   /** What steps run with (providers, prices, limits, defaults, clock): for route flows and tests. */
   readonly context: StepContext;
   /**
-   * Finds the answer to a request as the route does: `dynamic/<name>` through the `routes` resolver,
-   * `<provider>/<model>` as one step named `direct`. The route label is `<name>@<version>` for a flow.
+   * Finds the answer to a request as the route does: `dynamic/<name>` through the `routes` resolver (which
+   * sets `request.route` to `<name>@<version>` once found), `<provider>/<model>` as one step named `direct`.
    * @throws BreakwaterError as the client would get it (`details.route` set for a flow).
    */
-  answer(request: AiRequest, model: string): Promise<{ answer: StepAnswer; route: string | null }>;
+  answer(request: AiRequest, model: string): Promise<StepAnswer>;
   /** Hears the log line of every request (for metrics per step). A listener that throws breaks nothing. */
   onRequest(listener: (line: AiRequestLog) => void): Disposable;
   /** Closes the providers' connection pools (in-flight calls finish first). */
@@ -98,34 +98,37 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
   const resolver = options.routes;
   const logger = options.logger;
 
-  const answer = async (
-    request: AiRequest,
-    model: string,
-  ): Promise<{ answer: StepAnswer; route: string | null }> => {
-    if (model.startsWith(DYNAMIC_PREFIX)) {
-      const name = model.slice(DYNAMIC_PREFIX.length);
-      const flow = resolver === undefined ? undefined : await resolver(name, request.metadata);
-      if (flow === undefined) {
-        throw new BreakwaterError('not_found', {
-          message: `There is no deployed route named ${JSON.stringify(name)}.`,
-          details: { reason: 'unknown_route' },
-        });
-      }
-      const route = flow.version === undefined ? flow.name : `${flow.name}@${flow.version}`;
-      try {
-        return { answer: await flow.run(request, context), route };
-      } catch (error) {
-        throw withRoute(error, route);
-      }
-    }
+  // A direct request returns its step's promise as it is: no async frame of its own stays suspended for the
+  // provider's whole answer (what a request in flight keeps alive is what the young generation copies).
+  const answer = (request: AiRequest, model: string): Promise<StepAnswer> => {
+    if (model.startsWith(DYNAMIC_PREFIX)) return answerFlow(request, model.slice(DYNAMIC_PREFIX.length));
     const target = splitModel(model);
     if (target === undefined) {
-      throw new BreakwaterError('invalid_payload', {
-        message: 'model must be "<provider>/<model>" or "dynamic/<route>".',
-        details: { reason: 'invalid_body', field: 'model' },
+      return Promise.reject(
+        new BreakwaterError('invalid_payload', {
+          message: 'model must be "<provider>/<model>" or "dynamic/<route>".',
+          details: { reason: 'invalid_body', field: 'model' },
+        }),
+      );
+    }
+    return executeStep(directStep(model, target), request, context);
+  };
+
+  const answerFlow = async (request: AiRequest, name: string): Promise<StepAnswer> => {
+    const flow = resolver === undefined ? undefined : await resolver(name, request.metadata);
+    if (flow === undefined) {
+      throw new BreakwaterError('not_found', {
+        message: `There is no deployed route named ${JSON.stringify(name)}.`,
+        details: { reason: 'unknown_route' },
       });
     }
-    return { answer: await executeStep(directStep(model, target), request, context), route: null };
+    const route = flow.version === undefined ? flow.name : `${flow.name}@${flow.version}`;
+    request.route = route;
+    try {
+      return await flow.run(request, context);
+    } catch (error) {
+      throw withRoute(error, route);
+    }
   };
 
   // The step of a direct `<provider>/<model>` request, one object per model string: the retry policy of a

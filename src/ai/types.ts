@@ -69,6 +69,11 @@ export interface AiRequest {
   readonly signal: AbortSignal;
   /** When the gateway received it, ms since the epoch (gateway clock). */
   readonly receivedAt: number;
+  /**
+   * The flow serving a `dynamic/<route>` request, as `<name>@<version>` (`x-breakwater-route`, the log line):
+   * null until the gateway has found it, and for a direct `<provider>/<model>` request. Set by the gateway.
+   */
+  route: string | null;
 }
 
 /** What every step execution needs: built once by `createAiGateway`, shared by every request. */

@@ -26,7 +26,14 @@ export { TimerQueue, type TimerEntry } from './timer-queue.js';
 export { newId } from './ids.js';
 export { rejectSoon } from './promises.js';
 export { canonicalJson, checkedJson, fingerprint } from './fingerprint.js';
-export { LinkedAbort, abortReason, neverAbortedSignal } from './signals.js';
+export {
+  LinkedAbort,
+  REQUEST_SIGNAL,
+  abortReason,
+  hostRequestSignal,
+  neverAbortedSignal,
+  type RequestSignalOf,
+} from './signals.js';
 export {
   NON_NEGATIVE,
   POSITIVE,

@@ -8,6 +8,24 @@
 export const neverAbortedSignal: AbortSignal = new AbortController().signal;
 
 /**
+ * The key of a host server's per-request signal: server/'s `createServer` decorates its Fastify instance
+ * with a {@link RequestSignalOf} under it, so a capability's route mounted there can use the signal the
+ * server keeps for each request anyway (aborted by the server's request timeout, or when the client leaves)
+ * instead of an AbortController and a close listener of its own per request. Capabilities cannot import
+ * server/ (DESIGN: dependencies point down), so the key lives here. `Symbol.for`: one key across copies.
+ */
+export const REQUEST_SIGNAL: unique symbol = Symbol.for('breakwater.requestSignal');
+
+/** What a host puts under {@link REQUEST_SIGNAL}: the signal of one of its requests. */
+export type RequestSignalOf = (request: unknown) => AbortSignal;
+
+/** The {@link RequestSignalOf} of the host server `app` (a Fastify instance) was mounted on, if it has one. */
+export function hostRequestSignal(app: object): RequestSignalOf | undefined {
+  const found = (app as { [REQUEST_SIGNAL]?: unknown })[REQUEST_SIGNAL];
+  return typeof found === 'function' ? (found as RequestSignalOf) : undefined;
+}
+
+/**
  * An `AbortController` that aborts when any parent signal aborts (with that parent's reason).
  * Call {@link LinkedAbort.dispose} when the work ends, whatever the outcome, to detach from the parents.
  */

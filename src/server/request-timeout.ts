@@ -6,7 +6,13 @@ import {
   type FastifyRequest,
   type onRequestHookHandler,
 } from 'fastify';
-import { BreakwaterError, type Clock, type TimerHandle } from '../core/index.js';
+import {
+  BreakwaterError,
+  REQUEST_SIGNAL,
+  type Clock,
+  type RequestSignalOf,
+  type TimerHandle,
+} from '../core/index.js';
 
 /**
  * The server's handler timeout and the request signal that goes with it (`createServer`'s
@@ -27,6 +33,8 @@ import { BreakwaterError, type Clock, type TimerHandle } from '../core/index.js'
  */
 export function installRequestTimeout(app: FastifyInstance, timeoutMs: number, clock: Clock): void {
   app.decorateRequest(STATE, null);
+  // Capability routes (ai/, webhooks/) find requestSignal here through core's key: they cannot import server/.
+  app.decorate(REQUEST_SIGNAL, requestSignal as RequestSignalOf);
   // A route's own timeout is read once, when the route is added (a bad one is a startup error), and given to
   // the route as an onRequest hook of its own that re-arms the timer: reading it per request would cost a
   // `request.routeOptions` (Fastify builds that object on every access).
@@ -126,16 +134,17 @@ class RequestState {
   }
 
   /**
-   * Made on first use, even after the fact: asked for once the request timed out, it is already aborted. It
-   * also listens to the connection: the response of a pipelined request queued behind another has no
-   * connection yet and never emits 'close' when the client leaves.
+   * Made on first use, even after the fact: asked for once the request timed out, it is already aborted. A
+   * response that has its connection emits 'close' when the client leaves (the shared listener hears it); a
+   * response still queued behind another pipelined one has no connection yet and would not, so for it the
+   * signal listens to the connection too.
    */
   signal(): AbortSignal {
     if (this.controller === undefined) {
       this.controller = new AbortController();
       if (this.ended) {
         if (this.reason !== undefined) this.controller.abort(this.reason);
-      } else {
+      } else if (this.reply.raw.socket === null) {
         const socket = this.request.raw.socket;
         if (socket.destroyed) this.closed(false);
         else socket.once('close', (this.onSocketClose = () => this.closed(this.reply.raw.writableFinished)));

@@ -3,7 +3,7 @@
  * (a direct `<provider>/<model>` step or a `dynamic/<route>` flow), writes it, and logs one line.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { BreakwaterError, newId, type Clock } from '../../core/index.js';
+import { BreakwaterError, hostRequestSignal, newId, type Clock } from '../../core/index.js';
 import { readChatBody } from '../body.js';
 import { readRequestHeaders } from '../request-headers.js';
 import type { AiRequest, AiRequestLog, StepAnswer, StepOutcome } from '../types.js';
@@ -16,8 +16,8 @@ export interface ChatCompletionsHandler {
   readonly bodyLimitBytes: number;
   /** The route's own request timeout on a Breakwater server (`config.requestTimeoutMs`), ms. */
   readonly answerTimeoutMs: number;
-  /** Finds the answer: the step that served, and the route label (`<name>@<version>`) when dynamic. */
-  answer(request: AiRequest, model: string): Promise<{ answer: StepAnswer; route: string | null }>;
+  /** Finds the answer: the step that served (a flow sets `request.route` to `<name>@<version>`). */
+  answer(request: AiRequest, model: string): Promise<StepAnswer>;
   /** Receives the line of every request. */
   log(line: AiRequestLog): void;
 }
@@ -34,63 +34,69 @@ export async function chatCompletionsRoutes(
       if (mapped.code === 'internal_error') request.log.error({ err: error }, 'AI request failed');
       sendAiProblem(request, reply, mapped);
     });
+    // On a Breakwater server, the signal it keeps per request (its request timeout, the client leaving);
+    // on another Fastify app, one of the route's own.
+    const signalOf = hostRequestSignal(child) ?? ownSignal;
     child.post(
       '/v1/chat/completions',
       // config.requestTimeoutMs: read by createServer's request timeout (server/request-timeout.ts).
       { bodyLimit: handler.bodyLimitBytes, config: { requestTimeoutMs: handler.answerTimeoutMs } },
-      (request, reply) => serve(handler, request, reply),
+      (request, reply) => serve(handler, request, reply, signalOf(request, reply)),
     );
   });
+}
+
+/**
+ * A signal of the route's own, for an app that is not a Breakwater server: aborts when the client goes away
+ * before its answer was finished. (That app's own handler timeout, if any, is not followed: the provider
+ * call then ends at its first-byte timeout; a Breakwater server's request timeout aborts it at once.)
+ */
+function ownSignal(_request: FastifyRequest, reply: FastifyReply): AbortSignal {
+  const left = new AbortController();
+  const res = reply.raw;
+  res.once('close', () => {
+    if (!res.writableFinished)
+      left.abort(new BreakwaterError('canceled', { message: 'The client went away.' }));
+  });
+  return left.signal;
 }
 
 async function serve(
   handler: ChatCompletionsHandler,
   request: FastifyRequest,
   reply: FastifyReply,
+  signal: AbortSignal,
 ): Promise<unknown> {
   const clock = handler.clock;
   const receivedAt = clock.now();
   const id = newId();
-  const left = new AbortController();
-  // The response closed before this route answered (it stops listening first): the client went away, or the
-  // server's request timeout answered for it. Either way nobody waits for the provider any more.
-  const onClose = (): void => {
-    left.abort(
-      reply.raw.writableFinished
-        ? new BreakwaterError('timeout', {
-            message: "The server's request timeout answered before the provider did.",
-          })
-        : new BreakwaterError('canceled', { message: 'The client went away.' }),
-    );
-  };
-  reply.raw.once('close', onClose);
   let stream = false;
-  let route: string | null = null;
+  let aiRequest: AiRequest | undefined;
   let answer: StepAnswer;
   try {
     const info = readChatBody(request.body);
     stream = info.stream;
     const { overrides, metadata } = readRequestHeaders(request.headers);
-    const aiRequest: AiRequest = {
+    aiRequest = {
       id,
       body: request.body as Record<string, unknown>,
       stream,
       includeUsage: info.includeUsage,
       metadata,
       overrides,
-      signal: left.signal,
+      signal,
       receivedAt,
+      route: null,
     };
-    ({ answer, route } = await handler.answer(aiRequest, info.model));
+    answer = await handler.answer(aiRequest, info.model);
   } catch (caught) {
-    reply.raw.off('close', onClose);
     const error = toAiError(caught);
-    handler.log(failureLine(id, route, stream, error, receivedAt, clock.now()));
+    handler.log(failureLine(id, aiRequest?.route ?? null, stream, error, receivedAt, clock.now()));
     // The host's handler timeout may have answered already (createServer's requestTimeoutMs).
     if (reply.sent || reply.raw.headersSent) return reply;
     return sendAiProblem(request, reply, error, { 'x-request-id': id });
   }
-  reply.raw.off('close', onClose);
+  const route = aiRequest.route;
 
   const headers = answerHeaders(answer, id, route);
   if (reply.sent || reply.raw.headersSent) {

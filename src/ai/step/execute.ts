@@ -3,10 +3,10 @@
  * (DESIGN: "AI gateway"). Route flows compose it (`runFallbackChain`, conditions, splits).
  */
 import { BreakwaterError } from '../../core/index.js';
+import type { PolicyContext } from '../../policy/index.js';
 import { estimateInput, providerBody } from '../body.js';
 import type { LimitGrant } from '../limits/limits.js';
 import { costPico, formatUsd, picoToMicro } from '../pricing.js';
-import type { Provider } from '../providers.js';
 import { readUsage, sseFrames, type StreamFindings } from '../stream/sse.js';
 import type {
   AiRequest,
@@ -19,7 +19,7 @@ import type {
   StepAnswer,
   Usage,
 } from '../types.js';
-import { callProvider, readRest, type FirstBytes } from './attempt.js';
+import { callProvider, type FirstBytes } from './attempt.js';
 import { providerFailure } from './provider-error.js';
 import { resolveSettings, retryPolicyFor } from './settings.js';
 
@@ -90,67 +90,57 @@ export async function executeStep(
   const payload = providerBody(request, step.model);
   const policy = retryPolicyFor(step, settings, ctx);
   let attempts = 0;
+  // Not async: the attempt is callProvider's own promise (one async frame fewer per request in flight).
+  const maxBytes = request.stream ? undefined : ctx.maxResponseBytes;
+  const attempt = ({ signal, attempt }: PolicyContext): Promise<FirstBytes> => {
+    attempts = attempt;
+    return callProvider(provider, payload, settings.timeoutMs, signal, ctx.clock, maxBytes);
+  };
   try {
-    const reply = await policy.execute(async ({ signal, attempt }) => {
-      attempts = attempt;
-      const bytes = await callProvider(provider, payload, settings.timeoutMs, signal, ctx.clock);
-      if (request.stream) return { bytes, raw: undefined };
-      try {
-        return { bytes, raw: await readJson(bytes, ctx.maxResponseBytes, provider) };
-      } finally {
-        bytes.link.dispose();
-      }
-    }, request.signal);
-    const base = {
-      step,
-      attempts,
-      failedAttempts: history.attempts,
-      failures: history.failures,
-      firstByteMs: reply.bytes.firstByteMs,
-      rateHeaders: grant.rateHeaders,
-    };
-    if (reply.raw !== undefined) return await jsonAnswer(base, reply.bytes.status, reply.raw, grant, ctx);
-    return streamAnswer(base, reply.bytes, request, grant, ctx);
+    const bytes = await policy.execute(attempt, request.signal);
+    if (bytes.raw !== undefined) return await jsonAnswer(step, attempts, history, bytes, grant, ctx);
+    return streamAnswer(step, attempts, history, bytes, request, grant, ctx);
   } catch (error) {
     await grant.settle(0);
     throw failed(providerFailure(error, provider), step, attempts);
   }
 }
 
-type AnswerBase = Omit<StepAnswer, 'kind' | 'done' | 'status' | 'raw' | 'outcome' | 'frames' | 'cancel'>;
-
-/** Reads a non-streamed answer in full. @throws BreakwaterError `upstream_error` when too large or not JSON. */
-async function readJson(bytes: FirstBytes, maxBytes: number, provider: Provider): Promise<Buffer> {
-  const raw = await readRest(bytes, maxBytes);
-  if (raw === undefined) {
-    throw new BreakwaterError('upstream_error', {
-      message: `The provider ${provider.name} sent an answer larger than ${maxBytes} bytes.`,
-      source: provider.name,
-      details: { provider: provider.name, reason: 'response_too_large' },
-    });
-  }
-  return raw;
-}
-
 async function jsonAnswer(
-  base: AnswerBase,
-  status: number,
-  raw: Buffer,
+  step: AiStep,
+  attempts: number,
+  history: StepHistory,
+  bytes: FirstBytes,
   grant: LimitGrant,
   ctx: StepContext,
 ): Promise<JsonStepAnswer> {
+  const raw = bytes.raw!;
   let usage: Usage | undefined;
   try {
     usage = readUsage((JSON.parse(raw.toString('utf8')) as { usage?: unknown })?.usage);
   } catch {
     usage = undefined; // not JSON: passed on as it is; its cost is unknown
   }
-  const outcome = await settle('ok', usage, base.step, grant, ctx);
-  return { ...base, kind: 'json', status, raw, outcome, done: Promise.resolve(outcome) };
+  const outcome = await settle('ok', usage, step, grant, ctx);
+  return {
+    kind: 'json',
+    step,
+    attempts,
+    failedAttempts: history.attempts,
+    failures: history.failures,
+    firstByteMs: bytes.firstByteMs,
+    rateHeaders: grant.rateHeaders,
+    status: bytes.status,
+    raw,
+    outcome,
+    done: Promise.resolve(outcome),
+  };
 }
 
 function streamAnswer(
-  base: AnswerBase,
+  step: AiStep,
+  attempts: number,
+  history: StepHistory,
   bytes: FirstBytes,
   request: AiRequest,
   grant: LimitGrant,
@@ -167,7 +157,7 @@ function streamAnswer(
     finished = true;
     if (result !== 'ok') bytes.link.abort();
     bytes.link.dispose();
-    resolveDone(await settle(result, findings.usage, base.step, grant, ctx));
+    resolveDone(await settle(result, findings.usage, step, grant, ctx));
   };
   async function* frames(): AsyncGenerator<string> {
     started = true;
@@ -182,8 +172,13 @@ function streamAnswer(
     }
   }
   return {
-    ...base,
     kind: 'stream',
+    step,
+    attempts,
+    failedAttempts: history.attempts,
+    failures: history.failures,
+    firstByteMs: bytes.firstByteMs,
+    rateHeaders: grant.rateHeaders,
     frames: frames(),
     done,
     cancel() {

@@ -4,7 +4,7 @@
  * 404, 413, 422: they say what to fix), scrubbed of the API key; a 401/403 means the GATEWAY's credentials were
  * refused, so the client learns that and nothing more.
  */
-import { BreakwaterError, isBreakwaterError, toBreakwaterError } from '../../core/index.js';
+import { BreakwaterError, isBreakwaterError, isRequestTimeout, toBreakwaterError } from '../../core/index.js';
 import { scrubSecret, type Provider } from '../providers.js';
 
 type RawHeaders = Readonly<Record<string, string | string[] | undefined>>;
@@ -41,12 +41,21 @@ export function firstByteTimeout(provider: string, timeoutMs: number): Breakwate
  * - a provider 408/425/429/5xx: `upstream_unavailable` (503) with the provider's retry hint;
  * - a provider 401/403: `upstream_error` (502), "the provider refused the gateway's credentials";
  * - another provider 4xx: `upstream_error` with the provider's status and message (scrubbed);
- * - a network failure: `upstream_unavailable` (503), `timeout` for a socket timeout; a client abort: `canceled`.
+ * - a network failure: `upstream_unavailable` (503), `timeout` for a socket timeout; a client abort: `canceled`;
+ * - the host server's request timeout (Fastify's `FST_ERR_HANDLER_TIMEOUT`, the request signal's reason): `timeout`.
  * `details.provider` names the provider; `details.provider_status` its status when it answered.
  */
 export function providerFailure(error: unknown, provider: Provider): BreakwaterError {
   if (isBreakwaterError(error)) return error;
   const name = provider.name;
+  if (isRequestTimeout(error)) {
+    // The request's signal, aborted by the host server's request timeout (it has answered the client).
+    return new BreakwaterError('timeout', {
+      message: "The server's request timeout answered before the provider did.",
+      source: name,
+      details: { provider: name },
+    });
+  }
   if (error instanceof ProviderHttpError) {
     const status = error.status;
     const details = { provider: name, provider_status: status };
