@@ -117,6 +117,8 @@ class RequestState {
   sending = false;
   /** The timeout found the answer under way once and gave it one more period. */
   private extended = false;
+  /** When the timeout started, ms (clock). */
+  private readonly startedAt: number;
   /** While a signal is in use: its listener on the connection (see {@link signal}). */
   private onSocketClose: (() => void) | undefined;
 
@@ -126,6 +128,7 @@ class RequestState {
     private timeoutMs: number,
     private readonly clock: Clock,
   ) {
+    this.startedAt = clock.now();
     this.timer = clock.setTimeout(this.expire, timeoutMs);
     // 'close' ends every response: after 'finish' when answered, before it when the client left or the
     // connection was cut. One shared listener; it finds this state on the response.
@@ -153,12 +156,17 @@ class RequestState {
     return this.controller.signal;
   }
 
-  /** Starts the timeout again, `timeoutMs` from now (a route's own, see installRequestTimeout). */
+  /**
+   * Gives the request `timeoutMs` from its start instead (a route's own, see installRequestTimeout). A longer
+   * one touches no timer: the running one, when it fires, finds the time left and waits for it.
+   */
   rearm(timeoutMs: number): void {
     if (this.timer === undefined) return;
-    this.clock.clearTimeout(this.timer);
+    const shorter = timeoutMs < this.timeoutMs;
     this.timeoutMs = timeoutMs;
-    this.timer = this.clock.setTimeout(this.expire, timeoutMs);
+    if (!shorter) return;
+    this.clock.clearTimeout(this.timer);
+    this.timer = this.clock.setTimeout(this.expire, Math.max(0, this.startedAt + timeoutMs - this.clock.now()));
   }
 
   release(): void {
@@ -187,6 +195,12 @@ class RequestState {
     this.timer = undefined;
     const { reply } = this;
     if (reply.sent || reply.raw.destroyed) return;
+    const left = this.extended ? 0 : this.startedAt + this.timeoutMs - this.clock.now();
+    if (left > 0) {
+      // A route's own, longer timeout (rearm): the rest of it.
+      this.timer = this.clock.setTimeout(this.expire, left);
+      return;
+    }
     if (this.sending && !this.extended) {
       // The answer was made in time and is on its way: let it finish, but not forever (a store that hangs in
       // an onSend hook): one more period, then the connection is cut.

@@ -74,7 +74,8 @@ export interface LimitGrant {
   settle(costMicroUsd: number | undefined): Promise<void>;
 }
 
-const NO_GRANT: LimitGrant = {
+/** The grant of a request no rule covers: nothing reserved, nothing to settle. */
+export const NO_GRANT: LimitGrant = {
   estimateMicroUsd: 0,
   rateHeaders: undefined,
   settle: () => Promise.resolve(),

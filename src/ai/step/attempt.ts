@@ -72,24 +72,21 @@ export async function callProvider(
       const text = await readLimited(data.body, ERROR_BODY_LIMIT);
       throw new ProviderHttpError(data.statusCode, data.headers, errorObject(text));
     }
+    if (maxBytes !== undefined) {
+      let firstAt = 0;
+      const raw = await readWhole(data.body, maxBytes, provider, () => {
+        clock.clearTimeout(timer);
+        firstAt = clock.now();
+      });
+      link.dispose();
+      const firstByteMs = firstAt - started;
+      return { status: data.statusCode, first: undefined, rest: ENDED, link, firstByteMs, raw };
+    }
     const rest = data.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
     const next = await rest.next();
     clock.clearTimeout(timer);
     const first = next.done === true ? undefined : next.value;
-    const firstByteMs = clock.now() - started;
-    if (maxBytes === undefined)
-      return { status: data.statusCode, first, rest, link, firstByteMs, raw: undefined };
-    // The rest, here rather than in a function of its own: one async frame fewer per request in flight.
-    const chunks: Buffer[] = first === undefined ? [] : [first];
-    let size = first?.length ?? 0;
-    for (let more = await rest.next(); more.done !== true; more = await rest.next()) {
-      size += more.value.length;
-      if (size > maxBytes) throw tooLarge(provider, maxBytes);
-      chunks.push(more.value);
-    }
-    link.dispose();
-    const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-    return { status: data.statusCode, first: undefined, rest, link, firstByteMs, raw };
+    return { status: data.statusCode, first, rest, link, firstByteMs: clock.now() - started, raw: undefined };
   } catch (error) {
     clock.clearTimeout(timer);
     link.dispose();
@@ -97,6 +94,41 @@ export async function callProvider(
     if (timedOut) throw firstByteTimeout(provider.name, timeoutMs);
     throw error;
   }
+}
+
+/** The `rest` of an answer read in full. */
+const ENDED: AsyncIterator<Buffer> = {
+  next: () => Promise.resolve({ done: true, value: undefined }),
+};
+
+/**
+ * Reads a whole body, at most `maxBytes`, with the stream's events rather than an async iterator (which
+ * costs a generator, its end-of-stream listeners and a promise per chunk: ~1 KB per request more). `onFirst`
+ * runs once, at the first byte (or at the end of an empty body).
+ * @throws BreakwaterError `upstream_error` (`response_too_large`) past `maxBytes` (the body is destroyed,
+ *   which aborts the request); the body's error (a cut connection, the signal's reason).
+ */
+function readWhole(
+  body: Dispatcher.ResponseData['body'],
+  maxBytes: number,
+  provider: Provider,
+  onFirst: () => void,
+): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    body.on('data', (chunk: Buffer) => {
+      if (chunks.length === 0) onFirst();
+      size += chunk.length;
+      if (size > maxBytes) body.destroy(tooLarge(provider, maxBytes));
+      else chunks.push(chunk);
+    });
+    body.once('end', () => {
+      if (chunks.length === 0) onFirst();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
+    body.once('error', reject);
+  });
 }
 
 function tooLarge(provider: Provider, maxBytes: number): BreakwaterError {

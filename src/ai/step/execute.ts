@@ -5,7 +5,7 @@
 import { BreakwaterError } from '../../core/index.js';
 import type { PolicyContext } from '../../policy/index.js';
 import { estimateInput, providerBody } from '../body.js';
-import type { LimitGrant } from '../limits/limits.js';
+import { NO_GRANT, type LimitGrant } from '../limits/limits.js';
 import { costPico, formatUsd, picoToMicro } from '../pricing.js';
 import { readUsage, sseFrames, type StreamFindings } from '../stream/sse.js';
 import type {
@@ -66,24 +66,27 @@ export async function executeStep(
       0,
     );
   }
-  let grant: LimitGrant;
-  try {
-    grant = await ctx.limits.acquire(
-      { provider: step.provider, model: step.model, metadata: request.metadata },
-      () => estimateInput(request),
-    );
-  } catch (error) {
-    throw failed(
-      error instanceof BreakwaterError
-        ? error
-        : new BreakwaterError('upstream_unavailable', {
-            message: "The gateway's limit store is unavailable; try again shortly.",
-            source: 'ai-limits',
-            cause: error,
-          }),
-      step,
-      0,
-    );
+  // No rule configured: no check, and no target, estimate or promise made for one.
+  let grant = NO_GRANT;
+  if (!ctx.limits.empty) {
+    try {
+      grant = await ctx.limits.acquire(
+        { provider: step.provider, model: step.model, metadata: request.metadata },
+        () => estimateInput(request),
+      );
+    } catch (error) {
+      throw failed(
+        error instanceof BreakwaterError
+          ? error
+          : new BreakwaterError('upstream_unavailable', {
+              message: "The gateway's limit store is unavailable; try again shortly.",
+              source: 'ai-limits',
+              cause: error,
+            }),
+        step,
+        0,
+      );
+    }
   }
 
   const settings = resolveSettings(step, request.overrides, ctx.defaults);

@@ -19,12 +19,23 @@ export function resolveSettings(
   overrides: StepSettings,
   defaults: ResolvedStepSettings,
 ): ResolvedStepSettings {
+  // The usual case (no step settings, no headers) makes no object.
+  if (isUnset(step) && isUnset(overrides)) return defaults;
   return {
     timeoutMs: step.timeoutMs ?? overrides.timeoutMs ?? defaults.timeoutMs,
     maxAttempts: step.maxAttempts ?? overrides.maxAttempts ?? defaults.maxAttempts,
     retryDelayMs: step.retryDelayMs ?? overrides.retryDelayMs ?? defaults.retryDelayMs,
     backoff: step.backoff ?? overrides.backoff ?? defaults.backoff,
   };
+}
+
+function isUnset(s: StepSettings): boolean {
+  return (
+    s.timeoutMs === undefined &&
+    s.maxAttempts === undefined &&
+    s.retryDelayMs === undefined &&
+    s.backoff === undefined
+  );
 }
 
 /**
