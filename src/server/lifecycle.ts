@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { BreakwaterError, NON_NEGATIVE, finite, systemClock, type Clock } from '../core/index.js';
@@ -49,28 +50,35 @@ export function installLifecycle(
     connections.set(socket, 0);
     socket.once('close', () => connections.delete(socket));
   });
-  app.server.on('request', (request, response) => {
+  // One shared 'close' listener for every response (`this`), not a closure per request.
+  function onResponseClose(this: ServerResponse): void {
+    const socket = this.req.socket;
+    const inFlight = connections.get(socket);
+    if (inFlight === undefined) return;
+    connections.set(socket, inFlight - 1);
+    // Closing: a connection whose last request just ended has nothing more to do here.
+    if (inFlight === 1 && state.closing) socket.destroy();
+  }
+  app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket;
     connections.set(socket, (connections.get(socket) ?? 0) + 1);
-    response.once('close', () => {
-      const left = (connections.get(socket) ?? 1) - 1;
-      if (!connections.has(socket)) return;
-      connections.set(socket, left);
-      // Closing: a connection whose last request just ended has nothing more to do here.
-      if (left === 0 && state.closing) socket.destroy();
-    });
+    response.on('close', onResponseClose);
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!state.closing) return;
+  // Callback hooks, not async ones: no promise per request.
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!state.closing) {
+      done();
+      return;
+    }
     void reply.header('connection', 'close');
-    return sendProblem(
+    void sendProblem(
       reply,
       new BreakwaterError('overloaded', { message: 'The server is shutting down; try again shortly.' }),
     );
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (state.closing) void reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
   app.addHook('preClose', async () => {
     state.closing = true;
