@@ -195,6 +195,27 @@ describe('inbound request timeout (createServer requestTimeoutMs)', () => {
     expect(h.clock.pendingTimers()).toBe(1);
     await h.clock.tickAsync(1);
     expect((await long).statusCode).toBe(504);
+    await h.close();
+
+    // Shorter than the server's: it still counts from the request's start.
+    h = await harness({
+      requestTimeoutMs: 500,
+      routes: [
+        (app) => {
+          app.get('/short', { config: { requestTimeoutMs: 50 } }, () => never());
+        },
+      ],
+    });
+    let answered = false;
+    const short = h.app.inject({ url: '/short' }).then((r) => {
+      answered = true;
+      return r;
+    });
+    await h.clock.tickAsync(49);
+    expect(answered).toBe(false);
+    await h.clock.tickAsync(1);
+    expect((await short).statusCode).toBe(504);
+    expect(h.clock.pendingTimers()).toBe(0);
 
     const bad = await harness({
       routes: [
