@@ -166,7 +166,10 @@ class RequestState {
     this.timeoutMs = timeoutMs;
     if (!shorter) return;
     this.clock.clearTimeout(this.timer);
-    this.timer = this.clock.setTimeout(this.expire, Math.max(0, this.startedAt + timeoutMs - this.clock.now()));
+    this.timer = this.clock.setTimeout(
+      this.expire,
+      Math.max(0, this.startedAt + timeoutMs - this.clock.now()),
+    );
   }
 
   release(): void {
