@@ -189,6 +189,23 @@ describe('SlidingWindow', () => {
     ]);
   });
 
+  it('updates its log in place: the state returned is the one given; a denial keeps every counted entry', () => {
+    const sliding = new SlidingWindow({ limit: 3, windowMs: 1000 });
+    const first = sliding.step(undefined, T0, 1);
+    const second = sliding.step(first.state, T0 + 500, 1);
+    expect(second.state).toBe(first.state);
+    // T0 has left the window (T0 + 1000 − 1000 = T0: out); T0 + 1000 counts twice (cost 2).
+    const third = sliding.step(second.state, T0 + 1000, 2);
+    expect(third.state).toBe(first.state);
+    expect(third.state).toEqual({ timestamps: [T0 + 500, T0 + 1000, T0 + 1000] });
+    const refused = sliding.step(third.state, T0 + 1001, 1);
+    expect(refused.decision).toEqual(denied(0, 999, 499, 3));
+    expect(refused.state).toEqual({ timestamps: [T0 + 500, T0 + 1000, T0 + 1000] });
+    // An earlier time than the last counted one (a clock that stepped back) still lands in order.
+    const back = sliding.step({ timestamps: [T0 + 10, T0 + 30] }, T0 + 20, 1);
+    expect(back.state).toEqual({ timestamps: [T0 + 10, T0 + 20, T0 + 30] });
+  });
+
   it('keeps at most limit timestamps in its state, and trims a log left by a higher limit', () => {
     const sliding = new SlidingWindow({ limit: 2, windowMs: 1000 });
     const old = { timestamps: [T0, T0 + 1, T0 + 2, T0 + 3] };
