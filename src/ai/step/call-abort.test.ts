@@ -86,6 +86,14 @@ describe('CallAbort', () => {
       return pool;
     }
 
+    /** A request to `/hang` with `call` as its signal, once the server holds it (the promise is wrapped). */
+    async function requestHeld(pool: Pool, call: CallAbort): Promise<{ result: Promise<unknown> }> {
+      const result = pool.request({ path: '/hang', method: 'GET', signal: call as unknown as EventEmitter });
+      result.catch(() => undefined);
+      while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      return { result };
+    }
+
     it('aborting rejects the request with our reason; a request that completes is left alone', async () => {
       const pool = await server();
       const parent = new AbortController();
@@ -99,30 +107,19 @@ describe('CallAbort', () => {
       ok.dispose();
 
       const hanging = new CallAbort(parent.signal);
-      const pending = pool.request({
-        path: '/hang',
-        method: 'GET',
-        signal: hanging as unknown as EventEmitter,
-      });
-      while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      const pending = await requestHeld(pool, hanging);
       const reason = new Error('the first byte did not come in time');
       hanging.abort(reason);
-      await expect(pending).rejects.toBe(reason);
+      await expect(pending.result).rejects.toBe(reason);
     });
 
     it("the parent's abort reaches undici through the call", async () => {
       const pool = await server();
       const parent = new AbortController();
-      const call = new CallAbort(parent.signal);
-      const pending = pool.request({
-        path: '/hang',
-        method: 'GET',
-        signal: call as unknown as EventEmitter,
-      });
-      while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      const pending = await requestHeld(pool, new CallAbort(parent.signal));
       const reason = new Error('the client went away');
       parent.abort(reason);
-      await expect(pending).rejects.toBe(reason);
+      await expect(pending.result).rejects.toBe(reason);
     });
   });
 });

@@ -125,6 +125,8 @@ async function jsonAnswer(
     usage = undefined; // not JSON: passed on as it is; its cost is unknown
   }
   const outcome = await settle('ok', usage, step, grant, ctx);
+  // A literal per kind (the stream's below repeats the common fields) rather than a spread of a shared base:
+  // one object per answer, each kind with one fixed shape.
   return {
     kind: 'json',
     step,
