@@ -27,8 +27,9 @@ const states = new WeakMap<FastifyInstance, ServerState>();
  * Creates the state of `app` and installs the hooks of a graceful close (they run on `app.close()` too):
  * - `onRequest`: a request arriving while closing gets 503 `overloaded` problem+json (not Fastify's plain
  *   JSON 503), so a load balancer or client sends it to another instance;
- * - `onSend`: answers sent while closing carry `Connection: close`, so their keep-alive connections do not
- *   hold the close up;
+ * - `onSend`: the last answer in flight on a connection, sent while closing, carries `Connection: close`, so
+ *   keep-alive connections do not hold the close up (an answer with another pipelined request queued behind
+ *   it does not: that one would never be answered);
  * - `preClose`: every SSE stream is told and ended before the server stops accepting connections.
  */
 export function installLifecycle(
@@ -76,8 +77,13 @@ export function installLifecycle(
       new BreakwaterError('overloaded', { message: 'The server is shutting down; try again shortly.' }),
     );
   });
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (state.closing) void reply.header('connection', 'close');
+  // Only on the last request in flight on its connection: `Connection: close` on an answer with another
+  // pipelined request queued behind it would end the connection before that one is answered. The last
+  // response's close then ends the connection (onResponseClose).
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (state.closing && (connections.get(request.raw.socket) ?? 1) <= 1) {
+      void reply.header('connection', 'close');
+    }
     done(null, payload);
   });
   app.addHook('preClose', async () => {

@@ -51,36 +51,43 @@ export interface PipeResult {
 /**
  * Streams `answer` to the client on the raw response (the reply is hijacked: Fastify's handler timeout
  * does not cut a stream). Waits for `drain` when the client reads slower than the provider writes. A client
- * that leaves cancels the provider's request.
+ * that leaves cancels the provider's request: heard from the response's 'close', or from `signal` (the
+ * request's), which also covers a response queued behind another pipelined one, which has no connection yet
+ * and emits no 'close'.
  */
 export async function pipeStream(
   reply: FastifyReply,
   answer: StreamStepAnswer,
   headers: Record<string, string>,
+  signal: AbortSignal,
 ): Promise<PipeResult> {
   reply.hijack();
   const res = reply.raw;
   let gone = false;
   const onClose = (): void => {
-    if (res.writableFinished) return;
+    if (gone || res.writableFinished) return;
     gone = true;
     answer.cancel();
     res.destroy();
   };
   res.once('close', onClose);
-  res.writeHead(200, {
-    ...headers,
-    'content-type': 'text/event-stream; charset=utf-8',
-    // no-transform: a compressing proxy would buffer the stream; X-Accel-Buffering: nginx would too.
-    'cache-control': 'no-cache, no-transform',
-    'x-accel-buffering': 'no',
-  });
+  signal.addEventListener('abort', onClose);
+  if (signal.aborted) onClose();
+  if (!gone) {
+    res.writeHead(200, {
+      ...headers,
+      'content-type': 'text/event-stream; charset=utf-8',
+      // no-transform: a compressing proxy would buffer the stream; X-Accel-Buffering: nginx would too.
+      'cache-control': 'no-cache, no-transform',
+      'x-accel-buffering': 'no',
+    });
+  }
   let wrote = false;
   try {
     for await (const frame of answer.frames) {
       if (gone) break;
       wrote = true;
-      if (!res.write(frame)) await drained(res);
+      if (!res.write(frame)) await drained(res, signal);
     }
     if (gone) return { wrote, outcome: 'canceled' };
     res.end();
@@ -97,18 +104,22 @@ export async function pipeStream(
     return { wrote, outcome: 'stream_error' };
   } finally {
     res.off('close', onClose);
+    signal.removeEventListener('abort', onClose);
   }
 }
 
-/** Resolves on `drain`, or at once when the response closes. */
-function drained(res: ServerResponse): Promise<void> {
+/** Resolves on `drain`, or at once when the response closes or the client is gone (`signal`). */
+function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       res.off('drain', done);
       res.off('close', done);
+      signal.removeEventListener('abort', done);
       resolve();
     };
     res.once('drain', done);
     res.once('close', done);
+    signal.addEventListener('abort', done);
+    if (signal.aborted) done();
   });
 }

@@ -49,15 +49,22 @@ export async function chatCompletionsRoutes(
 /**
  * A signal of the route's own, for an app that is not a Breakwater server: aborts when the client goes away
  * before its answer was finished. (That app's own handler timeout, if any, is not followed: the provider
- * call then ends at its first-byte timeout; a Breakwater server's request timeout aborts it at once.)
+ * call then ends at its first-byte timeout; a Breakwater server's request timeout aborts it at once.) A
+ * response queued behind another pipelined one has no connection yet and emits no 'close' when the client
+ * leaves, so for it the connection is listened to as well.
  */
-function ownSignal(_request: FastifyRequest, reply: FastifyReply): AbortSignal {
+function ownSignal(request: FastifyRequest, reply: FastifyReply): AbortSignal {
   const left = new AbortController();
   const res = reply.raw;
-  res.once('close', () => {
+  const socket = res.socket === null ? request.raw.socket : null;
+  const onClose = (): void => {
+    socket?.off('close', onClose);
+    res.off('close', onClose);
     if (!res.writableFinished)
       left.abort(new BreakwaterError('canceled', { message: 'The client went away.' }));
-  });
+  };
+  res.once('close', onClose);
+  socket?.once('close', onClose);
   return left.signal;
 }
 
@@ -110,7 +117,7 @@ async function serve(
     return reply;
   }
   const firstByteAt = clock.now();
-  const piped = await pipeStream(reply, answer, headers);
+  const piped = await pipeStream(reply, answer, headers, signal);
   const outcome = await answer.done;
   handler.log(
     answerLine(
