@@ -33,11 +33,12 @@ import {
  */
 export function installRequestTimeout(app: FastifyInstance, timeoutMs: number, clock: Clock): void {
   app.decorateRequest(STATE, null);
-  // Capability routes (ai/, webhooks/) find requestSignal here through core's key: they cannot import server/.
+  // Capability routes (the AI gateway's) find requestSignal here through core's key: they cannot import
+  // server/.
   app.decorate(REQUEST_SIGNAL, requestSignal as RequestSignalOf);
   // A route's own timeout is read once, when the route is added (a bad one is a startup error), and given to
-  // the route as an onRequest hook of its own that re-arms the timer: reading it per request would cost a
-  // `request.routeOptions` (Fastify builds that object on every access).
+  // the route as an onRequest hook of its own that hands it to the request's timer: reading it per request
+  // would cost a `request.routeOptions` (Fastify builds that object on every access).
   app.addHook('onRoute', (route) => {
     const own = (route.config as RouteTimeoutConfig | undefined)?.requestTimeoutMs;
     if (own === undefined) return;

@@ -104,7 +104,7 @@ const ENDED: AsyncIterator<Buffer> = {
 /**
  * Reads a whole body, at most `maxBytes`, with the stream's events rather than an async iterator (which
  * costs a generator, its end-of-stream listeners and a promise per chunk: ~1 KB per request more). `onFirst`
- * runs once, at the first byte (or at the end of an empty body).
+ * runs at the first chunk (or at the end of an empty body).
  * @throws BreakwaterError `upstream_error` (`response_too_large`) past `maxBytes` (the body is destroyed,
  *   which aborts the request); the body's error (a cut connection, the signal's reason).
  */
@@ -128,6 +128,8 @@ function readWhole(
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     });
     body.once('error', reject);
+    // Destroyed without an error (never by undici today): not left pending.
+    body.once('close', () => reject(new Error('the provider body closed before its end')));
   });
 }
 
