@@ -16,7 +16,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { fastify, type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import OpenAI from 'openai';
 import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
@@ -38,7 +38,7 @@ import {
 import { closeGracefully, requestSignal } from '../../src/server/index.js';
 import { harness, listen, type Harness } from '../../src/server/test-support.js';
 import { openSqliteStore } from '../../src/store/index.js';
-import { SIM_KEY, ask, tempDb, useCleanups } from '../ai/support.js';
+import { SIM_KEY, ask, startGateway, tempDb, useCleanups, type RunningGateway } from '../ai/support.js';
 
 const defer = useCleanups();
 
@@ -143,27 +143,18 @@ const streamOneAndHold = (call: Call): void => {
 };
 
 /** The gateway on a plain Fastify app (not createServer), over `provider` as provider `raw`. */
-async function plainGateway(
+function plainGateway(
   provider: RawProvider,
   options: Partial<AiGatewayOptions> = {},
-): Promise<{ url: string; app: FastifyInstance; gateway: AiGateway; logs: AiRequestLog[] }> {
-  const logs: AiRequestLog[] = [];
-  const gateway = createAiGateway({
-    providers: { raw: { baseUrl: provider.url, apiKeyEnv: 'SIM_KEY' } },
-    env: { SIM_KEY },
-    ...options,
-  });
-  gateway.onRequest((line) => void logs.push(line));
-  const app = fastify();
-  await gateway.routes(app);
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  defer(async () => {
-    app.server.closeAllConnections();
-    await app.close();
-    await gateway.close();
-  });
-  const { port } = app.server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}`, app, gateway, logs };
+): Promise<RunningGateway> {
+  return startGateway(
+    defer,
+    {},
+    {
+      providers: { raw: { baseUrl: provider.url, apiKeyEnv: 'SIM_KEY' } },
+      ...options,
+    },
+  );
 }
 
 /** The gateway on createServer (the server's clock `h.clock`, the gateway's too unless given). */
