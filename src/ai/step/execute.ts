@@ -95,12 +95,12 @@ export async function executeStep(
   let attempts = 0;
   // Not async: the attempt is callProvider's own promise (one async frame fewer per request in flight).
   const maxBytes = request.stream ? undefined : ctx.maxResponseBytes;
-  const attempt = ({ signal, attempt }: PolicyContext): Promise<FirstBytes> => {
+  const callOnce = ({ signal, attempt }: PolicyContext): Promise<FirstBytes> => {
     attempts = attempt;
     return callProvider(provider, payload, settings.timeoutMs, signal, ctx.clock, maxBytes);
   };
   try {
-    const bytes = await policy.execute(attempt, request.signal);
+    const bytes = await policy.execute(callOnce, request.signal);
     if (bytes.raw !== undefined) return await jsonAnswer(step, attempts, history, bytes, grant, ctx);
     return streamAnswer(step, attempts, history, bytes, request, grant, ctx);
   } catch (error) {
