@@ -650,10 +650,8 @@ describe('pipelined requests on one keep-alive connection, the client leaves', (
       socket.write(rawPost(ask('raw/m')) + rawPost(ask('raw/m')));
       await expect.poll(() => provider.calls.length).toBe(2);
       socket.destroy();
-      await expect.poll(() => provider.calls[0]!.aborted).toBe(true);
-      await wait(100);
-      expect(provider.calls.map((c) => c.aborted)).toEqual([true, true]);
-      expect(logs).toHaveLength(2);
+      await expect.poll(() => provider.calls.map((c) => c.aborted)).toEqual([true, true]);
+      await expect.poll(() => logs.length).toBe(2);
     } finally {
       await provider.close(); // releases the abandoned call, so the gateway's cleanup can close its pool
     }
@@ -772,8 +770,7 @@ describe('graceful shutdown (closeGracefully) with the gateway in flight', () =>
     const closing = closeGracefully(h.app, { graceMs: 5_000 });
     await wait(20);
     answerJson(provider.calls[0]!.res, COMPLETION_TEXT);
-    await wait(50);
-    if (!provider.calls[1]!.aborted) answerJson(provider.calls[1]!.res, COMPLETION_TEXT);
+    answerJson(provider.calls[1]!.res, COMPLETION_TEXT);
     await busy.closed;
     expect(await closing).toEqual({ forced: false });
     expect(provider.calls.map((c) => c.aborted)).toEqual([false, false]);

@@ -51,9 +51,8 @@ export interface PipeResult {
 /**
  * Streams `answer` to the client on the raw response (the reply is hijacked: Fastify's handler timeout
  * does not cut a stream). Waits for `drain` when the client reads slower than the provider writes. A client
- * that leaves cancels the provider's request: heard from the response's 'close', or from `signal` (the
- * request's), which also covers a response queued behind another pipelined one, which has no connection yet
- * and emits no 'close'.
+ * that leaves cancels the provider's request: `signal` (the request's) says so, for a response queued behind
+ * another pipelined one too, which has no connection yet and emits no 'close'.
  */
 export async function pipeStream(
   reply: FastifyReply,
@@ -64,15 +63,14 @@ export async function pipeStream(
   reply.hijack();
   const res = reply.raw;
   let gone = false;
-  const onClose = (): void => {
-    if (gone || res.writableFinished) return;
+  const onGone = (): void => {
+    if (gone) return;
     gone = true;
     answer.cancel();
     res.destroy();
   };
-  res.once('close', onClose);
-  signal.addEventListener('abort', onClose);
-  if (signal.aborted) onClose();
+  signal.addEventListener('abort', onGone);
+  if (signal.aborted) onGone();
   if (!gone) {
     res.writeHead(200, {
       ...headers,
@@ -103,22 +101,19 @@ export async function pipeStream(
     );
     return { wrote, outcome: 'stream_error' };
   } finally {
-    res.off('close', onClose);
-    signal.removeEventListener('abort', onClose);
+    signal.removeEventListener('abort', onGone);
   }
 }
 
-/** Resolves on `drain`, or at once when the response closes or the client is gone (`signal`). */
+/** Resolves on `drain`, or at once when the client is gone (`signal`). */
 function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       res.off('drain', done);
-      res.off('close', done);
       signal.removeEventListener('abort', done);
       resolve();
     };
     res.once('drain', done);
-    res.once('close', done);
     signal.addEventListener('abort', done);
     if (signal.aborted) done();
   });
