@@ -7,7 +7,7 @@ import type { PolicyContext } from '../../policy/index.js';
 import { estimateInput, providerBody } from '../body.js';
 import { NO_GRANT, type LimitGrant } from '../limits/limits.js';
 import { costPico, formatUsd, picoToMicro } from '../pricing.js';
-import { readUsage, sseFrames, type StreamFindings } from '../stream/sse.js';
+import { sseFrames, type StreamFindings } from '../stream/sse.js';
 import type {
   AiRequest,
   AiStep,
@@ -22,6 +22,7 @@ import type {
 import { callProvider, type FirstBytes } from './attempt.js';
 import { providerFailure } from './provider-error.js';
 import { resolveSettings, retryPolicyFor } from './settings.js';
+import { scanUsage } from './usage-scan.js';
 
 /** Steps that failed before this one, as the fallback chain passes them on. */
 export interface StepHistory {
@@ -118,13 +119,8 @@ async function jsonAnswer(
   ctx: StepContext,
 ): Promise<JsonStepAnswer> {
   const raw = bytes.raw!;
-  let usage: Usage | undefined;
-  try {
-    usage = readUsage((JSON.parse(raw.toString('utf8')) as { usage?: unknown })?.usage);
-  } catch {
-    usage = undefined; // not JSON: passed on as it is; its cost is unknown
-  }
-  const outcome = await settle('ok', usage, step, grant, ctx);
+  // Only the usage is read; the body goes to the client as it came. Not a JSON object: its cost is unknown.
+  const outcome = await settle('ok', scanUsage(raw), step, grant, ctx);
   // A literal per kind (the stream's below repeats the common fields) rather than a spread of a shared base:
   // one object per answer, each kind with one fixed shape.
   return {
