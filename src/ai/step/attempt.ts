@@ -6,10 +6,11 @@
  */
 import type { EventEmitter } from 'node:events';
 import type { Dispatcher } from 'undici';
-import { BreakwaterError, type Clock } from '../../core/index.js';
+import type { Clock } from '../../core/index.js';
 import type { Provider } from '../providers.js';
 import { CallAbort } from './call-abort.js';
-import { ProviderHttpError, firstByteTimeout } from './provider-error.js';
+import { ERROR_BODY_LIMIT, ProviderHttpError, errorObject, firstByteTimeout } from './provider-error.js';
+import { callForWhole } from './whole-answer.js';
 
 /** A provider answer whose first bytes have arrived. */
 export interface FirstBytes {
@@ -29,9 +30,6 @@ export interface FirstBytes {
   readonly raw: Buffer | undefined;
 }
 
-/** Bytes of an error answer read to find the provider's message. */
-const ERROR_BODY_LIMIT = 64 * 1024;
-
 /**
  * Sends `payload` to `provider`'s `/chat/completions` and waits for the first body byte; with `maxBytes`
  * (a non-streamed answer), then reads the whole body within the same call, so a body cut off fails the
@@ -41,7 +39,7 @@ const ERROR_BODY_LIMIT = 64 * 1024;
  *   ProviderHttpError for a non-2xx answer; undici's error for a network failure; the signal's reason when
  *   `signal` aborted.
  */
-export async function callProvider(
+export function callProvider(
   provider: Provider,
   payload: string,
   timeoutMs: number,
@@ -50,6 +48,18 @@ export async function callProvider(
   maxBytes?: number,
 ): Promise<FirstBytes> {
   const link = new CallAbort(signal);
+  if (maxBytes !== undefined) return callForWhole(provider, payload, timeoutMs, link, clock, maxBytes);
+  return callForStream(provider, payload, timeoutMs, link, clock);
+}
+
+/** A streamed answer: undici's `request`, whose body stream is handed on after its first chunk. */
+async function callForStream(
+  provider: Provider,
+  payload: string,
+  timeoutMs: number,
+  link: CallAbort,
+  clock: Clock,
+): Promise<FirstBytes> {
   const started = clock.now();
   let timedOut = false;
   const timer = clock.setTimeout(() => {
@@ -72,16 +82,6 @@ export async function callProvider(
       const text = await readLimited(data.body, ERROR_BODY_LIMIT);
       throw new ProviderHttpError(data.statusCode, data.headers, errorObject(text));
     }
-    if (maxBytes !== undefined) {
-      let firstAt = 0;
-      const raw = await readWhole(data.body, maxBytes, provider, () => {
-        clock.clearTimeout(timer);
-        firstAt = clock.now();
-      });
-      link.dispose();
-      const firstByteMs = firstAt - started;
-      return { status: data.statusCode, first: undefined, rest: ENDED, link, firstByteMs, raw };
-    }
     const rest = data.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
     const next = await rest.next();
     clock.clearTimeout(timer);
@@ -96,51 +96,6 @@ export async function callProvider(
   }
 }
 
-/** The `rest` of an answer read in full. */
-const ENDED: AsyncIterator<Buffer> = {
-  next: () => Promise.resolve({ done: true, value: undefined }),
-};
-
-/**
- * Reads a whole body, at most `maxBytes`, with the stream's events rather than an async iterator (which
- * costs a generator, its end-of-stream listeners and a promise per chunk: ~1 KB per request more). `onFirst`
- * runs at the first chunk (or at the end of an empty body).
- * @throws BreakwaterError `upstream_error` (`response_too_large`) past `maxBytes` (the body is destroyed,
- *   which aborts the request); the body's error (a cut connection, the signal's reason).
- */
-function readWhole(
-  body: Dispatcher.ResponseData['body'],
-  maxBytes: number,
-  provider: Provider,
-  onFirst: () => void,
-): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    body.on('data', (chunk: Buffer) => {
-      if (chunks.length === 0) onFirst();
-      size += chunk.length;
-      if (size > maxBytes) body.destroy(tooLarge(provider, maxBytes));
-      else chunks.push(chunk);
-    });
-    body.once('end', () => {
-      if (chunks.length === 0) onFirst();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    });
-    body.once('error', reject);
-    // Destroyed without an error (never by undici today): not left pending.
-    body.once('close', () => reject(new Error('the provider body closed before its end')));
-  });
-}
-
-function tooLarge(provider: Provider, maxBytes: number): BreakwaterError {
-  return new BreakwaterError('upstream_error', {
-    message: `The provider ${provider.name} sent an answer larger than ${maxBytes} bytes.`,
-    source: provider.name,
-    details: { provider: provider.name, reason: 'response_too_large' },
-  });
-}
-
 async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -153,17 +108,4 @@ async function readLimited(body: Dispatcher.ResponseData['body'], limit: number)
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/** The OpenAI-shaped `error` object of an error body, if it has one. */
-function errorObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const parsed = JSON.parse(text) as { error?: unknown };
-    const error = parsed?.error;
-    if (typeof error === 'object' && error !== null) return error as Record<string, unknown>;
-    if (typeof error === 'string') return { message: error };
-  } catch {
-    // not JSON: the provider's text is not passed on
-  }
-  return undefined;
 }

@@ -23,6 +23,31 @@ export class ProviderHttpError extends Error {
   }
 }
 
+/** Bytes of an error answer read to find the provider's message. */
+export const ERROR_BODY_LIMIT = 64 * 1024;
+
+/** The OpenAI-shaped `error` object of an error body, if it has one. */
+export function errorObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed = JSON.parse(text) as { error?: unknown };
+    const error = parsed?.error;
+    if (typeof error === 'object' && error !== null) return error as Record<string, unknown>;
+    if (typeof error === 'string') return { message: error };
+  } catch {
+    // not JSON: the provider's text is not passed on
+  }
+  return undefined;
+}
+
+/** A 2xx answer over the gateway's `maxResponseBytes`: `upstream_error` with `reason: 'response_too_large'`. */
+export function responseTooLarge(provider: Provider, maxBytes: number): BreakwaterError {
+  return new BreakwaterError('upstream_error', {
+    message: `The provider ${provider.name} sent an answer larger than ${maxBytes} bytes.`,
+    source: provider.name,
+    details: { provider: provider.name, reason: 'response_too_large' },
+  });
+}
+
 /** Most characters of a provider's message passed on. */
 const MAX_MESSAGE = 500;
 
