@@ -110,20 +110,20 @@ export async function executeStep(
   }
 }
 
-async function jsonAnswer(
+function jsonAnswer(
   step: AiStep,
   attempts: number,
   history: StepHistory,
   bytes: FirstBytes,
   grant: LimitGrant,
   ctx: StepContext,
-): Promise<JsonStepAnswer> {
+): JsonStepAnswer | Promise<JsonStepAnswer> {
   const raw = bytes.raw!;
   // Only the usage is read; the body goes to the client as it came. Not a JSON object: its cost is unknown.
-  const outcome = await settle('ok', scanUsage(raw), step, grant, ctx);
+  const outcome = stepOutcome('ok', scanUsage(raw), step, grant, ctx);
   // A literal per kind (the stream's below repeats the common fields) rather than a spread of a shared base:
   // one object per answer, each kind with one fixed shape.
-  return {
+  const answer: JsonStepAnswer = {
     kind: 'json',
     step,
     attempts,
@@ -136,6 +136,9 @@ async function jsonAnswer(
     outcome,
     done: Promise.resolve(outcome),
   };
+  // No rule configured: nothing to settle, so no promise either.
+  if (grant === NO_GRANT) return answer;
+  return grant.settle(knownCost(outcome)).then(() => answer);
 }
 
 function streamAnswer(
@@ -200,16 +203,32 @@ async function settle(
   grant: LimitGrant,
   ctx: StepContext,
 ): Promise<StepOutcome> {
+  const result = stepOutcome(outcome, usage, step, grant, ctx);
+  await grant.settle(knownCost(result));
+  return result;
+}
+
+/** What a step's end settles: the real cost of `usage` when it and the model's price are known. */
+function stepOutcome(
+  outcome: StepOutcome['outcome'],
+  usage: Usage | undefined,
+  step: AiStep,
+  grant: LimitGrant,
+  ctx: StepContext,
+): StepOutcome {
   const price = ctx.prices.price(step.provider, step.model);
   const pico = usage !== undefined && price !== undefined ? costPico(usage, price) : undefined;
-  const micro = pico === undefined ? undefined : picoToMicro(pico);
-  await grant.settle(micro);
   return {
     outcome,
     usage,
     costUsd: pico === undefined ? undefined : formatUsd(pico),
-    settledMicroUsd: micro ?? grant.estimateMicroUsd,
+    settledMicroUsd: pico === undefined ? grant.estimateMicroUsd : picoToMicro(pico),
   };
+}
+
+/** The micro-USD to settle a grant with: the real cost, or undefined (the whole reservation) when unknown. */
+function knownCost(outcome: StepOutcome): number | undefined {
+  return outcome.costUsd === undefined ? undefined : outcome.settledMicroUsd;
 }
 
 /** The client's error, with the step, its provider and the calls it made in `details`. */
