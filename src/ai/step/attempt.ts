@@ -4,13 +4,10 @@
  * answer is never cut by it (a long stream runs to its end). The client's signal stays linked until the
  * answer is read in full, so a client that leaves stops the provider's work too.
  */
-import type { EventEmitter } from 'node:events';
-import type { Dispatcher } from 'undici';
 import type { Clock } from '../../core/index.js';
 import type { Provider } from '../providers.js';
 import { CallAbort } from './call-abort.js';
-import { ERROR_BODY_LIMIT, ProviderHttpError, errorObject, firstByteTimeout } from './provider-error.js';
-import { callForWhole } from './whole-answer.js';
+import { dispatchCall } from './provider-call.js';
 
 /** A provider answer whose first bytes have arrived. */
 export interface FirstBytes {
@@ -47,65 +44,5 @@ export function callProvider(
   clock: Clock,
   maxBytes?: number,
 ): Promise<FirstBytes> {
-  const link = new CallAbort(signal);
-  if (maxBytes !== undefined) return callForWhole(provider, payload, timeoutMs, link, clock, maxBytes);
-  return callForStream(provider, payload, timeoutMs, link, clock);
-}
-
-/** A streamed answer: undici's `request`, whose body stream is handed on after its first chunk. */
-async function callForStream(
-  provider: Provider,
-  payload: string,
-  timeoutMs: number,
-  link: CallAbort,
-  clock: Clock,
-): Promise<FirstBytes> {
-  const started = clock.now();
-  let timedOut = false;
-  const timer = clock.setTimeout(() => {
-    timedOut = true;
-    link.abort(firstByteTimeout(provider.name, timeoutMs));
-  }, timeoutMs);
-  let body: Dispatcher.ResponseData['body'] | undefined;
-  try {
-    const data = await provider.dispatcher.request({
-      origin: provider.origin,
-      path: provider.completionsPath,
-      method: 'POST',
-      headers: provider.headers,
-      body: payload,
-      // undici takes an EventEmitter-like signal (see CallAbort); its types name only EventEmitter.
-      signal: link as unknown as EventEmitter,
-    });
-    body = data.body;
-    if (data.statusCode < 200 || data.statusCode >= 300) {
-      const text = await readLimited(data.body, ERROR_BODY_LIMIT);
-      throw new ProviderHttpError(data.statusCode, data.headers, errorObject(text));
-    }
-    const rest = data.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    const next = await rest.next();
-    clock.clearTimeout(timer);
-    const first = next.done === true ? undefined : next.value;
-    return { status: data.statusCode, first, rest, link, firstByteMs: clock.now() - started, raw: undefined };
-  } catch (error) {
-    clock.clearTimeout(timer);
-    link.dispose();
-    body?.destroy();
-    if (timedOut) throw firstByteTimeout(provider.name, timeoutMs);
-    throw error;
-  }
-}
-
-async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      break;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  return dispatchCall(provider, payload, timeoutMs, new CallAbort(signal), clock, maxBytes);
 }

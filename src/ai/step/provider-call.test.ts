@@ -52,7 +52,7 @@ async function provider(
 
 const BODY = '{"id":"c","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}';
 
-describe('callProvider, a non-streamed answer (the dispatch handler)', () => {
+describe('callProvider, a non-streamed answer (provider-call.ts)', () => {
   it('reads a whole answer sent in pieces after a 103 Early Hints', async () => {
     const { provider: p } = await provider((_req, res) => {
       res.writeEarlyHints({ link: '</style.css>; rel=preload' });
@@ -154,5 +154,124 @@ describe('callProvider, a non-streamed answer (the dispatch handler)', () => {
     )) as { code?: string };
     expect(error.code).toBe('ECONNREFUSED');
     expect(clock.pendingTimers()).toBe(0);
+  });
+});
+
+/** Reads the rest of a streamed answer to its end. */
+async function readRest(rest: AsyncIterator<Buffer>): Promise<string> {
+  let text = '';
+  for (;;) {
+    const next = await rest.next();
+    if (next.done === true) return text;
+    text += next.value.toString();
+  }
+}
+
+describe('callProvider, a streamed answer (provider-call.ts)', () => {
+  it('hands over the first chunk, then the rest in order, queued or awaited', async () => {
+    let more!: () => void;
+    const { provider: p } = await provider((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: 1\n\n');
+      more = () => {
+        res.write('data: 2\n\n');
+        setImmediate(() => {
+          res.write('data: 3\n\n');
+          setImmediate(() => res.end('data: [DONE]\n\n'));
+        });
+      };
+    });
+    const clock = new FakeClock();
+    const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, clock);
+    expect([bytes.status, bytes.first!.toString(), bytes.raw]).toEqual([200, 'data: 1\n\n', undefined]);
+    // The first byte cleared the timer: a long stream is never cut by it.
+    expect(clock.pendingTimers()).toBe(0);
+    more();
+    expect(await readRest(bytes.rest)).toBe('data: 2\n\ndata: 3\n\ndata: [DONE]\n\n');
+    expect(await bytes.rest.next()).toEqual({ done: true, value: undefined });
+  });
+
+  it('an empty 200 body: no first chunk, the rest ended', async () => {
+    const { provider: p } = await provider((_req, res) => res.writeHead(200).end());
+    const clock = new FakeClock();
+    const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, clock);
+    expect([bytes.first, await bytes.rest.next()]).toEqual([undefined, { done: true, value: undefined }]);
+    expect(clock.pendingTimers()).toBe(0);
+  });
+
+  it('a reader that does not read pauses the provider: its writes stall, and nothing is lost', async () => {
+    const piece = Buffer.alloc(64 * 1024, 0x61);
+    const total = 64 * 1024 * 1024;
+    let sent = 0;
+    const { provider: p } = await provider((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const write = (): void => {
+        while (sent < total) {
+          sent += piece.length;
+          if (!res.write(piece)) return void res.once('drain', write);
+        }
+        res.end();
+      };
+      write();
+    });
+    const clock = new FakeClock();
+    const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, clock);
+    // Nothing read: the provider stalls once the socket buffers and the 64 KB queue are full. Without the
+    // pause the gateway would take all 64 MB; a stall is three polls 50 ms apart seeing the same count.
+    let last = -1;
+    let same = 0;
+    await expect
+      .poll(
+        () => {
+          same = sent === last ? same + 1 : 0;
+          last = sent;
+          return same;
+        },
+        { interval: 50, timeout: 10_000 },
+      )
+      .toBe(3);
+    expect(sent).toBeLessThan(total / 2);
+    let received = bytes.first!.length;
+    for (;;) {
+      const next = await bytes.rest.next();
+      if (next.done === true) break;
+      received += next.value.length;
+    }
+    expect([received, sent]).toEqual([total, total]);
+  });
+
+  it('the provider breaking off mid-stream: the chunks already received, then the error', async () => {
+    const { provider: p } = await provider((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: 1\n\n');
+      setImmediate(() => {
+        res.write('data: 2\n\n');
+        setImmediate(() => res.socket!.destroy());
+      });
+    });
+    const clock = new FakeClock();
+    const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, clock);
+    await expect.poll(() => pools[0]!.stats.connected).toBe(0);
+    expect(await bytes.rest.next()).toEqual({ done: false, value: Buffer.from('data: 2\n\n') });
+    const error = (await bytes.rest.next().catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(Error);
+    expect(error.name).toBe('SocketError');
+    await expect(bytes.rest.next()).rejects.toBe(error);
+  });
+
+  it('aborted while the reader waits: the read rejects with the reason and the request is closed', async () => {
+    const { provider: p, closed } = await provider((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: 1\n\n');
+    });
+    const clock = new FakeClock();
+    const client = new AbortController();
+    const bytes = await callProvider(p, '{}', 1_000, client.signal, clock);
+    const waiting = bytes.rest.next();
+    const reason = new Error('the client left');
+    client.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    await expect.poll(() => closed.length).toBe(1);
+    expect(bytes.link.aborted).toBe(true);
   });
 });
