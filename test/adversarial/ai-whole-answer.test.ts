@@ -22,6 +22,7 @@ import { FakeClock, isBreakwaterError } from '../../src/core/index.js';
 import { createAiGateway, type AiGateway, type AiRequestLog } from '../../src/ai/index.js';
 import { harness, listen } from '../../src/server/test-support.js';
 import { SIM_KEY, ask, startGateway, useCleanups, type RunningGateway } from '../ai/support.js';
+import { seeded } from '../support/random.js';
 
 const defer = useCleanups();
 
@@ -1003,17 +1004,6 @@ function parsedUsage(raw: Buffer): { valid: boolean; usage: ReturnType<typeof re
   }
   const top = typeof value === 'object' && value !== null ? (value as { usage?: unknown }) : {};
   return { valid: true, usage: readUsage(top.usage) };
-}
-
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** String literals as they appear in JSON text (escapes kept). */

@@ -13,6 +13,7 @@ import {
 import type { Clock } from '../../src/core/index.js';
 import { openSqliteStore, type Store } from '../../src/store/index.js';
 import { startGateway, tempDb, type RunningGateway } from './support.js';
+export { seeded } from '../support/random.js';
 
 /** A SQLite store in a fresh temporary folder, closed after the test. */
 export async function sqliteStore(defer: (cleanup: () => unknown) => void, clock?: Clock): Promise<Store> {
@@ -52,16 +53,4 @@ export async function routeGateway(
   });
   const running = await startGateway(defer, sims, { ...options.gateway, routes: resolver.resolve });
   return { ...running, resolver };
-}
-
-/** A small seeded PRNG (mulberry32): uniform numbers in [0, 1), the same sequence for the same seed. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }

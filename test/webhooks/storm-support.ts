@@ -5,6 +5,7 @@
  */
 import { Pool } from 'undici';
 import { STRIPE_SECRET, stripeSignature } from './signing.js';
+import { seeded } from '../support/random.js';
 
 export interface Delivery {
   eventId: string;
@@ -22,16 +23,7 @@ export interface StormPlan {
 }
 
 /** A deterministic PRNG (mulberry32), so a failing storm can be replayed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+export const prng = seeded;
 
 /**
  * `total` deliveries: `duplicateShare` of them repeat an earlier event, `badShare` carry a bad signature (on

@@ -1,20 +1,21 @@
 /**
- * The abort handle of one provider call. undici's `request` takes as its `signal` either an AbortSignal or
- * an EventEmitter-like object (`aborted`, `reason`, `on`/`once('abort', fn)`, `removeListener('abort', fn)`;
- * undici docs, `Dispatcher.request` options). This is the second kind, so a call costs one small object
- * instead of an AbortController, its signal (an EventTarget with its own listener map) and undici's
- * listener record on it: ~0.7 KB less kept alive per request in flight, counted with heap snapshots.
+ * The abort handle of one provider call: one small object with one listener slot instead of an
+ * AbortController and its signal (an EventTarget with its own listener map): ~0.7 KB less kept alive per
+ * request in flight, counted with heap snapshots. Its shape is undici's EventEmitter-like signal (`aborted`,
+ * `reason`, `on`/`once('abort', fn)`, `removeListener('abort', fn)`; undici docs, `Dispatcher.request`
+ * options), so it can also be given to `request` as its `signal`; the provider call's handler
+ * (`provider-call.ts`) listens to it the same way.
  *
  * It follows `parent` (the request's signal): the client leaving or the server's request timeout aborts
  * the call with the parent's reason. Call {@link CallAbort.dispose} when the call's work ends, whatever the
  * outcome, to detach from the parent.
  */
 export class CallAbort {
-  /** Read by undici. */
+  /** True once aborted. */
   aborted = false;
-  /** Read by undici: what its request rejects with once aborted. */
+  /** What the call rejects with once aborted. */
   reason: unknown = undefined;
-  /** undici's one listener (it adds one per request and removes it when the request ends). */
+  /** The one listener (the call's handler adds it, and removes it when the call ends). */
   private listener: (() => void) | undefined = undefined;
   private parent: AbortSignal | undefined;
 
@@ -29,18 +30,18 @@ export class CallAbort {
     parent.addEventListener('abort', this);
   }
 
-  /** undici's side: its abort listener (it adds one). Only `'abort'` is ever asked for. */
+  /** Sets the abort listener (there is one). Only `'abort'` is ever asked for. */
   once(_event: 'abort', listener: () => void): this {
     this.listener = listener;
     return this;
   }
 
-  /** The same as {@link once} (an abort happens once); undici checks that it exists. */
+  /** The same as {@link once} (an abort happens once); undici's `request` checks that it exists. */
   on(event: 'abort', listener: () => void): this {
     return this.once(event, listener);
   }
 
-  /** undici's side: the request ended, its listener goes. */
+  /** The call ended: its listener goes. */
   removeListener(_event: 'abort', listener: () => void): this {
     if (this.listener === listener) this.listener = undefined;
     return this;

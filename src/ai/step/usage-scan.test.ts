@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readUsage } from '../stream/sse.js';
 import { scanUsage } from './usage-scan.js';
+import { seeded } from '../../../test/support/random.js';
 
 const scan = (text: string) => scanUsage(Buffer.from(text, 'utf8'));
 /** What the gateway read before the scan: the whole body parsed. */
@@ -110,18 +111,6 @@ describe('scanUsage', () => {
     expect(withUsage).toBeLessThan(2_500);
   });
 });
-
-/** A small deterministic PRNG (mulberry32), so a failure reproduces. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const TRICKY_STRINGS = ['', 'usage', '"usage":{', '\\', '\\"', '}]{[', 'café 🎁', '\n\t', '\u0000', 'a,b:c'];
 

@@ -1,0 +1,14 @@
+/**
+ * A small seeded PRNG (mulberry32): uniform numbers in [0, 1), the same sequence for the same seed, so a test
+ * that draws its inputs at random replays exactly when it fails.
+ */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
