@@ -60,6 +60,28 @@ describe('sseFrames', () => {
     expect(findings.usage).toEqual({ promptTokens: 1, completionTokens: 1, cachedTokens: 0 });
   });
 
+  it('a chunk that is one whole frame (the common case) is read the same as one split or batched', async () => {
+    const usageNoSpace = usage.replace('data: ', 'data:');
+    const multi = 'event: note\ndata: {"a":1}\ndata: {"b":2}\n\n';
+    const whole = [chunk('a'), multi, ': comment\n\n', usageNoSpace, 'data:[DONE]\n\n'];
+    for (const stripUsage of [false, true]) {
+      const alone = await frames(whole, stripUsage);
+      const batched = await frames([whole.join('')], stripUsage);
+      const split = await frames(
+        [...whole.join('')].map((c) => c),
+        stripUsage,
+      );
+      const kept = stripUsage ? whole.filter((f) => f !== usageNoSpace) : whole;
+      for (const run of [alone, batched, split]) {
+        expect(run.out).toEqual(kept);
+        expect(run.findings).toEqual({
+          usage: { promptTokens: 5, completionTokens: 2, cachedTokens: 1 },
+          done: true,
+        });
+      }
+    }
+  });
+
   it('throws what the body throws', async () => {
     const source = {
       first: Buffer.from(chunk('a')),

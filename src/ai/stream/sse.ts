@@ -36,6 +36,11 @@ export async function* sseFrames(
     if (chunk !== undefined) {
       let text = decoder.decode(chunk, { stream: true });
       if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
+      // The common case, a chunk that is one whole frame (a token): passed on as decoded, not copied.
+      if (buffer === '' && text.length > 2 && text.indexOf('\n\n') === text.length - 2) {
+        if (keepData(dataOfFrame(text), stripUsage, findings)) yield text;
+        text = '';
+      }
       buffer += text;
       let end = buffer.indexOf('\n\n');
       while (end >= 0) {
@@ -57,7 +62,10 @@ export async function* sseFrames(
 
 /** Reads one frame's data; false to leave the frame out. */
 function keep(block: string, stripUsage: boolean, findings: StreamFindings): boolean {
-  const data = dataOf(block);
+  return keepData(dataOf(block), stripUsage, findings);
+}
+
+function keepData(data: string | undefined, stripUsage: boolean, findings: StreamFindings): boolean {
   if (data === undefined) return true;
   if (data === '[DONE]') {
     findings.done = true;
@@ -75,6 +83,14 @@ function keep(block: string, stripUsage: boolean, findings: StreamFindings): boo
   if (usage === undefined) return true;
   findings.usage = usage;
   return !(stripUsage && Array.isArray(parsed.choices) && parsed.choices.length === 0);
+}
+
+/** {@link dataOf} a whole frame, its closing blank line included: one slice for a one-line `data:` frame. */
+function dataOfFrame(frame: string): string | undefined {
+  if (frame.startsWith('data:') && frame.indexOf('\n') === frame.length - 2) {
+    return frame.slice(frame.charCodeAt(5) === 0x20 ? 6 : 5, -2);
+  }
+  return dataOf(frame.slice(0, -2));
 }
 
 /** The `data` of a frame (several `data:` lines joined by `\n`), or undefined when it has none. */
