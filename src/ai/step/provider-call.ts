@@ -252,8 +252,8 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer> 
   }
 
   /**
-   * The call failed. Before the answer was handed over, its promise rejects (with the first-byte timeout when
-   * the timer fired, whatever undici reports); while streaming, the reader gets the error after the chunks
+   * The call failed. Before the answer was handed over, its promise rejects (when the timer fired, whatever
+   * undici reports: see {@link timeoutError}); while streaming, the reader gets the error after the chunks
    * already queued. Once over, nothing happens.
    */
   fail(error: unknown): void {
@@ -263,7 +263,7 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer> 
     this.release();
     if (!streaming) {
       this.link.dispose();
-      this.reject(this.timedOut ? firstByteTimeout(this.provider.name, this.timeoutMs) : error);
+      this.reject(this.timedOut ? this.timeoutError() : error);
       return;
     }
     this.failed = true;
@@ -292,6 +292,15 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer> 
       this.waitResolve = resolve;
       this.waitReject = reject;
     });
+  }
+
+  /**
+   * What a call cut by its first-byte timer failed with: the provider's own answer when its head was an error
+   * (a 429 or 503 whose body stalled keeps its status and `Retry-After`, so it is retried as the provider
+   * asked), else the first-byte timeout.
+   */
+  private timeoutError(): unknown {
+    return this.status >= 300 ? this.httpError() : firstByteTimeout(this.provider.name, this.timeoutMs);
   }
 
   private firstByte(): void {
