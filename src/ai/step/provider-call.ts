@@ -6,8 +6,8 @@
  * - a streamed one is handed over at its first chunk, and the handler is then the `rest` iterator: each
  *   chunk goes straight to a waiting reader or into a short queue, and the connection is paused while the
  *   queue holds more than {@link HIGH_WATER_BYTES} (backpressure from a slow client reaches the provider).
- * Measured per request: 4.5 KB less allocated for a non-streamed answer; for a 200-token stream (one chunk per
- * token), see the issue 7 note.
+ * Measured per request, against `request` (gateway, simulated provider and client counted together): 4.5 KB
+ * less allocated for a non-streamed answer, 170 KB less for a 200-token stream sent one chunk per token.
  */
 import type { Dispatcher } from 'undici';
 import { BreakwaterError, type Clock } from '../../core/index.js';

@@ -71,12 +71,13 @@ export function scanUsage(raw: Buffer): Usage | undefined {
 /** The index of the first byte at or after `i` that is not JSON whitespace (RFC 8259, section 2). */
 function skipSpace(raw: Buffer, i: number): number {
   const end = raw.length;
-  while (i < end) {
-    const c = raw[i]!;
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i;
-    i++;
-  }
+  while (i < end && isSpace(raw[i]!)) i++;
   return i;
+}
+
+/** JSON whitespace: space, line feed, carriage return, tab (RFC 8259, section 2). */
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 /** The index of the quote that closes the string whose content begins at `i`, or -1 when it never closes. */
@@ -126,17 +127,7 @@ function skipValue(raw: Buffer, i: number): number {
     const start = i;
     while (i < end) {
       const c = raw[i]!;
-      if (
-        c === COMMA ||
-        c === CLOSE_OBJECT ||
-        c === CLOSE_ARRAY ||
-        c === 0x20 ||
-        c === 0x0a ||
-        c === 0x0d ||
-        c === 0x09
-      ) {
-        break;
-      }
+      if (c === COMMA || c === CLOSE_OBJECT || c === CLOSE_ARRAY || isSpace(c)) break;
       if (c === QUOTE || c === OPEN_OBJECT || c === OPEN_ARRAY || c === COLON) return -1;
       i++;
     }
