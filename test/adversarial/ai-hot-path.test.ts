@@ -20,6 +20,7 @@ import type { FastifyRequest } from 'fastify';
 import OpenAI from 'openai';
 import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { post, tickUntil } from './ai-support.js';
 import {
   createAiGateway,
   type AiGateway,
@@ -317,36 +318,6 @@ describe('the client leaves mid-request', () => {
     expect(clock.pendingTimers()).toBe(0);
   });
 });
-
-/** Sends one completion request with undici; resolves status, headers and body text. */
-async function post(
-  url: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
-  const client = new Client(url);
-  try {
-    const answer = await client.request({
-      path: '/v1/chat/completions',
-      method: 'POST',
-      headers: { ...JSON_HEADERS, ...headers },
-      body: JSON.stringify(body),
-    });
-    return { status: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
-  } finally {
-    await client.close();
-  }
-}
-
-/** Moves `clock` by `ms` in steps of 0, letting sockets deliver between them, until `done()` or 2 s pass. */
-async function tickUntil(clock: FakeClock, done: () => boolean): Promise<void> {
-  const end = Date.now() + 2_000;
-  while (!done()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await clock.tickAsync(0);
-    await wait(2);
-  }
-}
 
 describe("the server's request timeout (the route's answerTimeoutMs)", () => {
   it("longer than the server's: 504 exactly at the route's, the provider call aborted, the line says timeout", async () => {

@@ -1,0 +1,48 @@
+/**
+ * Helpers shared by the AI gateway's adversarial suites (ai-hot-path, ai-whole-answer): one raw completion
+ * request over undici, and a loop that moves a fake clock while real sockets deliver.
+ */
+import { Client } from 'undici';
+import type { FakeClock } from '../../src/core/index.js';
+
+/** What {@link post} got back. */
+export interface Posted {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/** Sends one completion request to `${url}/v1/chat/completions` with its own undici client. */
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<Posted> {
+  const client = new Client(url);
+  try {
+    const answer = await client.request({
+      path: '/v1/chat/completions',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    return { status: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
+  } finally {
+    await client.destroy();
+  }
+}
+
+/**
+ * Moves `clock` by 0 (retry waits of 0 ms fire) and lets sockets deliver for 2 ms, until `done()`.
+ * @throws Error after 5 s of real time: the condition was never met.
+ */
+export async function tickUntil(clock: FakeClock, done: () => boolean): Promise<void> {
+  const end = Date.now() + 5_000;
+  while (!done()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await clock.tickAsync(0);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
