@@ -88,6 +88,44 @@ describe('GroupCommit', () => {
     expect(rows()).toEqual([4]);
   });
 
+  it('hold: calls queue and nothing commits until release; then they commit together, in call order', async () => {
+    const { group, write, rows, heard } = setup();
+    const before = groupCommitStats.transactions;
+    group.hold();
+    const settled: number[] = [];
+    const calls = [1, 2, 3].map((n) => group.submit(write, n).then((v) => settled.push(v)));
+    // Several turns of the event loop: still nothing committed, nothing resolved.
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(rows()).toEqual([]);
+    expect(settled).toEqual([]);
+    expect(groupCommitStats.transactions - before).toBe(0);
+    group.release();
+    await Promise.all(calls);
+    expect(rows()).toEqual([1, 2, 3]);
+    expect(settled).toEqual([1, 2, 3]);
+    expect(heard).toEqual(['t1', 't2', 't3']);
+    expect(groupCommitStats.transactions - before).toBe(1);
+    // Released for good: the next call commits on its own turn.
+    await expect(group.submit(write, 4)).resolves.toBe(4);
+    group.release(); // a second release changes nothing
+    expect(rows()).toEqual([1, 2, 3, 4]);
+  });
+
+  it('hold: flush() still commits what is queued (program order before the hold)', async () => {
+    const { group, write, rows } = setup();
+    group.hold();
+    const first = group.submit(write, 1);
+    group.flush();
+    expect(rows()).toEqual([1]);
+    await expect(first).resolves.toBe(1);
+    // Still held for what comes after.
+    const second = group.submit(write, 2);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(rows()).toEqual([1]);
+    group.release();
+    await expect(second).resolves.toBe(2);
+  });
+
   describe('with a log to sync (wal-sync.ts)', () => {
     /** setup() with a WalSync whose syncs the test completes by hand. */
     function withManualSync() {

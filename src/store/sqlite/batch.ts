@@ -58,6 +58,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class GroupCommit {
   private queue: Pending[] = [];
   private scheduled = false;
+  /** True while {@link hold} keeps the scheduled flushes from committing (see there). */
+  private held = false;
   /** True while a batch's steps run: a step (a counter step, an audit sealer) must not use the store. */
   private running = false;
 
@@ -117,11 +119,30 @@ export class GroupCommit {
   private enqueue<R>(releasable: Pending['releasable'], run: () => R): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject, releasable });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.onImmediate());
-      }
+      if (!this.scheduled && !this.held) this.schedule();
     });
+  }
+
+  private schedule(): void {
+    this.scheduled = true;
+    setImmediate(() => this.onImmediate());
+  }
+
+  /**
+   * Keeps queued operations from committing until {@link release}: the checkpoint worker holds the commits
+   * for the few ms of the checkpoint that lets the log start over (`checkpointer.ts`), which it can only do
+   * while no commit lands. Calls still queue; {@link flush} still commits (program order comes first: such a
+   * commit only makes that restart wait for a later one).
+   */
+  hold(): void {
+    this.held = true;
+  }
+
+  /** Ends a {@link hold}: what was queued meanwhile commits on the next turn of the event loop. */
+  release(): void {
+    if (!this.held) return;
+    this.held = false;
+    if (this.queue.length > 0 && !this.scheduled) this.schedule();
   }
 
   /**
@@ -137,11 +158,9 @@ export class GroupCommit {
 
   private onImmediate(): void {
     this.scheduled = false;
+    if (this.held) return;
     if (this.queue.length > 0) this.runBatch();
-    if (this.queue.length > 0 && !this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.onImmediate());
-    }
+    if (this.queue.length > 0 && !this.scheduled) this.schedule();
   }
 
   /** Runs up to {@link MAX_BATCH} queued operations in one transaction, then settles their promises. */

@@ -1,11 +1,57 @@
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setLogger } from '../../core/index.js';
 import { openSqliteStore } from './index.js';
-import { BOUND_PAGES, Checkpointer, CHECKPOINT_EVERY_COMMITS } from './checkpointer.js';
+import {
+  BOUND_PAGES,
+  Checkpointer,
+  CHECKPOINT_EVERY_COMMITS,
+  HOLD_LIMIT_MS,
+  type CommitGate,
+} from './checkpointer.js';
+
+/** SQLite's WAL header counts the log's restarts (the checkpoint sequence number, bytes 12–15). */
+function logRestarts(path: string): number {
+  return readFileSync(`${path}-wal`).readUInt32BE(12);
+}
+
+/** Frames the log file has room for: it keeps the largest size it reached (4 KB pages + 24-byte headers). */
+function logCapacity(path: string): number {
+  return Math.floor((statSync(`${path}-wal`).size - 32) / (4096 + 24));
+}
+
+/** A gate that records what the checkpointer asked, for a writer that waits while it is held. */
+function recordingGate() {
+  const events: ('hold' | 'release')[] = [];
+  const gate: CommitGate & { held: boolean; events: typeof events; whenOpen(): Promise<void> } = {
+    held: false,
+    events,
+    hold() {
+      gate.held = true;
+      events.push('hold');
+    },
+    release() {
+      gate.held = false;
+      events.push('release');
+    },
+    async whenOpen() {
+      while (gate.held) await new Promise((resolve) => setTimeout(resolve, 1));
+    },
+  };
+  return gate;
+}
 
 /** A connection set up as the store sets up its own: WAL, `synchronous = NORMAL`. */
 function openWal(path: string): Database.Database {
@@ -107,6 +153,79 @@ describe('Checkpointer', () => {
     reopened.close();
   });
 
+  it('restarts the log itself past restartAtPages: catches up, holds the commits for one checkpoint, and the log starts over', async () => {
+    const gate = recordingGate();
+    const checkpointer = new Checkpointer(db, { gate, restartAtPages: 300 });
+    closers.push(() => checkpointer.close());
+    const big = db.prepare('INSERT INTO t (n, body) VALUES (?, ?)');
+    // The worker's start first (the writer would otherwise race far ahead of it).
+    commit(checkpointer, 1, CHECKPOINT_EVERY_COMMITS);
+    await checkpointer.idle();
+    const total = 4000;
+    for (let n = CHECKPOINT_EVERY_COMMITS + 1; n <= total; n++) {
+      await gate.whenOpen(); // the store's group commit commits nothing while held
+      big.run(n, 'x'.repeat(3000)); // about one page per commit
+      checkpointer.noteCommit();
+      await new Promise((resolve) => setImmediate(resolve)); // one commit per turn, as the group commit does
+    }
+    await checkpointer.idle();
+    expect(checkpointer.restarts).toBeGreaterThanOrEqual(1);
+    // Every hold was released, one at a time.
+    expect(gate.events.length % 2).toBe(0);
+    expect(gate.events.every((e, i) => e === (i % 2 === 0 ? 'hold' : 'release'))).toBe(true);
+    expect(gate.events.length / 2).toBeGreaterThanOrEqual(checkpointer.restarts);
+    // The log started over each time (SQLite's own count), far below the connection's bound (10,000 pages,
+    // never reached here), so it never held more than half of the ~8,000 frames written (two per commit).
+    expect(logRestarts(path)).toBeGreaterThanOrEqual(checkpointer.restarts);
+    expect(logCapacity(path)).toBeLessThan(total);
+    expect(db.prepare('SELECT count(*) FROM t').pluck().get()).toBe(total);
+  });
+
+  it('a held checkpoint that does not answer within HOLD_LIMIT_MS: the commits are released anyway', async () => {
+    // A driver whose checkpoints take 300 ms: the second, held one is still running when the limit passes.
+    const driver = join(dir, 'slow-driver.cjs');
+    const real = createRequire(import.meta.url).resolve('better-sqlite3');
+    writeFileSync(
+      driver,
+      `const Real = require(${JSON.stringify(real)});
+module.exports = function SlowDatabase(path, options) {
+  const db = new Real(path, options);
+  const prepare = db.prepare.bind(db);
+  db.prepare = (sql) => {
+    const statement = prepare(sql);
+    return { get: () => { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300); return statement.get(); } };
+  };
+  return db;
+};`,
+    );
+    const gate = recordingGate();
+    const released: number[] = [];
+    const release = gate.release;
+    gate.release = () => {
+      released.push(checkpointer.completed); // how many checkpoints had answered when the hold ended
+      release();
+    };
+    const checkpointer = new Checkpointer(db, { driver, gate, restartAtPages: 10 });
+    closers.push(() => checkpointer.close());
+    const big = db.prepare('INSERT INTO t (n, body) VALUES (?, ?)');
+    for (let n = 1; n <= CHECKPOINT_EVERY_COMMITS; n++) {
+      big.run(n, 'x'.repeat(3000));
+      checkpointer.noteCommit();
+    }
+    // The first checkpoint answers (log ≥ 10 pages, all copied, no commit meanwhile): the commits are held
+    // and a second one asked for, which answers only ~300 ms later.
+    while (gate.events.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(gate.events).toEqual(['hold']);
+    expect(checkpointer.completed).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, HOLD_LIMIT_MS + 100));
+    expect(gate.events).toEqual(['hold', 'release']);
+    expect(released).toEqual([1]); // released by the limit, before the held checkpoint answered
+    await checkpointer.idle();
+    expect(checkpointer.completed).toBe(2);
+    expect(checkpointer.restarts).toBe(0); // answered too late to count
+    expect(gate.events).toEqual(['hold', 'release']); // its late answer starts no second hold
+  });
+
   it('a worker that cannot start: a warning, and the connection keeps SQLite’s inline checkpoints', async () => {
     const lines: { fields: object; message: string }[] = [];
     const restore = setLogger({
@@ -115,7 +234,7 @@ describe('Checkpointer', () => {
       error: () => undefined,
     });
     closers.push(() => restore.dispose());
-    const checkpointer = new Checkpointer(db, join(dir, 'no-such-driver.js'));
+    const checkpointer = new Checkpointer(db, { driver: join(dir, 'no-such-driver.js') });
     closers.push(() => checkpointer.close());
     commit(checkpointer, 1, CHECKPOINT_EVERY_COMMITS);
     await checkpointer.idle();
@@ -158,6 +277,34 @@ describe('a file store with its checkpoint worker', () => {
       expect(db.prepare("SELECT count(*) FROM jobs WHERE type = 'mail'").pluck().get()).toBe(
         3 * CHECKPOINT_EVERY_COMMITS,
       );
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a file store past RESTART_AT_PAGES', () => {
+  it('has its log started over by the worker, long before the connection’s 10,000-page bound', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'breakwater-checkpoint-restart-'));
+    try {
+      const path = join(dir, 'jobs.db');
+      const store = await openSqliteStore({ path });
+      // Each enqueue about 8 pages of log, one commit each.
+      const blob = 'x'.repeat(30_000);
+      const enqueue = (i: number) =>
+        store.enqueue({ type: 'mail', payload: { i, blob }, runAt: 0, priority: 0, maxAttempts: 1 });
+      // Until the worker is up, the connection keeps SQLite's 1,000-page automatic checkpoint, which restarts
+      // the log on its own: count only the restarts after that.
+      for (let i = 0; i < 150; i++) await enqueue(i);
+      const before = logRestarts(path);
+      // ~5,200 pages more (RESTART_AT_PAGES is 4,000; the connection's bound is now 10,000).
+      for (let i = 150; i < 800; i++) await enqueue(i);
+      expect(logRestarts(path)).toBeGreaterThan(before);
+      expect(logCapacity(path)).toBeLessThan(BOUND_PAGES);
+      await store.close();
+      const db = new Database(path, { readonly: true });
+      expect(db.prepare("SELECT count(*) FROM jobs WHERE type = 'mail'").pluck().get()).toBe(800);
       db.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -245,7 +245,10 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
     checkpointWorker: boolean,
   ) {
     // A file in WAL mode: its checkpoints run on a worker thread (`checkpointer.ts`) unless turned off.
-    const checkpointer = walPath === undefined || !checkpointWorker ? undefined : new Checkpointer(db);
+    // It holds the group commit for the few ms that let the log start over (`checkpointer.ts`).
+    const gate = { hold: () => this.runner.holdCommits(), release: () => this.runner.releaseCommits() };
+    const checkpointer =
+      walPath === undefined || !checkpointWorker ? undefined : new Checkpointer(db, { gate });
     const ctx: SqliteContext = {
       db,
       clock,

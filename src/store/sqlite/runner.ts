@@ -64,6 +64,16 @@ export class SqliteRunner {
     return this.batch.submitAtCommit(releasable, step, ...args);
   }
 
+  /** Holds the group commit (the checkpoint worker's log restart, see `GroupCommit.hold`). */
+  holdCommits(): void {
+    this.batch.hold();
+  }
+
+  /** Ends {@link holdCommits}. */
+  releaseCommits(): void {
+    this.batch.release();
+  }
+
   /**
    * Like {@link batched}, for a write whose arguments are decided first, outside any transaction (checks,
    * ids, user callbacks that must not run inside the batch): `prepare` throwing rejects at once, nothing
