@@ -4,7 +4,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
-import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import pg from 'pg';
 
 /** The item whose `key` is the median of `items` (for an even count, the upper of the two middle ones). */
@@ -81,6 +81,14 @@ export function serverCpuMs(name: string): number | undefined {
   return (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
 }
 
+/** `PerformanceEntry.detail.kind` of a GC entry (`perf_hooks.constants.NODE_PERFORMANCE_GC_*`), named. */
+const GC_KINDS: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
+};
+
 /** Linux's USER_HZ: 100 on every mainstream kernel configuration. */
 const CLOCK_TICKS_PER_SECOND = 100;
 
@@ -93,9 +101,12 @@ const CLOCK_TICKS_PER_SECOND = 100;
 export function reportServerStats(kind: string): void {
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
-  const pauses: number[] = [];
+  const pauses: { ms: number; kind: string }[] = [];
   new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) pauses.push(entry.duration);
+    for (const entry of list.getEntries()) {
+      const kind = ((entry as { detail?: unknown }).detail as { kind?: number } | null)?.kind;
+      pauses.push({ ms: entry.duration, kind: kind === undefined ? '?' : (GC_KINDS[kind] ?? String(kind)) });
+    }
   }).observe({ entryTypes: ['gc'] });
   let cpuAtStart = process.cpuUsage();
   let startedAt = performance.now();
@@ -108,13 +119,14 @@ export function reportServerStats(kind: string): void {
   process.once('SIGTERM', () => {
     const cpu = process.cpuUsage(cpuAtStart);
     const cpuShare = (cpu.user + cpu.system) / 1000 / (performance.now() - startedAt);
-    pauses.sort((a, b) => b - a);
+    pauses.sort((a, b) => b.ms - a.ms);
+    const total = pauses.reduce((sum, p) => sum + p.ms, 0);
     process.stderr.write(
       `  [${kind} server] event-loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms,` +
         ` p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms; CPU ${(cpuShare * 100).toFixed(0)} % of a core;` +
-        ` ${pauses.length} GC pauses, longest ${pauses
+        ` ${pauses.length} GC pauses (${total.toFixed(0)} ms in all), longest ${pauses
           .slice(0, 3)
-          .map((d) => d.toFixed(1))
+          .map((p) => `${p.ms.toFixed(1)} (${p.kind})`)
           .join(', ')} ms\n`,
     );
     process.exit(0);
