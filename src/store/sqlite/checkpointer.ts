@@ -309,6 +309,7 @@ export class Checkpointer {
   private fallBack(error: unknown): void {
     if (this.failed) return;
     this.failed = true;
+    this.heldCheckpoint = false;
     this.releaseHold();
     const wasReady = this.ready;
     this.ready = false;

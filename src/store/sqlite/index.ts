@@ -245,7 +245,7 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
     checkpointWorker: boolean,
   ) {
     // A file in WAL mode: its checkpoints run on a worker thread (`checkpointer.ts`) unless turned off.
-    // It holds the group commit for the few ms that let the log start over (`checkpointer.ts`).
+    // It holds the group commit for the one checkpoint that lets the log start over (`checkpointer.ts`).
     const gate = { hold: () => this.runner.holdCommits(), release: () => this.runner.releaseCommits() };
     const checkpointer =
       walPath === undefined || !checkpointWorker ? undefined : new Checkpointer(db, { gate });
