@@ -34,10 +34,12 @@ import { errorFields, Log } from '../../core/index.js';
  *   last checkpoint copies only ~60–100 pages. Copying them on the event loop instead measured worse
  *   (2.5–23 ms blocked);
  * - the store's own connection keeps an automatic checkpoint as a bound, at {@link BOUND_PAGES} pages
- *   instead of 1,000, for a log the worker cannot restart (a reader in another process pinning old frames,
- *   writes that never pause): it finds the frames already copied, syncs, and the log starts over. Without
- *   the worker (it could not start, it died, or {@link MAX_FAILURES} checkpoints in a row failed) the store
- *   is back to SQLite's default of 1,000 pages, as before, with one warning logged.
+ *   instead of 1,000, for a log the worker cannot restart: a reader in another process pinning old frames,
+ *   or another connection writing to the file, which no hold of this store stops (seen in `PRAGMA
+ *   data_version`, it makes the checkpointer hold nothing). It finds the frames already copied, syncs, and
+ *   the log starts over. Without the worker (it could not start, it died, or {@link MAX_FAILURES}
+ *   checkpoints in a row failed) the store is back to SQLite's default of 1,000 pages, as before, with one
+ *   warning logged.
  *
  * Durability is SQLite's own: a checkpoint never copies a frame the log does not hold, and the log restarts
  * only once the database file is synced. The worker is unref'd (it never keeps a process alive) and is
@@ -150,6 +152,10 @@ export class Checkpointer {
   private readonly driver: string;
   private readonly gate: CommitGate | undefined;
   private readonly restartAtPages: number;
+  /** `PRAGMA data_version` of the store's connection: it moves when another connection commits. */
+  private readonly dataVersion: Database.Statement<[], number>;
+  /** {@link dataVersion} when the running checkpoint was asked for. */
+  private versionAtRequest = 0;
 
   /** @param db the store's connection, on a file in WAL mode, opened relative to the current directory. */
   constructor(
@@ -160,6 +166,7 @@ export class Checkpointer {
     this.driver = options.driver ?? createRequire(import.meta.url).resolve('better-sqlite3');
     this.gate = options.gate;
     this.restartAtPages = options.restartAtPages ?? RESTART_AT_PAGES;
+    this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   }
 
   /** True while the worker takes the checkpoints (false once it failed or the store closed). */
@@ -227,6 +234,7 @@ export class Checkpointer {
 
   private request(): void {
     this.commits = 0;
+    this.versionAtRequest = this.dataVersion.get()!;
     this.running = true;
     this.worker!.postMessage('checkpoint');
   }
@@ -244,7 +252,8 @@ export class Checkpointer {
     if (message.ok) {
       this.completed++;
       this.failures = 0;
-      this.nextRestartStep(message, commitsDuring);
+      const othersCommitted = this.db.open && this.dataVersion.get() !== this.versionAtRequest;
+      this.nextRestartStep(message, commitsDuring, othersCommitted);
       if (!this.running) for (const done of this.waiters.splice(0)) done();
       return;
     }
@@ -259,16 +268,27 @@ export class Checkpointer {
   }
 
   /**
-   * After a checkpoint that succeeded, `commitsDuring` commits having landed while it ran: the restart's next
-   * step (see the module comment). A held checkpoint ends the hold (the log starts over at the next commit
-   * if none landed meanwhile). A log of {@link RESTART_AT_PAGES} or more, all copied, starts or continues a
-   * restart: one more catch-up, or the held checkpoint once few commits came in. A log the worker could not
-   * copy entirely (a reader pinning frames) is left to the bound: holding would not let it start over.
+   * After a checkpoint that succeeded, `commitsDuring` commits of this store having landed while it ran and
+   * `othersCommitted` saying whether another connection (a second store or process on the file) committed:
+   * the restart's next step (see the module comment). A held checkpoint ends the hold (the log starts over at
+   * the next commit if none landed meanwhile). A log of {@link RESTART_AT_PAGES} or more, all copied, starts
+   * or continues a restart: one more catch-up, or the held checkpoint once few commits came in. Left to the
+   * bound: a log the worker could not copy entirely (a reader pinning frames), and a file another connection
+   * writes to — this store's hold cannot stop that writer, so it would only delay this store's writes.
    */
-  private nextRestartStep(answer: { log: number; checkpointed: number }, commitsDuring: number): void {
+  private nextRestartStep(
+    answer: { log: number; checkpointed: number },
+    commitsDuring: number,
+    othersCommitted: boolean,
+  ): void {
     if (this.heldCheckpoint) {
       this.heldCheckpoint = false;
-      if (this.holdTimer !== undefined && commitsDuring === 0 && answer.checkpointed === answer.log) {
+      if (
+        this.holdTimer !== undefined &&
+        commitsDuring === 0 &&
+        !othersCommitted &&
+        answer.checkpointed === answer.log
+      ) {
         this.restarts++;
       }
       this.releaseHold();
@@ -278,6 +298,7 @@ export class Checkpointer {
     if (
       answer.log < this.restartAtPages ||
       answer.checkpointed !== answer.log ||
+      othersCommitted ||
       this.gate === undefined ||
       this.worker === undefined ||
       this.closing !== undefined
