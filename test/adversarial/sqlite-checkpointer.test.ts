@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -15,8 +14,10 @@ import { join, resolve } from 'node:path';
 import type * as NodeWorkerThreads from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { openSqliteStore, setLogger, type Store, type StoreNotification } from '../../src/index.js';
+import { openSqliteStore, type Store, type StoreNotification } from '../../src/index.js';
 import { BOUND_PAGES, CHECKPOINT_EVERY_COMMITS } from '../../src/store/sqlite/checkpointer.js';
+import { spawnScript } from '../support/child.js';
+import { captureWarnings } from '../support/log.js';
 
 /**
  * Attacks on the SQLite store's checkpoint worker (src/store/sqlite/checkpointer.ts and its wiring in
@@ -177,33 +178,19 @@ function inspect(path: string): { integrity: string; byType: Record<string, numb
 function child(dir: string, code: string) {
   const file = join(dir, `child-${Math.random().toString(36).slice(2)}.mts`);
   writeFileSync(file, `import { openSqliteStore } from ${JSON.stringify(SRC)};\n${code}`);
-  const proc = spawn(process.execPath, ['--import', 'tsx', file], {
-    cwd: process.cwd(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
-    proc.on('exit', (code, signal) => r({ code, signal })),
-  );
-  cleanups.push(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-    return exited;
-  });
+  const spawned = spawnScript(file, { tsx: true }, (c) => cleanups.push(c));
+  const { proc, exited } = spawned;
+  const out = () => spawned.out();
+  const err = () => spawned.err();
   return {
-    proc,
-    exited,
-    out: () => out,
-    err: () => err,
+    ...spawned,
     /** Resolves with stdout once a line equal to `line` was printed (rejects if the child exits first). */
     line: (line: string) =>
       new Promise<void>((res, rej) => {
-        const look = () => out.split('\n').includes(line);
+        const look = () => out().split('\n').includes(line);
         if (look()) return res();
-        proc.stdout.on('data', () => look() && res());
-        void exited.then(() => (look() ? res() : rej(new Error(`child exited before "${line}": ${err}`))));
+        proc.stdout!.on('data', () => look() && res());
+        void exited.then(() => (look() ? res() : rej(new Error(`child exited before "${line}": ${err()}`))));
       }),
     /**
      * How the child ended, or 'still running' if it had not ended within `withinMs` (then it is killed).
@@ -268,7 +255,7 @@ for (let i = 0; i < 8; i++) void enqueuer();
           c.proc.kill('SIGKILL');
           res();
         };
-        c.proc.stdout.on('data', look);
+        c.proc.stdout!.on('data', look);
         void c.exited.then(() => rej(new Error(`child exited before the kill: ${c.err()}`)));
         look();
       });
@@ -432,16 +419,7 @@ describe('close ordering and races', () => {
 
 describe('the worker fails', () => {
   const UNAVAILABLE = 'SQLite checkpoint worker unavailable; checkpoints run inside commits (SQLite default)';
-  function warnings() {
-    const lines: string[] = [];
-    const restore = setLogger({
-      info: () => undefined,
-      warn: (_f, m) => lines.push(m),
-      error: () => undefined,
-    });
-    cleanups.push(() => restore.dispose());
-    return lines;
-  }
+  const warnings = (): string[] => captureWarnings((c) => cleanups.push(c));
   /** Jobs in the database file alone (a copy of it without its log). */
   function jobsInFile(file: string): number {
     const copy = `${file}.copy-${Math.random().toString(36).slice(2)}`;

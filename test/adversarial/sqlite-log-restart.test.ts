@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import {
   closeSync,
   existsSync,
@@ -15,9 +14,11 @@ import { join, resolve } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore, setLogger, type Store } from '../../src/index.js';
+import { openSqliteStore, type Store } from '../../src/index.js';
 import { GroupCommit, groupCommitStats } from '../../src/store/sqlite/batch.js';
 import { BOUND_PAGES, Checkpointer, CHECKPOINT_EVERY_COMMITS } from '../../src/store/sqlite/checkpointer.js';
+import { spawnScript } from '../support/child.js';
+import { captureWarnings } from '../support/log.js';
 
 /**
  * Attacks on the checkpoint worker's log restart (src/store/sqlite/checkpointer.ts since 3f75254: catch-up
@@ -277,17 +278,15 @@ function exitOf(ck: CheckpointerInternals): { code: number | undefined } {
   return seen;
 }
 
-function warnings(): string[] {
-  const lines: string[] = [];
-  const restore = setLogger({
-    info: () => undefined,
-    warn: (_f, m) => lines.push(m),
-    error: () => undefined,
-  });
-  cleanups.push(() => restore.dispose());
-  return lines;
-}
+const warnings = (): string[] => captureWarnings((c) => cleanups.push(c));
 const UNAVAILABLE = 'SQLite checkpoint worker unavailable; checkpoints run inside commits (SQLite default)';
+
+/** Closes `store`, then checks that its log was removed and that the file is intact and holds `jobs`. */
+async function closeAndCheck(store: Store, path: string, jobs: Record<string, number>): Promise<void> {
+  await store.close();
+  expect(existsSync(`${path}-wal`)).toBe(false);
+  expect(inspect(path)).toEqual({ integrity: 'ok', jobs });
+}
 
 /** What a file holds, read by a fresh connection: integrity, and jobs by `type/status`. */
 function inspect(path: string): { integrity: string; jobs: Record<string, number> } {
@@ -309,42 +308,26 @@ function inspect(path: string): { integrity: string; jobs: Record<string, number
 function child(dir: string, code: string, kind: 'tsx' | 'cjs', env: Record<string, string> = {}) {
   const file = join(dir, `child-${Math.random().toString(36).slice(2)}.${kind === 'tsx' ? 'mts' : 'cjs'}`);
   writeFileSync(file, code);
-  const args = kind === 'tsx' ? ['--import', 'tsx', file] : [file];
-  const proc = spawn(process.execPath, args, {
-    cwd: process.cwd(),
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
-  });
-  let out = '';
-  let err = '';
-  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
-    proc.on('exit', (code, signal) => r({ code, signal })),
-  );
-  cleanups.push(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-    return exited;
-  });
+  const spawned = spawnScript(file, { tsx: kind === 'tsx', stdin: true, env }, (c) => cleanups.push(c));
+  const { proc, exited } = spawned;
+  const err = () => spawned.err();
   /** Complete lines only (a line cut by a kill is not one). */
   const lines = () => {
-    const all = out.split('\n');
+    const all = spawned.out().split('\n');
     all.pop();
     return all;
   };
   return {
-    proc,
-    exited,
+    ...spawned,
+    proc: proc as typeof proc & { stdin: NonNullable<typeof proc.stdin> },
     lines,
-    out: () => out,
-    err: () => err,
     waitLine: async (pred: (line: string) => boolean, what: string, ms = 15_000) => {
       const deadline = Date.now() + ms;
       for (;;) {
         if (lines().some(pred)) return;
         if (proc.exitCode !== null || proc.signalCode !== null)
-          throw new Error(`child ended before ${what}: ${err}`);
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; stderr: ${err}`);
+          throw new Error(`child ended before ${what}: ${err()}`);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; stderr: ${err()}`);
         await new Promise((r) => setTimeout(r, 5));
       }
     },
@@ -411,12 +394,7 @@ describe('the log restart under sustained writes (baseline for the attacks below
     expect(logRestarts(path) - restartsBefore).toBeGreaterThanOrEqual(ck.restarts);
     expect(logCapacity(path)).toBeLessThan(BOUND_PAGES);
     expect(lines).toEqual([]);
-    await store.close();
-    expect(existsSync(`${path}-wal`)).toBe(false);
-    expect(inspect(path)).toEqual({
-      integrity: 'ok',
-      jobs: { 'warmup/pending': warmup, 'bulk/pending': bulk },
-    });
+    await closeAndCheck(store, path, { 'warmup/pending': warmup, 'bulk/pending': bulk });
   }, 15_000);
 });
 
@@ -933,12 +911,7 @@ describe('a reader in another process', () => {
     await reader.waitLine((l) => l === 'DONE', 'the reader to end');
     const after = { holds: holdsOf(store), restarts: logRestarts(path) };
     bulk += await pump(store, () => logRestarts(path) >= after.restarts + 2 && holdsOf(store) > after.holds);
-    await store.close();
-    expect(existsSync(`${path}-wal`)).toBe(false);
-    expect(inspect(path)).toEqual({
-      integrity: 'ok',
-      jobs: { 'warmup/pending': warmup, 'bulk/pending': bulk },
-    });
+    await closeAndCheck(store, path, { 'warmup/pending': warmup, 'bulk/pending': bulk });
   }, 20_000);
 
   it('running short read transactions back to back: holds stay about as many as the log restarts (none wasted in a loop); nothing lost', async () => {
@@ -975,12 +948,7 @@ describe('a reader in another process', () => {
     expect(during.holds).toBeLessThanOrEqual(during.restarts + 2);
     // Not asserted: capacity <= BOUND_PAGES. Such a reader also starves SQLite's own restart at the bound
     // (seen here 9,200-10,950 pages; and before this change too, at the default thresholds, 15,000-19,600).
-    await store.close();
-    expect(existsSync(`${path}-wal`)).toBe(false);
-    expect(inspect(path)).toEqual({
-      integrity: 'ok',
-      jobs: { 'warmup/pending': warmup, 'bulk/pending': bulk },
-    });
+    await closeAndCheck(store, path, { 'warmup/pending': warmup, 'bulk/pending': bulk });
   }, 20_000);
 });
 
