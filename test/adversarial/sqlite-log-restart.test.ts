@@ -1,13 +1,4 @@
-import {
-  closeSync,
-  existsSync,
-  mkdtempSync,
-  openSync,
-  readSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,6 +9,7 @@ import { openSqliteStore, type Store } from '../../src/index.js';
 import { GroupCommit, groupCommitStats } from '../../src/store/sqlite/batch.js';
 import { BOUND_PAGES, Checkpointer, CHECKPOINT_EVERY_COMMITS } from '../../src/store/sqlite/checkpointer.js';
 import { spawnScript } from '../support/child.js';
+import { walCapacity, walRestarts } from '../support/wal.js';
 import { captureWarnings } from '../support/log.js';
 
 /**
@@ -43,7 +35,6 @@ const SRC_STORE = resolve('src/store/sqlite/index.ts');
 const SRC_BATCH = resolve('src/store/sqlite/batch.ts');
 const SRC_CHECKPOINTER = resolve('src/store/sqlite/checkpointer.ts');
 const REAL_DRIVER = createRequire(import.meta.url).resolve('better-sqlite3');
-const FRAME = 4096 + 24;
 
 interface CheckpointerInternals {
   db: Database.Database;
@@ -199,20 +190,6 @@ function ckOf(store: Store): CheckpointerInternals {
 }
 const holdsOf = (store: Store) =>
   probe.events.filter((e) => e.kind === 'hold' && e.gc === gcOf(store)).length;
-
-/** The log header's count of restarts (bytes 12–15), read without loading the whole file. */
-function logRestarts(path: string): number {
-  const fd = openSync(`${path}-wal`, 'r');
-  try {
-    const header = Buffer.alloc(32);
-    readSync(fd, header, 0, 32, 0);
-    return header.readUInt32BE(12);
-  } finally {
-    closeSync(fd);
-  }
-}
-/** Frames the log file has room for (it keeps the largest size it reached). */
-const logCapacity = (path: string) => Math.floor((statSync(`${path}-wal`).size - 32) / FRAME);
 
 /** Polls `pred` (every 2 ms) until it holds; fails naming `what` after `ms` of real time. */
 async function waitFor(pred: () => boolean, what: string, ms = 10_000): Promise<void> {
@@ -381,7 +358,7 @@ describe('the log restart under sustained writes (baseline for the attacks below
     const path = join(tempDir(), 'jobs.db');
     const lines = warnings();
     const { store, ck, warmup } = await openWithWorker(path);
-    const restartsBefore = logRestarts(path);
+    const restartsBefore = walRestarts(path);
     const bulk = await pump(store, () => ck.restarts >= 4);
     const mine = probe.events.filter((e) => e.gc === gcOf(store));
     expect(mine.length).toBeGreaterThanOrEqual(2 * 4 - 1);
@@ -391,8 +368,8 @@ describe('the log restart under sustained writes (baseline for the attacks below
       expect(mine[i + 1]!.transactions - mine[i]!.transactions).toBe(0);
     }
     // SQLite's own count: each restart the checkpointer counted did start the log over.
-    expect(logRestarts(path) - restartsBefore).toBeGreaterThanOrEqual(ck.restarts);
-    expect(logCapacity(path)).toBeLessThan(BOUND_PAGES);
+    expect(walRestarts(path) - restartsBefore).toBeGreaterThanOrEqual(ck.restarts);
+    expect(walCapacity(path)).toBeLessThan(BOUND_PAGES);
     expect(lines).toEqual([]);
     await closeAndCheck(store, path, { 'warmup/pending': warmup, 'bulk/pending': bulk });
   }, 15_000);
@@ -486,13 +463,13 @@ describe('the worker fails during the held checkpoint', () => {
         expect(dbOf(store).pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
         // Writes go on, with SQLite's inline checkpoints (1,000 pages): ~2,400 pages more.
         const holdsBefore = holdsOf(store);
-        const restartsBefore = logRestarts(path);
-        const capacityBefore = logCapacity(path);
+        const restartsBefore = walRestarts(path);
+        const capacityBefore = walCapacity(path);
         bulk += await writeRounds(store, 150);
         expect(holdsOf(store)).toBe(holdsBefore);
         // SQLite's own checkpoint started the log over (at 1,000 pages), the file grew no further.
-        expect(logRestarts(path)).toBeGreaterThan(restartsBefore);
-        expect(logCapacity(path)).toBeLessThanOrEqual(Math.max(capacityBefore, 1000 + 100));
+        expect(walRestarts(path)).toBeGreaterThan(restartsBefore);
+        expect(walCapacity(path)).toBeLessThanOrEqual(Math.max(capacityBefore, 1000 + 100));
       } else {
         // One failure: the worker stays; a later restart holds again and succeeds.
         expect(ck.active).toBe(true);
@@ -782,7 +759,7 @@ void streamer();
       expect((await c.exited).signal).toBe('SIGKILL');
       report.push({
         holds: c.lines().filter((l) => l.startsWith('H ')).length,
-        restartsAtKill: logRestarts(path),
+        restartsAtKill: walRestarts(path),
       });
       for (const line of c.lines()) {
         const [kind, a, b, dup] = line.split(' ');
@@ -894,13 +871,13 @@ describe('a reader in another process', () => {
     let bulk = await pump(store, () => ck.restarts >= 1);
     const reader = child(dir, readerCode(path, 'pin'), 'cjs');
     await reader.waitLine((l) => l === 'PINNED', 'the reader');
-    const at = { holds: holdsOf(store), restarts: logRestarts(path), completed: ck.completed };
+    const at = { holds: holdsOf(store), restarts: walRestarts(path), completed: ck.completed };
     bulk += await writeRounds(store, 250);
     const during = {
       holds: holdsOf(store) - at.holds,
-      restarts: logRestarts(path) - at.restarts,
+      restarts: walRestarts(path) - at.restarts,
       checkpoints: ck.completed - at.completed,
-      capacity: logCapacity(path),
+      capacity: walCapacity(path),
     };
     console.log(`[pinned reader] ${JSON.stringify(during)}`);
     expect(during.holds).toBeLessThanOrEqual(1);
@@ -909,8 +886,8 @@ describe('a reader in another process', () => {
     expect(ck.active).toBe(true);
     reader.proc.stdin.end();
     await reader.waitLine((l) => l === 'DONE', 'the reader to end');
-    const after = { holds: holdsOf(store), restarts: logRestarts(path) };
-    bulk += await pump(store, () => logRestarts(path) >= after.restarts + 2 && holdsOf(store) > after.holds);
+    const after = { holds: holdsOf(store), restarts: walRestarts(path) };
+    bulk += await pump(store, () => walRestarts(path) >= after.restarts + 2 && holdsOf(store) > after.holds);
     await closeAndCheck(store, path, { 'warmup/pending': warmup, 'bulk/pending': bulk });
   }, 20_000);
 
@@ -923,7 +900,7 @@ describe('a reader in another process', () => {
     await reader.waitLine((l) => l === 'PINNED', 'the reader');
     const at = {
       holds: holdsOf(store),
-      restarts: logRestarts(path),
+      restarts: walRestarts(path),
       counted: ck.restarts,
       completed: ck.completed,
     };
@@ -932,10 +909,10 @@ describe('a reader in another process', () => {
     await reader.waitLine((l) => l.startsWith('DONE '), 'the reader to end');
     const during = {
       holds: holdsOf(store) - at.holds,
-      restarts: logRestarts(path) - at.restarts,
+      restarts: walRestarts(path) - at.restarts,
       counted: ck.restarts - at.counted,
       checkpoints: ck.completed - at.completed,
-      capacity: logCapacity(path),
+      capacity: walCapacity(path),
       readerTransactions: Number(
         reader
           .lines()
@@ -975,7 +952,7 @@ describe('two stores in one process', () => {
     const a = await openWithWorker(join(dir, 'a.db'));
     const b = await openWithWorker(join(dir, 'b.db'));
     const violations = watchPairing([a.store, b.store]);
-    const restarts = { a: logRestarts(join(dir, 'a.db')), b: logRestarts(join(dir, 'b.db')) };
+    const restarts = { a: walRestarts(join(dir, 'a.db')), b: walRestarts(join(dir, 'b.db')) };
     const enough = () => a.ck.restarts >= 3 && b.ck.restarts >= 3;
     const [bulkA, bulkB] = await Promise.all([
       pump(a.store, enough, { type: 'a' }),
@@ -984,8 +961,8 @@ describe('two stores in one process', () => {
     expect(violations).toEqual([]);
     expect(holdsOf(a.store)).toBeGreaterThanOrEqual(3);
     expect(holdsOf(b.store)).toBeGreaterThanOrEqual(3);
-    expect(logRestarts(join(dir, 'a.db')) - restarts.a).toBeGreaterThanOrEqual(a.ck.restarts);
-    expect(logRestarts(join(dir, 'b.db')) - restarts.b).toBeGreaterThanOrEqual(b.ck.restarts);
+    expect(walRestarts(join(dir, 'a.db')) - restarts.a).toBeGreaterThanOrEqual(a.ck.restarts);
+    expect(walRestarts(join(dir, 'b.db')) - restarts.b).toBeGreaterThanOrEqual(b.ck.restarts);
     await Promise.all([a.store.close(), b.store.close()]);
     for (const [name, bulk, warmup] of [
       ['a', bulkA, a.warmup],
@@ -1007,7 +984,7 @@ describe('two stores in one process', () => {
     const b = await openWithWorker(path);
     const violations = watchPairing([a.store, b.store]);
     const before = {
-      log: logRestarts(path),
+      log: walRestarts(path),
       a: a.ck.restarts,
       b: b.ck.restarts,
       holds: holdsOf(a.store) + holdsOf(b.store),
@@ -1019,8 +996,8 @@ describe('two stores in one process', () => {
     const figures = {
       holds: holdsOf(a.store) + holdsOf(b.store) - before.holds,
       counted: a.ck.restarts - before.a + b.ck.restarts - before.b,
-      real: logRestarts(path) - before.log,
-      capacity: logCapacity(path),
+      real: walRestarts(path) - before.log,
+      capacity: walCapacity(path),
     };
     console.log(`[two stores, one file] ${JSON.stringify(figures)}`);
     return { path, a, b, violations, bulkA, bulkB, figures };

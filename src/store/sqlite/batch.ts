@@ -131,8 +131,8 @@ export class GroupCommit {
   /**
    * Keeps queued operations from committing until {@link release}: the checkpoint worker holds the commits
    * for the one checkpoint (~10 ms, at most 50) that lets the log start over (`checkpointer.ts`), which it
-   * can only do while no commit lands. Calls still queue; {@link flush} still commits (program order comes first: such a
-   * commit only makes that restart wait for a later one).
+   * can only do while no commit lands. Calls still queue; {@link flush} still commits (program order comes
+   * first: such a commit only makes that restart wait for a later one).
    */
   hold(): void {
     this.held = true;

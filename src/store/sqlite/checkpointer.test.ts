@@ -1,54 +1,46 @@
-import {
-  copyFileSync,
-  existsSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setLogger } from '../../core/index.js';
+import { walCapacity, walRestarts } from '../../../test/support/wal.js';
 import { openSqliteStore } from './index.js';
-import {
-  BOUND_PAGES,
-  Checkpointer,
-  CHECKPOINT_EVERY_COMMITS,
-  HOLD_LIMIT_MS,
-  type CommitGate,
-} from './checkpointer.js';
-
-/** SQLite's WAL header counts the log's restarts (the checkpoint sequence number, bytes 12–15). */
-function logRestarts(path: string): number {
-  return readFileSync(`${path}-wal`).readUInt32BE(12);
-}
-
-/** Frames the log file has room for: it keeps the largest size it reached (4 KB pages + 24-byte headers). */
-function logCapacity(path: string): number {
-  return Math.floor((statSync(`${path}-wal`).size - 32) / (4096 + 24));
-}
+import { BOUND_PAGES, Checkpointer, CHECKPOINT_EVERY_COMMITS, type CommitGate } from './checkpointer.js';
 
 /** A gate that records what the checkpointer asked, for a writer that waits while it is held. */
 function recordingGate() {
   const events: ('hold' | 'release')[] = [];
-  const gate: CommitGate & { held: boolean; events: typeof events; whenOpen(): Promise<void> } = {
+  const waiting: { count: number; resolve: () => void }[] = [];
+  const record = (event: 'hold' | 'release') => {
+    events.push(event);
+    for (const w of waiting.filter((w) => events.length >= w.count)) {
+      waiting.splice(waiting.indexOf(w), 1);
+      w.resolve();
+    }
+  };
+  const gate: CommitGate & {
+    held: boolean;
+    events: typeof events;
+    /** Resolves once `count` events were recorded. */
+    whenEvents(count: number): Promise<void>;
+    /** Resolves at once when not held, else at the release. */
+    whenOpen(): Promise<void>;
+  } = {
     held: false,
     events,
     hold() {
       gate.held = true;
-      events.push('hold');
+      record('hold');
     },
     release() {
       gate.held = false;
-      events.push('release');
+      record('release');
     },
-    async whenOpen() {
-      while (gate.held) await new Promise((resolve) => setTimeout(resolve, 1));
-    },
+    whenEvents: (count) =>
+      events.length >= count ? Promise.resolve() : new Promise((resolve) => waiting.push({ count, resolve })),
+    whenOpen: () => (gate.held ? gate.whenEvents(events.length + 1) : Promise.resolve()),
   };
   return gate;
 }
@@ -176,8 +168,8 @@ describe('Checkpointer', () => {
     expect(gate.events.length / 2).toBeGreaterThanOrEqual(checkpointer.restarts);
     // The log started over each time (SQLite's own count), far below the connection's bound (10,000 pages,
     // never reached here), so it never held more than half of the ~8,000 frames written (two per commit).
-    expect(logRestarts(path)).toBeGreaterThanOrEqual(checkpointer.restarts);
-    expect(logCapacity(path)).toBeLessThan(total);
+    expect(walRestarts(path)).toBeGreaterThanOrEqual(checkpointer.restarts);
+    expect(walCapacity(path)).toBeLessThan(total);
     expect(db.prepare('SELECT count(*) FROM t').pluck().get()).toBe(total);
   });
 
@@ -214,10 +206,10 @@ module.exports = function SlowDatabase(path, options) {
     }
     // The first checkpoint answers (log ≥ 10 pages, all copied, no commit meanwhile): the commits are held
     // and a second one asked for, which answers only ~300 ms later.
-    while (gate.events.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await gate.whenEvents(1);
     expect(gate.events).toEqual(['hold']);
     expect(checkpointer.completed).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, HOLD_LIMIT_MS + 100));
+    await gate.whenEvents(2);
     expect(gate.events).toEqual(['hold', 'release']);
     expect(released).toEqual([1]); // released by the limit, before the held checkpoint answered
     await checkpointer.idle();
@@ -297,11 +289,11 @@ describe('a file store past RESTART_AT_PAGES', () => {
       // Until the worker is up, the connection keeps SQLite's 1,000-page automatic checkpoint, which restarts
       // the log on its own: count only the restarts after that.
       for (let i = 0; i < 150; i++) await enqueue(i);
-      const before = logRestarts(path);
+      const before = walRestarts(path);
       // ~5,200 pages more (RESTART_AT_PAGES is 4,000; the connection's bound is now 10,000).
       for (let i = 150; i < 800; i++) await enqueue(i);
-      expect(logRestarts(path)).toBeGreaterThan(before);
-      expect(logCapacity(path)).toBeLessThan(BOUND_PAGES);
+      expect(walRestarts(path)).toBeGreaterThan(before);
+      expect(walCapacity(path)).toBeLessThan(BOUND_PAGES);
       await store.close();
       const db = new Database(path, { readonly: true });
       expect(db.prepare("SELECT count(*) FROM jobs WHERE type = 'mail'").pluck().get()).toBe(800);

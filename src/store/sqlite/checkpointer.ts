@@ -257,8 +257,7 @@ export class Checkpointer {
       if (!this.running) for (const done of this.waiters.splice(0)) done();
       return;
     }
-    this.heldCheckpoint = false;
-    this.releaseHold();
+    this.abandonHold();
     for (const done of this.waiters.splice(0)) done();
     // A worker whose checkpoints keep failing copies nothing: the store goes back to checkpointing inline
     // rather than keep a log that only the 10,000-page bound ever empties.
@@ -326,12 +325,17 @@ export class Checkpointer {
     this.gate!.release();
   }
 
+  /** Ends a hold whose checkpoint will not answer (it failed, or the worker is gone). */
+  private abandonHold(): void {
+    this.heldCheckpoint = false;
+    this.releaseHold();
+  }
+
   /** The worker cannot run: the store's connection checkpoints inline, at SQLite's default. */
   private fallBack(error: unknown): void {
     if (this.failed) return;
     this.failed = true;
-    this.heldCheckpoint = false;
-    this.releaseHold();
+    this.abandonHold();
     const wasReady = this.ready;
     this.ready = false;
     this.running = false;
