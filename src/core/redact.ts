@@ -69,8 +69,15 @@ const KEY_QUALIFIERS = new Set([
   'openai',
 ]);
 
-/** 13–19 digits with up to two spaces, dashes or dots between them, not touching another digit or group. */
-const CARD_LIKE = /(?<!\d[ .-]{0,2})\d(?:[ .-]{0,2}\d){12,18}(?![ .-]{0,2}\d)/g;
+/**
+ * 13–19 digits with up to two spaces, dashes or dots between them, not touching another digit or group, nor
+ * a letter or `_`: digits glued to letters are part of an identifier (a hash, a key, a UUID's last groups,
+ * as in `…-b695-03833708259b`), not a card number.
+ */
+const CARD_LIKE = /(?<![A-Za-z_]|\d[ .-]{0,2})\d(?:[ .-]{0,2}\d){12,18}(?![ .-]{0,2}\d|[A-Za-z_])/g;
+
+/** A UUID (RFC 9562) in its text form: its digits are an id, never a card number, even all-decimal groups. */
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
 /** An HTTP credential in free text: `Bearer <token68>` (RFC 6750) or `Basic <base64>` (RFC 7617), any case. */
 const SCHEME_CREDENTIAL = /\b(bearer|basic)[ \t]+[A-Za-z0-9\-._~+/]+=*/gi;
@@ -95,8 +102,9 @@ const PARAMETER = /([?&;])([^=&;\s#]+)=([^&;\s#]*)/g;
  * - in every string: a `Bearer <token>` or `Basic <credentials>` becomes `Bearer [redacted]`; a URL's
  *   `user:password@` becomes `[redacted]@`; a query parameter with a secret name (`?access_token=…`) keeps
  *   its name with the value redacted; a card-like number (13–19 digits, up to two spaces, dashes or dots
- *   between them, passing the Luhn check, ISO/IEC 7812-1) keeps its last 4 digits and separators with every
- *   other digit replaced by `*` (`4242 4242 4242 4242` → `**** **** **** 4242`);
+ *   between them, passing the Luhn check, ISO/IEC 7812-1, neither touching a letter or `_` nor inside a
+ *   UUID: those are identifiers) keeps its last 4 digits and separators with every other digit replaced by
+ *   `*` (`4242 4242 4242 4242` → `**** **** **** 4242`);
  * - an integer number of 13–19 digits passing the Luhn check (or past 2^53, where its digits are rounded)
  *   becomes such a masked string.
  *
@@ -114,7 +122,19 @@ export function redactText(text: string): string {
     .replace(PARAMETER, (match, sep: string, name: string) =>
       isSecretKey(decodeName(name)) ? `${sep}${name}=${REDACTED}` : match,
     )
-    .replace(CARD_LIKE, (match) => (luhn(match.replace(/\D/g, '')) ? maskCard(match) : match));
+    .replace(CARD_LIKE, (match, offset: number, text: string) =>
+      luhn(match.replace(/\D/g, '')) && !insideUuid(text, offset, offset + match.length)
+        ? maskCard(match)
+        : match,
+    );
+}
+
+/** Whether `[start, end)` of `text` lies within a UUID (looked for only when a card-like number was found). */
+function insideUuid(text: string, start: number, end: number): boolean {
+  for (const uuid of text.matchAll(UUID)) {
+    if (uuid.index <= start && end <= uuid.index + uuid[0].length) return true;
+  }
+  return false;
 }
 
 function decodeName(name: string): string {

@@ -76,6 +76,23 @@ describe('redact', () => {
     expect(redactText('4242   4242 4242 4242')).toBe('4242   4242 4242 4242');
   });
 
+  it('leaves identifiers alone: digits touching a letter or _, and UUIDs, even with a Luhn-valid run', () => {
+    // A job id whose last two groups hold "695-03833708259", 14 digits that pass the Luhn check.
+    const id = 'job_01a2379e-5690-726b-b695-03833708259b';
+    expect(redactText(id)).toBe(id);
+    expect(redactText(`canceled ${id}.`)).toBe(`canceled ${id}.`);
+    // All-decimal last groups, set off by dashes: still a UUID.
+    const uuid = '01a2379e-5690-726b-4242-424242424242';
+    expect(redactText(`job_${uuid}`)).toBe(`job_${uuid}`);
+    expect(redactText('sha a4242424242424242f')).toBe('sha a4242424242424242f');
+    expect(redactText('x_4242424242424242')).toBe('x_4242424242424242');
+    // The same digits standing on their own are still masked.
+    expect(redactText('4242-424242424242')).toBe('****-********4242');
+    expect(redactText('card:4242424242424242, uuid 01a2379e-5690-726b-b695-038337082591')).toBe(
+      'card:************4242, uuid 01a2379e-5690-726b-b695-038337082591',
+    );
+  });
+
   it('masks cards written with dots or double spaces, HTTP credentials, URL passwords and secret parameters', () => {
     expect(redactText('card 4242.4242.4242.4242 or 4242  4242  4242  4242')).toBe(
       'card ****.****.****.4242 or ****  ****  ****  4242',
