@@ -45,6 +45,9 @@ describe('createAiGateway options', () => {
     expect(error({ providers: { p: { baseUrl: 'ftp://x' } } })).toBe(
       'createAiGateway: providers.p.baseUrl must be an http(s) URL without query or fragment',
     );
+    expect(error({ providers: { p: { baseUrl: 'http://x', maxConnections: 0 } } })).toMatch(
+      /^createAiGateway: providers\.p\.maxConnections: /,
+    );
     expect(error({ defaults: { maxAttempts: 6 } })).toMatch(/^createAiGateway: defaults\.maxAttempts: /);
     expect(error({ defaults: { retryDelayMs: 5001 } })).toMatch(/^createAiGateway: defaults\.retryDelayMs: /);
     expect(error({ answerTimeoutMs: 0 })).toMatch(/^createAiGateway: answerTimeoutMs: /);

@@ -94,6 +94,7 @@ const schema = z.strictObject({
           .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
           .optional(),
         headers: z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/), z.string()).optional(),
+        maxConnections: z.number().int().min(1).max(10_000).optional(),
       }),
     )
     .refine((p) => Object.keys(p).length > 0, { message: 'must name at least one provider' }),

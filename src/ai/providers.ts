@@ -4,6 +4,7 @@
  * module builds: it is never logged and never part of an error.
  */
 import { Pool, type Dispatcher } from 'undici';
+import { ConnectionSlots } from './connection-slots.js';
 
 /** A provider as configured. */
 export interface ProviderConfig {
@@ -13,6 +14,13 @@ export interface ProviderConfig {
   apiKeyEnv?: string;
   /** Extra headers sent on every request (`OpenAI-Organization`, …). */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * Connections to this provider at most, 1–10 000 (default unlimited): a bulkhead for a provider that serves
+   * only so many requests at once (a self-hosted model server). Calls beyond it wait in arrival order, and
+   * the wait counts toward the step's first-byte timeout; a call whose client leaves while it waits costs
+   * nothing (see connection-slots.ts).
+   */
+  maxConnections?: number;
 }
 
 /** A provider ready to be called. */
@@ -25,6 +33,8 @@ export interface Provider {
   /** Headers of every call (the key included); never log them. */
   readonly headers: Readonly<Record<string, string>>;
   readonly dispatcher: Dispatcher;
+  /** With `maxConnections`: the calls waiting for one of them (see connection-slots.ts). */
+  readonly slots?: ConnectionSlots | undefined;
   /** The API key, only so that error texts can be scrubbed of it; empty when none. */
   readonly secret: string;
 }
@@ -33,7 +43,7 @@ export interface Provider {
 export interface ProviderPoolOptions {
   /** Keep-alive of an idle connection, ms (undici default 4 000). */
   keepAliveTimeoutMs?: number;
-  /** Connections per provider (default unlimited). */
+  /** Connections per provider when its config has no `maxConnections` (default unlimited). */
   connections?: number;
 }
 
@@ -78,6 +88,7 @@ export class ProviderRegistry {
         headers['authorization'] = `Bearer ${secret}`;
       }
       const basePath = url.pathname.replace(/\/+$/, '');
+      const connections = config.maxConnections ?? pool.connections;
       this.providers.set(name, {
         name,
         origin: url.origin,
@@ -86,8 +97,9 @@ export class ProviderRegistry {
         secret,
         dispatcher: new Pool(url.origin, {
           keepAliveTimeout: pool.keepAliveTimeoutMs ?? 4_000,
-          ...(pool.connections === undefined ? {} : { connections: pool.connections }),
+          ...(connections === undefined ? {} : { connections }),
         }),
+        slots: connections === undefined ? undefined : new ConnectionSlots(connections),
       });
     }
   }

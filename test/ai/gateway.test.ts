@@ -3,7 +3,7 @@
  * the cost header is exact, keys stay secret, every `x-breakwater-*` request header is honoured and a bad
  * one is a 400 naming it.
  */
-import { APIError } from 'openai';
+import { APIError, APIUserAbortError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { token } from '../../examples/llm-sim/index.js';
 import { FakeClock } from '../../src/core/index.js';
@@ -185,6 +185,38 @@ describe('AI gateway: request errors', () => {
       expect(sim.requests).toHaveLength(0);
     },
   );
+});
+
+describe('AI gateway: a provider with maxConnections', () => {
+  it('keeps at most that many calls on it; the others wait in order, and one whose client left is never sent', async () => {
+    const sim = await startSim(defer, { hang: true });
+    const { client, logs } = await startGateway(
+      defer,
+      { sim },
+      {
+        providers: { sim: { baseUrl: sim.url, apiKeyEnv: 'SIM_KEY', maxConnections: 2 } },
+      },
+    );
+    const leaving = new AbortController();
+    const calls = [0, 1, 2, 3, 4].map((i) =>
+      client.chat.completions
+        .create(ask('sim/sim-1', { user: `u${i}` }), i === 3 ? { signal: leaving.signal } : {})
+        .then(
+          () => 'ok',
+          (e: unknown) => (e instanceof APIUserAbortError ? 'aborted' : 'error'),
+        ),
+    );
+    await until(() => sim.requests.length === 2);
+    // Sockets need real time: nothing more reaches the provider while both calls hang.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(sim.requests.map((r) => r.body.user)).toEqual(['u0', 'u1']);
+    leaving.abort();
+    await until(() => logs.length === 1);
+    expect(logs[0]!.outcome).toBe('canceled');
+    sim.faults.patch({ hang: false });
+    expect(await Promise.all(calls)).toEqual(['ok', 'ok', 'ok', 'aborted', 'ok']);
+    expect(sim.requests.map((r) => r.body.user)).toEqual(['u0', 'u1', 'u2', 'u4']);
+  });
 });
 
 describe('AI gateway: request headers', () => {

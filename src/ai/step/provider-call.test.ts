@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock, isBreakwaterError } from '../../core/index.js';
+import { ConnectionSlots } from '../connection-slots.js';
 import type { Provider } from '../providers.js';
 import { callProvider } from './attempt.js';
 import { ProviderHttpError } from './provider-error.js';
@@ -22,7 +23,12 @@ afterEach(async () => {
 async function provider(
   answer: (req: IncomingMessage, res: ServerResponse) => void,
   connections?: number,
-): Promise<{ provider: Provider; seen: IncomingMessage[]; closed: IncomingMessage[] }> {
+): Promise<{
+  provider: Provider;
+  seen: IncomingMessage[];
+  closed: IncomingMessage[];
+  sockets: () => number;
+}> {
   const seen: IncomingMessage[] = [];
   const closed: IncomingMessage[] = [];
   const server = createServer((req, res) => {
@@ -30,6 +36,8 @@ async function provider(
     res.once('close', () => closed.push(req));
     answer(req, res);
   });
+  let sockets = 0;
+  server.on('connection', () => sockets++);
   servers.push(server);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -43,10 +51,12 @@ async function provider(
       completionsPath: '/v1/chat/completions',
       headers: { 'content-type': 'application/json' },
       dispatcher,
+      slots: connections === undefined ? undefined : new ConnectionSlots(connections),
       secret: '',
     },
     seen,
     closed,
+    sockets: () => sockets,
   };
 }
 
@@ -99,11 +109,11 @@ describe('callProvider, a non-streamed answer (provider-call.ts)', () => {
     expect(clock.pendingTimers()).toBe(0);
   });
 
-  it('aborted while queued for a connection: rejects at once with the reason; the pool serves after', async () => {
+  it('aborted while waiting for a connection: rejects at once, never reaches the provider, and costs no connection', async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let calls = 0;
-    const { provider: p } = await provider((_req, res) => {
+    const { provider: p, sockets } = await provider((_req, res) => {
       calls++;
       if (calls === 1) void held.then(() => res.end(BODY));
       else res.end(BODY);
@@ -113,6 +123,7 @@ describe('callProvider, a non-streamed answer (provider-call.ts)', () => {
     await expect.poll(() => calls).toBe(1);
     const client = new AbortController();
     const queued = callProvider(p, '{}', 10_000, client.signal, clock, 1024);
+    expect(p.slots!.stats).toEqual({ busy: 1, waiting: 1 });
     const reason = new Error('the client left');
     client.abort(reason);
     await expect(queued).rejects.toBe(reason);
@@ -120,9 +131,66 @@ describe('callProvider, a non-streamed answer (provider-call.ts)', () => {
     expect((await first).raw!.toString()).toBe(BODY);
     const after = await callProvider(p, '{}', 10_000, new AbortController().signal, clock, 1024);
     expect(after.raw!.toString()).toBe(BODY);
-    // The aborted call never reached the provider.
+    // The aborted call never reached the provider, and the one connection served both others: undici
+    // would have destroyed it had the aborted call waited in its queue instead (see connection-slots.ts).
     expect(calls).toBe(2);
+    expect(sockets()).toBe(1);
+    expect(p.slots!.stats).toEqual({ busy: 0, waiting: 0 });
     expect(clock.pendingTimers()).toBe(0);
+  });
+
+  it('a connection cap: calls beyond it wait and go in arrival order, each slot freed by success or failure', async () => {
+    const order: string[] = [];
+    const pending: ServerResponse[] = [];
+    const { provider: p, sockets } = await provider((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        order.push(body);
+        pending.push(res);
+      });
+    }, 2);
+    const clock = new FakeClock();
+    const call = (n: number) =>
+      callProvider(p, `{"n":${n}}`, 10_000, new AbortController().signal, clock, 1024).then(
+        (bytes) => bytes.status,
+        (error: unknown) => (error instanceof ProviderHttpError ? error.status : -1),
+      );
+    const answers = [1, 2, 3, 4, 5].map(call);
+    await expect.poll(() => order.length).toBe(2);
+    expect(p.slots!.stats).toEqual({ busy: 2, waiting: 3 });
+    // A failure frees its slot as a success does.
+    pending.shift()!.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"x"}}');
+    await expect.poll(() => order.length).toBe(3);
+    pending.shift()!.end(BODY);
+    await expect.poll(() => order.length).toBe(4);
+    pending.shift()!.end(BODY);
+    await expect.poll(() => order.length).toBe(5);
+    pending.splice(0).forEach((res) => res.end(BODY));
+    expect(await Promise.all(answers)).toEqual([500, 200, 200, 200, 200]);
+    expect(order).toEqual(['{"n":1}', '{"n":2}', '{"n":3}', '{"n":4}', '{"n":5}']);
+    expect(p.slots!.stats).toEqual({ busy: 0, waiting: 0 });
+    expect(sockets()).toBe(2);
+  });
+
+  it('a call timing out while it waits for a connection: first_byte_timeout, and the next waiter takes the slot', async () => {
+    const pending: ServerResponse[] = [];
+    const { provider: p, sockets } = await provider((_req, res) => pending.push(res), 1);
+    const clock = new FakeClock();
+    const first = callProvider(p, '{}', 10_000, new AbortController().signal, clock, 1024);
+    await expect.poll(() => pending.length).toBe(1);
+    const late = callProvider(p, '{}', 500, new AbortController().signal, clock, 1024);
+    const third = callProvider(p, '{}', 10_000, new AbortController().signal, clock, 1024);
+    clock.tick(500);
+    const error = await late.catch((e: unknown) => e);
+    expect(isBreakwaterError(error) && error.code).toBe('timeout');
+    pending.shift()!.end(BODY);
+    expect((await first).status).toBe(200);
+    await expect.poll(() => pending.length).toBe(1);
+    pending.shift()!.end(BODY);
+    expect((await third).status).toBe(200);
+    expect(sockets()).toBe(1);
+    expect(p.slots!.stats).toEqual({ busy: 0, waiting: 0 });
   });
 
   it('no first byte in time: first_byte_timeout, the request aborted, no timer left', async () => {

@@ -14,6 +14,7 @@ import { BreakwaterError, type Clock } from '../../core/index.js';
 import type { Provider } from '../providers.js';
 import type { FirstBytes } from './attempt.js';
 import type { CallAbort } from './call-abort.js';
+import type { SlotWaiter } from '../connection-slots.js';
 import {
   ERROR_BODY_LIMIT,
   ProviderHttpError,
@@ -54,26 +55,14 @@ export function dispatchCall(
   maxBytes: number | undefined,
 ): Promise<FirstBytes> {
   return new Promise<FirstBytes>((resolve, reject) => {
-    const call = new ProviderCall(provider, timeoutMs, link, clock, maxBytes, resolve, reject);
+    const call = new ProviderCall(provider, payload, timeoutMs, link, clock, maxBytes, resolve, reject);
     if (link.aborted) {
       call.fail(link.reason);
       return;
     }
     link.once('abort', call.onAbort);
-    try {
-      provider.dispatcher.dispatch(
-        {
-          origin: provider.origin,
-          path: provider.completionsPath,
-          method: 'POST',
-          headers: provider.headers,
-          body: payload,
-        },
-        call,
-      );
-    } catch (error) {
-      call.fail(error); // undici reports bad options to the handler; anything else lands here
-    }
+    // With a connection cap the call may wait for a slot (connection-slots.ts); without one it goes at once.
+    if (provider.slots === undefined || provider.slots.acquire(call)) call.start();
   });
 }
 
@@ -81,7 +70,7 @@ export function dispatchCall(
  * The handler of one call, and for a stream the iterator of its rest. One reader: `next` is called again only
  * once its last promise settled (as `sseFrames` does).
  */
-class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer> {
+class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer>, SlotWaiter {
   private controller: Dispatcher.DispatchController | undefined = undefined;
   private readonly started: number;
   private readonly timer: unknown;
@@ -100,9 +89,12 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer> 
   private ended = false;
   private failed = false;
   private failure: unknown = undefined;
+  /** Holds one of the provider's connection slots, from its dispatch to undici's last callback. */
+  private holdsSlot = false;
 
   constructor(
     private readonly provider: Provider,
+    private readonly payload: string,
     private readonly timeoutMs: number,
     private readonly link: CallAbort,
     private readonly clock: Clock,
@@ -115,6 +107,39 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer> 
     this.timer = clock.setTimeout(this.onTimeout, timeoutMs);
   }
 
+  /** Still to be sent or answered (a waiter for a connection slot that was aborted is skipped). */
+  get live(): boolean {
+    return this.phase !== OVER;
+  }
+
+  /** Sends the request (its slot, if the provider has a cap, taken). */
+  start(): void {
+    this.holdsSlot = this.provider.slots !== undefined;
+    try {
+      this.provider.dispatcher.dispatch(
+        {
+          origin: this.provider.origin,
+          path: this.provider.completionsPath,
+          method: 'POST',
+          headers: this.provider.headers,
+          body: this.payload,
+        },
+        this,
+      );
+    } catch (error) {
+      // undici reports bad options to the handler; anything else lands here, and no callback follows.
+      this.freeSlot();
+      this.fail(error);
+    }
+  }
+
+  /** undici is done with this call (its last callback): its connection slot, if any, goes to the next. */
+  private freeSlot(): void {
+    if (!this.holdsSlot) return;
+    this.holdsSlot = false;
+    this.provider.slots!.release();
+  }
+
   /** The first-byte timer fired: the call is aborted with the timeout as its reason. */
   private readonly onTimeout = (): void => {
     this.timedOut = true;
@@ -124,7 +149,9 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer> 
   /** The link aborted (the client left, the timer, the server's request timeout, a reader giving up). */
   readonly onAbort = (): void => {
     const reason = this.link.reason;
-    // Not on a socket yet (queued in the pool): undici aborts it at onRequestStart, as `request` does.
+    // Waiting for a slot: skipped when its turn comes. Queued in the pool (no slot cap, or in the instant
+    // between a slot's release and undici's connection coming free): undici aborts it at onRequestStart,
+    // as `request` does, and destroys that connection.
     this.controller?.abort(reason as Error);
     this.fail(reason);
   };
@@ -204,6 +231,7 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer> 
   }
 
   onResponseEnd(): void {
+    this.freeSlot();
     if (this.phase === OVER) return;
     const status = this.status;
     if (status < 200 || status >= 300) {
@@ -248,6 +276,7 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer> 
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.freeSlot();
     this.fail(error);
   }
 

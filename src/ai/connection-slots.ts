@@ -1,0 +1,74 @@
+/**
+ * The queue in front of a provider whose pool has a connection cap (`pool.connections`). undici queues a call
+ * that finds every connection busy, and a queued call that is aborted stays queued: undici aborts it only
+ * when a connection comes free for it, and aborting a request on a connection destroys that connection
+ * (undici's `client-h1` `abort`), though nothing was written. Under overload, when clients give up while
+ * waiting, every give-up then costs a connection and a new handshake. So the gateway keeps at most `max`
+ * calls on the pool, and the others wait here, in arrival order, where an abort costs nothing: a waiter
+ * whose call is over is skipped when its turn comes.
+ */
+
+/** A call waiting for a slot. */
+export interface SlotWaiter {
+  /** False once the call is over (aborted while waiting): it is skipped. */
+  readonly live: boolean;
+  /** Its turn: the slot is taken for it, and it dispatches. */
+  start(): void;
+}
+
+/** Compact the queue once this many entries before its head were served. */
+const COMPACT_AT = 1024;
+
+/** At most `max` calls on a provider's pool; the rest wait in arrival order. */
+export class ConnectionSlots {
+  private busy = 0;
+  private queue: SlotWaiter[] = [];
+  private head = 0;
+
+  /** @param max the pool's `connections` (≥ 1). */
+  constructor(readonly max: number) {}
+
+  /** Takes a slot for `waiter` now (true: dispatch it), or queues it until {@link release} starts it (false). */
+  acquire(waiter: SlotWaiter): boolean {
+    if (this.busy < this.max) {
+      this.busy++;
+      return true;
+    }
+    this.queue.push(waiter);
+    return false;
+  }
+
+  /** A call that held a slot is done with the pool: the next live waiter, if any, takes the slot. */
+  release(): void {
+    this.busy--;
+    const queue = this.queue;
+    while (this.head < queue.length) {
+      const next = queue[this.head]!;
+      queue[this.head++] = DONE;
+      if (!next.live) continue;
+      this.busy++;
+      this.compact();
+      next.start();
+      return;
+    }
+    this.compact();
+  }
+
+  /** Calls on the pool, and calls waiting (some of them perhaps already over), for stats and tests. */
+  get stats(): { busy: number; waiting: number } {
+    return { busy: this.busy, waiting: this.queue.length - this.head };
+  }
+
+  private compact(): void {
+    if (this.head === this.queue.length) {
+      this.queue.length = 0;
+      this.head = 0;
+    } else if (this.head >= COMPACT_AT && this.head * 2 >= this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
+}
+
+/** What a served queue entry is replaced with, so the queue keeps no call alive. */
+const DONE: SlotWaiter = { live: false, start: () => undefined };
