@@ -15,11 +15,13 @@
  * - **portkey**: the Portkey open-source gateway (`@portkey-ai/gateway`) in front of the same provider.
  *
  * Each server runs in its own process (the provider, Breakwater, Portkey), so none shares the load
- * generator's event loop. Added latency is a gateway's p50/p99 minus the direct p50/p99. With an instant
- * provider (`--provider-ms=0`, the default) every case is saturated: 200 connections always busy, so the
- * latency is 200 ÷ throughput and the figure that matters is throughput. With a provider that takes as long
- * as a model does (`--provider-ms=200`), the load is what 200 concurrent requests really offer and added
- * latency is the gateway's own. A provider that always takes exactly the same time keeps the 200 clients in
+ * generator's event loop. With an instant provider (`--provider-ms=0`, the default) every case is saturated
+ * (autocannon's load): 200 connections always busy, so the latency is 200 ÷ throughput, added latency is a
+ * gateway's p50/p99 minus the direct p50/p99, and the figure that matters is throughput. With a provider that
+ * takes as long as a model does (`--provider-ms=200`), the load is what 200 concurrent requests really offer
+ * (this bench's own paced load, ai-load.ts), and added latency is the gateway's own: per request, the
+ * latency minus the provider's own time for it (which the provider reports in its answer) is the request's
+ * overhead, and a gateway's added p50/p99 is its overhead p50/p99 minus the direct one. A provider that always takes exactly the same time keeps the 200 clients in
  * lockstep, so requests arrive in bursts of 200 at once; `--provider-jitter-ms=100` spreads each answer over
  * 100 ms more, as real models do. `--pin` (Linux `taskset`) gives the gateway under test CPU 1 and puts the
  * load generator and the provider on CPU 0, so on a small machine the gateway's latency is not the load
@@ -28,11 +30,12 @@
  * p99 ≤ 5 ms at 200 concurrent requests, and more throughput than Portkey.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer as createHttpServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { startBareProxy, startFastifyProxy } from './ai-floors.js';
+import { pacedLoad } from './ai-load.js';
 import { lib } from './lib.js';
 import { reportServerStats } from './support.js';
 
@@ -78,6 +81,9 @@ async function serve(kind: string): Promise<void> {
       firstByteMs: Number(arg('provider-ms') ?? 0),
       jitterMs: Number(arg('provider-jitter-ms') ?? 0),
       tokensPerSecond: 0,
+      // Its time per request goes into each answer (the paced load subtracts it); no request is kept.
+      reportServiceTime: true,
+      recordRequests: false,
     });
     url = sim.url;
   } else if (kind === 'proxy') {
@@ -119,60 +125,6 @@ async function serve(kind: string): Promise<void> {
   }
   reportServerStats(kind);
   process.stdout.write(`${JSON.stringify({ url })}\n`);
-}
-
-/**
- * The floor: a proxy with no logic at all (node:http, one undici Pool to the provider, the body passed
- * through), the least any Node.js gateway adds on this machine. What a gateway adds beyond it is its own.
- */
-async function startBareProxy(providerUrl: string): Promise<string> {
-  const forward = await passThrough(providerUrl);
-  const server = createHttpServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      forward(Buffer.concat(chunks))
-        .then(({ status, body }) => res.writeHead(status, { 'content-type': 'application/json' }).end(body))
-        .catch(() => res.writeHead(502).end());
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
-}
-
-/**
- * The same pass-through as a Fastify route (Fastify's defaults: its JSON body parser, its reply): what the
- * server Breakwater is built on costs by itself, so the gateway's own layers are what remains above it.
- */
-async function startFastifyProxy(providerUrl: string): Promise<string> {
-  const forward = await passThrough(providerUrl);
-  const { default: Fastify } = await import('fastify');
-  const app = Fastify();
-  app.post('/v1/chat/completions', async (request, reply) => {
-    const { status, body } = await forward(JSON.stringify(request.body));
-    return reply.code(status).header('content-type', 'application/json').send(body);
-  });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
-}
-
-/** The floors' provider call: one undici Pool, the body sent as is, the answer read as text. */
-async function passThrough(
-  providerUrl: string,
-): Promise<(body: string | Buffer) => Promise<{ status: number; body: string }>> {
-  const { Pool } = await import('undici');
-  const target = new URL(providerUrl);
-  const pool = new Pool(target.origin);
-  const path = `${target.pathname}/chat/completions`;
-  return async (body) => {
-    const answer = await pool.request({
-      path,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body,
-    });
-    return { status: answer.statusCode, body: await answer.body.text() };
-  };
 }
 
 // ---- the load side ----
@@ -251,6 +203,9 @@ interface Measured {
   perSec: number;
   p50: number;
   p99: number;
+  /** Paced load only: latency minus the provider's own time per request (see ai-load.ts). */
+  overheadP50?: number | undefined;
+  overheadP99?: number | undefined;
   failed: number;
 }
 
@@ -263,14 +218,27 @@ interface Case {
   model: string;
 }
 
-async function load(c: Case, url: string, connections: number, duration: number): Promise<Measured> {
+async function load(
+  c: Case,
+  url: string,
+  connections: number,
+  duration: number,
+  paced: boolean,
+): Promise<Measured> {
+  const body = BODY.replace('"gift-ranker"', JSON.stringify(c.model));
+  const headers = { 'content-type': 'application/json', ...c.headers };
+  if (paced)
+    return {
+      name: c.name,
+      ...(await pacedLoad(`${url}/chat/completions`, body, headers, connections, duration)),
+    };
   const result = await autocannon({
     url: `${url}/chat/completions`,
     connections,
     duration,
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...c.headers },
-    body: BODY.replace('"gift-ranker"', JSON.stringify(c.model)),
+    headers,
+    body,
   });
   const ok = Object.entries(result.statusCodeStats)
     .filter(([status]) => status.startsWith('2'))
@@ -293,6 +261,9 @@ export async function main(): Promise<void> {
   // load generator's scheduling.
   if (PIN !== undefined) spawnSync('taskset', ['-p', '-c', String(PIN.load), String(process.pid)]);
   const jitterMs = Number(arg('provider-jitter-ms') ?? 0);
+  // At a model's pace the load is this bench's own (ai-load.ts), which also measures each request's overhead;
+  // saturated (an instant provider) it is autocannon's, whose client costs least.
+  const paced = providerMs > 0;
   const provider = await startOwn('provider', [
     `--provider-ms=${providerMs}`,
     `--provider-jitter-ms=${jitterMs}`,
@@ -339,9 +310,9 @@ export async function main(): Promise<void> {
     for (const c of cases) {
       if (only !== undefined && c.name !== 'direct' && !only.includes(c.name)) continue;
       const url = await c.url();
-      await load(c, url, connections, 2); // warm-up
+      await load(c, url, connections, 2, paced); // warm-up
       for (const child of children) if (ours.has(child) && child.exitCode === null) child.kill('SIGUSR2');
-      results.push(await load(c, url, connections, duration));
+      results.push(await load(c, url, connections, duration, paced));
       // One gateway at a time on the machine: stop this one before the next starts.
       const last = children.at(-1);
       if (last !== undefined && last !== provider.child) last.kill('SIGTERM');
@@ -350,30 +321,57 @@ export async function main(): Promise<void> {
     for (const child of children) child.kill('SIGTERM');
   }
 
-  const direct = results[0]!;
   console.log(
     `\nai: ${connections} connections, ${duration} s each, one non-streamed chat completion per request, ` +
       `provider answering in ${providerMs}${jitterMs > 0 ? ` + 0..${jitterMs}` : ''} ms`,
   );
-  console.log('  case                  req/s   p50 ms   p99 ms   added p50   added p99   failed');
+  report(results, paced);
+}
+
+const ms = (n: number | undefined, width: number): string =>
+  (n === undefined ? '—' : n.toFixed(2)).padStart(width);
+
+/**
+ * Prints each case and the verdict on issue 7's targets. Paced, a case's added latency is its overhead per
+ * request (latency minus the provider's own time) minus the direct overhead, percentile by percentile; the
+ * end-to-end difference (a case's p99 minus the direct p99) is printed too, though on a small machine it
+ * swings by tens of ms between two runs of the same thing: it carries the provider's jitter and pauses.
+ */
+function report(results: Measured[], paced: boolean): void {
+  const direct = results[0]!;
+  const added = (r: Measured): { p50: number; p99: number } =>
+    paced && r.overheadP50 !== undefined && direct.overheadP50 !== undefined
+      ? { p50: r.overheadP50 - direct.overheadP50, p99: r.overheadP99! - direct.overheadP99! }
+      : { p50: r.p50 - direct.p50, p99: r.p99 - direct.p99 };
+  console.log(
+    '  case                  req/s   p50 ms   p99 ms   added p50   added p99   failed' +
+      (paced ? '   overhead p50   overhead p99   end-to-end diff p50 / p99' : ''),
+  );
   for (const r of results) {
+    const a = added(r);
     console.log(
       `  ${r.name.padEnd(18)} ${Math.round(r.perSec).toLocaleString('en-US').padStart(8)}` +
-        `  ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}` +
-        `  ${(r.p50 - direct.p50).toFixed(2).padStart(10)}  ${(r.p99 - direct.p99).toFixed(2).padStart(10)}` +
-        `  ${String(r.failed).padStart(7)}`,
+        `  ${ms(r.p50, 7)}  ${ms(r.p99, 7)}  ${ms(a.p50, 10)}  ${ms(a.p99, 10)}  ${String(r.failed).padStart(7)}` +
+        (paced
+          ? `  ${ms(r.overheadP50, 13)}  ${ms(r.overheadP99, 13)}  ${ms(r.p50 - direct.p50, 12)} / ${ms(r.p99 - direct.p99, 0)}`
+          : ''),
+    );
+  }
+  if (paced) {
+    console.log(
+      "  added = overhead − direct overhead (overhead: latency minus the provider's own time, per request)",
     );
   }
   const bw = results.find((r) => r.name === 'breakwater');
   const pk = results.find((r) => r.name === 'portkey');
   if (bw === undefined) return;
-  const addedP50 = bw.p50 - direct.p50;
-  const addedP99 = bw.p99 - direct.p99;
+  const { p50: addedP50, p99: addedP99 } = added(bw);
   const floor = results.find((r) => r.name === 'proxy');
   if (floor !== undefined) {
+    const f = added(floor);
     console.log(
-      `  the floor (proxy, no logic) adds p50 ${(floor.p50 - direct.p50).toFixed(2)} ms, p99 ${(floor.p99 - direct.p99).toFixed(2)} ms` +
-        ` here; breakwater beyond it: p50 ${(bw.p50 - floor.p50).toFixed(2)} ms, p99 ${(bw.p99 - floor.p99).toFixed(2)} ms`,
+      `  the floor (proxy, no logic) adds p50 ${f.p50.toFixed(2)} ms, p99 ${f.p99.toFixed(2)} ms` +
+        ` here; breakwater beyond it: p50 ${(addedP50 - f.p50).toFixed(2)} ms, p99 ${(addedP99 - f.p99).toFixed(2)} ms`,
     );
   }
   console.log(

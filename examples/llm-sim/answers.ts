@@ -83,8 +83,11 @@ export function usageOf(plan: AnswerPlan): Record<string, unknown> {
   };
 }
 
-/** The non-streamed `chat.completion`. */
-export function completion(plan: AnswerPlan): string {
+/**
+ * The non-streamed `chat.completion`. With `serviceMs`, an extension field `x_sim_service_ms` carries it
+ * (see `reportServiceTime`).
+ */
+export function completion(plan: AnswerPlan, serviceMs?: number): string {
   return JSON.stringify({
     id: plan.id,
     object: 'chat.completion',
@@ -99,6 +102,7 @@ export function completion(plan: AnswerPlan): string {
       },
     ],
     usage: usageOf(plan),
+    ...(serviceMs === undefined ? {} : { x_sim_service_ms: serviceMs }),
   });
 }
 

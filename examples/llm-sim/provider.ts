@@ -25,6 +25,15 @@ export interface SimulatedProviderOptions extends SimSettings {
   usage?: { promptTokens: number; completionTokens: number };
   /** Uniform numbers in [0, 1) deciding `errorRate` and `jitterMs` draws (default `Math.random`). */
   random?: () => number;
+  /** Keep every request in `requests` (default true). A benchmark turns it off, so memory stays flat. */
+  recordRequests?: boolean;
+  /**
+   * Add `x_sim_service_ms` to each non-streamed answer (default false): the provider's own time for the
+   * request, in ms, from its headers' arrival to the answer's write. A benchmark subtracts it from the
+   * latency it measured, so what remains is what lies between the client and the provider (a gateway),
+   * without the provider's simulated wait or its own pauses.
+   */
+  reportServiceTime?: boolean;
 }
 
 /** What the provider saw of one request (bodies are kept: this is a test double). */
@@ -44,7 +53,7 @@ export interface SimulatedProvider {
   readonly port: number;
   /** The run-time switch of its behaviour. */
   readonly faults: SimSwitch;
-  /** Every chat completion request received, in order. */
+  /** Every chat completion request received, in order (none with `recordRequests: false`). */
   readonly requests: readonly SimRequestRecord[];
   /** Stops: hanging and in-flight requests have their sockets destroyed. */
   close(): Promise<void>;
@@ -59,6 +68,7 @@ export async function startSimulatedProvider(
   options: SimulatedProviderOptions = {},
 ): Promise<SimulatedProvider> {
   const { port = 0, host = '127.0.0.1', apiKey, completionTokens = 16, cachedTokens = 0, usage } = options;
+  const { recordRequests = true, reportServiceTime = false } = options;
   const random = options.random ?? Math.random;
   const controller = new SimController(pickSettings(options));
   const closing = new AbortController();
@@ -75,6 +85,7 @@ export async function startSimulatedProvider(
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrived = performance.now();
     const path = (req.url ?? '/').split('?', 1)[0];
     const raw = await readBody(req);
     if (path === '/_faults') return faultsRoute(req, res, raw, controller);
@@ -94,14 +105,15 @@ export async function startSimulatedProvider(
     const stream = body.stream === true;
     const includeUsage =
       (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-    requests.push({
-      at: Date.now(),
-      model: body.model,
-      stream,
-      includeUsage,
-      authorization: req.headers.authorization,
-      body,
-    });
+    if (recordRequests)
+      requests.push({
+        at: Date.now(),
+        model: body.model,
+        stream,
+        includeUsage,
+        authorization: req.headers.authorization,
+        body,
+      });
     if (apiKey !== undefined && req.headers.authorization !== `Bearer ${apiKey}`) {
       // Like real providers, the message echoes (part of) the key it got: a gateway must not pass it on.
       const got = req.headers.authorization?.replace(/^Bearer /, '') ?? '';
@@ -124,7 +136,7 @@ export async function startSimulatedProvider(
     if (!(await pause(b.firstByteMs, gone))) return void res.destroy();
     const plan = planAnswer(body, n, completionTokens, cachedTokens, usage);
     if (stream) await streamAnswer(res, plan, includeUsage, b, gone);
-    else await jsonAnswer(res, plan, b, gone);
+    else await jsonAnswer(res, plan, b, gone, reportServiceTime ? arrived : undefined);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -170,16 +182,20 @@ async function streamAnswer(
   res.end();
 }
 
-/** Answers `plan` as one JSON body after the time its tokens take; `cutMidStream` sends half and breaks off. */
+/**
+ * Answers `plan` as one JSON body after the time its tokens take; `cutMidStream` sends half and breaks off.
+ * `arrived` (a `performance.now()`): report the time since in the body.
+ */
 async function jsonAnswer(
   res: ServerResponse,
   plan: AnswerPlan,
   b: SimBehaviour,
   gone: AbortSignal,
+  arrived: number | undefined,
 ): Promise<void> {
   const generateMs = b.tokensPerSecond > 0 ? (plan.tokens.length * 1000) / b.tokensPerSecond : 0;
   if (!(await pause(generateMs, gone))) return void res.destroy();
-  const body = Buffer.from(completion(plan));
+  const body = Buffer.from(completion(plan, arrived === undefined ? undefined : performance.now() - arrived));
   if (b.cutMidStream) {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
     res.write(body.subarray(0, body.length >> 1));

@@ -75,6 +75,29 @@ describe('simulated provider', () => {
     expect((await call()).status).toBe(503);
   });
 
+  it('reports its own time per answer with reportServiceTime, and keeps no record with recordRequests: false', async () => {
+    const sim = await start({ latencyMs: 30, reportServiceTime: true, recordRequests: false });
+    const began = performance.now();
+    const res = await fetch(`${sim.url}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'm', messages: [], max_tokens: 1 }),
+    });
+    const elapsed = performance.now() - began;
+    const body = (await res.json()) as { x_sim_service_ms: number; choices: unknown[] };
+    expect(body.choices).toHaveLength(1);
+    // At least the 30 ms wait (a 1 ms allowance for timer rounding), at most what the client saw.
+    expect(body.x_sim_service_ms).toBeGreaterThanOrEqual(29);
+    expect(body.x_sim_service_ms).toBeLessThanOrEqual(elapsed);
+    expect(sim.requests).toEqual([]);
+    // Off by default: a plain answer has no such field.
+    const plain = await start();
+    const answer = (await (
+      await fetch(`${plain.url}/chat/completions`, { method: 'POST', body: '{"model":"m","messages":[]}' })
+    ).json()) as Record<string, unknown>;
+    expect('x_sim_service_ms' in answer).toBe(false);
+    expect(plain.requests).toHaveLength(1);
+  });
+
   it('waits latencyMs plus a uniform draw of up to jitterMs per request', async () => {
     const draws: number[] = [];
     const sim = await start({
