@@ -218,28 +218,31 @@ interface Case {
   model: string;
 }
 
+/** Seconds of load before each measured run (connections opened, code warm). */
+const WARM_UP_S = 2;
+
+/** Warms `c` up, calls `measuring` (our servers start counting), then measures it for `duration` seconds. */
 async function load(
   c: Case,
   url: string,
   connections: number,
   duration: number,
   paced: boolean,
+  measuring: () => void,
 ): Promise<Measured> {
   const body = BODY.replace('"gift-ranker"', JSON.stringify(c.model));
   const headers = { 'content-type': 'application/json', ...c.headers };
-  if (paced)
-    return {
-      name: c.name,
-      ...(await pacedLoad(`${url}/chat/completions`, body, headers, connections, duration)),
-    };
-  const result = await autocannon({
-    url: `${url}/chat/completions`,
-    connections,
-    duration,
-    method: 'POST',
-    headers,
-    body,
-  });
+  const target = `${url}/chat/completions`;
+  if (paced) {
+    const warm = setTimeout(measuring, WARM_UP_S * 1000);
+    const result = await pacedLoad(target, body, headers, connections, WARM_UP_S, duration);
+    clearTimeout(warm);
+    return { name: c.name, ...result };
+  }
+  const options = { url: target, connections, method: 'POST', headers, body };
+  await autocannon({ ...options, duration: WARM_UP_S });
+  measuring();
+  const result = await autocannon({ ...options, duration });
   const ok = Object.entries(result.statusCodeStats)
     .filter(([status]) => status.startsWith('2'))
     .reduce((sum, [, s]) => sum + Number(s.count), 0);
@@ -310,9 +313,10 @@ export async function main(): Promise<void> {
     for (const c of cases) {
       if (only !== undefined && c.name !== 'direct' && !only.includes(c.name)) continue;
       const url = await c.url();
-      await load(c, url, connections, 2, paced); // warm-up
-      for (const child of children) if (ours.has(child) && child.exitCode === null) child.kill('SIGUSR2');
-      results.push(await load(c, url, connections, duration, paced));
+      const measuring = (): void => {
+        for (const child of children) if (ours.has(child) && child.exitCode === null) child.kill('SIGUSR2');
+      };
+      results.push(await load(c, url, connections, duration, paced, measuring));
       // One gateway at a time on the machine: stop this one before the next starts.
       const last = children.at(-1);
       if (last !== undefined && last !== provider.child) last.kill('SIGTERM');
