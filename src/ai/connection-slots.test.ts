@@ -53,4 +53,24 @@ describe('ConnectionSlots', () => {
     expect(started).toEqual(Array.from({ length: 10_000 }, (_, i) => String(i)));
     expect(slots.stats).toEqual({ busy: 0, waiting: 0 });
   });
+
+  it('drains waiters that release inside their own start (a closed pool) without recursion', () => {
+    const slots = new ConnectionSlots(2);
+    let started = 0;
+    const failing: SlotWaiter = {
+      live: true,
+      start: () => {
+        started++;
+        slots.release(); // undici called the handler's onResponseError from dispatch
+      },
+    };
+    slots.acquire(waiter('a', []));
+    slots.acquire(waiter('b', []));
+    for (let i = 0; i < 200_000; i++) slots.acquire(failing);
+    slots.release();
+    expect(started).toBe(200_000);
+    expect(slots.stats).toEqual({ busy: 1, waiting: 0 });
+    slots.release();
+    expect(slots.stats).toEqual({ busy: 0, waiting: 0 });
+  });
 });

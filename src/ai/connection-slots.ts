@@ -24,6 +24,8 @@ export class ConnectionSlots {
   private busy = 0;
   private queue: SlotWaiter[] = [];
   private head = 0;
+  /** Inside {@link release}'s loop (a waiter's `start()` released synchronously). */
+  private releasing = false;
 
   /** @param max the pool's `connections` (≥ 1). */
   constructor(readonly max: number) {}
@@ -38,20 +40,29 @@ export class ConnectionSlots {
     return false;
   }
 
-  /** A call that held a slot is done with the pool: the next live waiter, if any, takes the slot. */
+  /**
+   * A call that held a slot is done with the pool: the next live waiter, if any, takes the slot. A waiter may
+   * release its slot inside its own `start()` (undici reports a closed pool to the handler at once): that
+   * inner release only frees the slot, and this loop goes on to the next waiter, so a queue of any length is
+   * drained without recursion.
+   */
   release(): void {
     this.busy--;
-    const queue = this.queue;
-    while (this.head < queue.length) {
-      const next = queue[this.head]!;
-      queue[this.head++] = DONE;
-      if (!next.live) continue;
-      this.busy++;
+    if (this.releasing) return;
+    this.releasing = true;
+    try {
+      const queue = this.queue;
+      while (this.busy < this.max && this.head < queue.length) {
+        const next = queue[this.head]!;
+        queue[this.head++] = DONE;
+        if (!next.live) continue;
+        this.busy++;
+        next.start();
+      }
+    } finally {
+      this.releasing = false;
       this.compact();
-      next.start();
-      return;
     }
-    this.compact();
   }
 
   /** Calls on the pool, and calls waiting (some of them perhaps already over), for stats and tests. */
