@@ -30,6 +30,7 @@ export async function giftGeniusAi(settings: { llmUrl?: string; port?: number })
       port: settings.port ?? DEFAULT_LLM_PORT,
       firstByteMs: 40,
       tokensPerSecond: 400,
+      recordRequests: false, // the demo runs for hours: keep no request bodies
     });
     url = sim.url;
   }

@@ -14,6 +14,7 @@ const sim = await startSimulatedProvider({
   port,
   host: process.env.LLM_SIM_HOST ?? '127.0.0.1',
   tokensPerSecond: 50,
+  recordRequests: false, // a long-running process: keep no request bodies
 });
 console.log(`simulated provider at ${sim.url}`);
 const stop = (): void => void sim.close().then(() => process.exit(0));
