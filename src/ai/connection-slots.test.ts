@@ -18,6 +18,8 @@ describe('ConnectionSlots', () => {
     expect([slots.acquire(c), slots.acquire(d), slots.acquire(e)]).toEqual([false, false, false]);
     expect(slots.stats).toEqual({ busy: 2, waiting: 3 });
     d.live = false; // its client left while it waited
+    slots.abandoned();
+    expect(slots.stats).toEqual({ busy: 2, waiting: 2 });
     slots.release();
     expect(started).toEqual(['c']);
     slots.release(); // d is skipped: e takes the slot
@@ -35,7 +37,10 @@ describe('ConnectionSlots', () => {
     slots.acquire(waiter('a', started));
     const dead = [waiter('b', started), waiter('c', started)];
     for (const w of dead) slots.acquire(w);
-    for (const w of dead) w.live = false;
+    for (const w of dead) {
+      w.live = false;
+      slots.abandoned();
+    }
     slots.release();
     expect(started).toEqual([]);
     expect(slots.stats).toEqual({ busy: 0, waiting: 0 });
@@ -71,6 +76,23 @@ describe('ConnectionSlots', () => {
     expect(started).toBe(200_000);
     expect(slots.stats).toEqual({ busy: 1, waiting: 0 });
     slots.release();
+    expect(slots.stats).toEqual({ busy: 0, waiting: 0 });
+  });
+
+  it('drops abandoned waiters once they are 64 or more and half the queue, keeping the live ones in order', () => {
+    const started: string[] = [];
+    const slots = new ConnectionSlots(1);
+    slots.acquire(waiter('on the wire', started));
+    const waiters = Array.from({ length: 1_000 }, (_, i) => waiter(String(i), started));
+    for (const w of waiters) slots.acquire(w);
+    waiters.forEach((w, i) => {
+      if (i % 10 === 0) return;
+      w.live = false;
+      slots.abandoned();
+    });
+    expect(slots.stats).toEqual({ busy: 1, waiting: 100 });
+    for (let i = 0; i < 101; i++) slots.release();
+    expect(started).toEqual(Array.from({ length: 100 }, (_, i) => String(i * 10)));
     expect(slots.stats).toEqual({ busy: 0, waiting: 0 });
   });
 });

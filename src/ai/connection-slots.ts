@@ -26,6 +26,8 @@ export class ConnectionSlots {
   private head = 0;
   /** Inside {@link release}'s loop (a waiter's `start()` released synchronously). */
   private releasing = false;
+  /** Waiters in the queue whose call is over ({@link abandoned}), not yet skipped. */
+  private dead = 0;
 
   /** @param max the pool's `connections` (≥ 1). */
   constructor(readonly max: number) {}
@@ -51,11 +53,13 @@ export class ConnectionSlots {
     if (this.releasing) return;
     this.releasing = true;
     try {
-      const queue = this.queue;
-      while (this.busy < this.max && this.head < queue.length) {
-        const next = queue[this.head]!;
-        queue[this.head++] = DONE;
-        if (!next.live) continue;
+      while (this.busy < this.max && this.head < this.queue.length) {
+        const next = this.queue[this.head]!;
+        this.queue[this.head++] = DONE;
+        if (!next.live) {
+          this.dead--;
+          continue;
+        }
         this.busy++;
         next.start();
       }
@@ -65,9 +69,22 @@ export class ConnectionSlots {
     }
   }
 
-  /** Calls on the pool, and calls waiting (some of them perhaps already over), for stats and tests. */
+  /**
+   * A queued waiter's call is over before its turn (its client left, its timer fired): it will be skipped.
+   * Once such waiters are at least 64 and half the queue, they are dropped at once, so a queue stuck behind
+   * long streams does not keep every abandoned call (and its payload) until a slot frees.
+   */
+  abandoned(): void {
+    this.dead++;
+    if (this.releasing || this.dead < 64 || this.dead * 2 < this.queue.length - this.head) return;
+    this.queue = this.queue.slice(this.head).filter((waiter) => waiter.live);
+    this.head = 0;
+    this.dead = 0;
+  }
+
+  /** Calls on the pool, and live calls waiting, for stats and tests. */
   get stats(): { busy: number; waiting: number } {
-    return { busy: this.busy, waiting: this.queue.length - this.head };
+    return { busy: this.busy, waiting: this.queue.length - this.head - this.dead };
   }
 
   private compact(): void {

@@ -70,11 +70,10 @@ const KEY_QUALIFIERS = new Set([
 ]);
 
 /**
- * 13–19 digits with up to two spaces, dashes or dots between them, not touching another digit or group, nor
- * a letter or `_`: digits glued to letters are part of an identifier (a hash, a key, a UUID's last groups,
- * as in `…-b695-03833708259b`), not a card number.
+ * A run of digit groups joined by one or two spaces, dashes or dots (three break it). A card number is some
+ * consecutive groups of a run (see {@link maskCards}).
  */
-const CARD_LIKE = /(?<![A-Za-z_]|\d[ .-]{0,2})\d(?:[ .-]{0,2}\d){12,18}(?![ .-]{0,2}\d|[A-Za-z_])/g;
+const DIGIT_RUN = /\d+(?:[ .-]{1,2}\d+)*/g;
 
 /** A UUID (RFC 9562) in its text form: its digits are an id, never a card number, even all-decimal groups. */
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
@@ -101,10 +100,10 @@ const PARAMETER = /([?&;])([^=&;\s#]+)=([^&;\s#]*)/g;
  *   Nested objects and arrays are walked;
  * - in every string: a `Bearer <token>` or `Basic <credentials>` becomes `Bearer [redacted]`; a URL's
  *   `user:password@` becomes `[redacted]@`; a query parameter with a secret name (`?access_token=…`) keeps
- *   its name with the value redacted; a card-like number (13–19 digits, up to two spaces, dashes or dots
- *   between them, passing the Luhn check, ISO/IEC 7812-1, neither touching a letter or `_` nor inside a
- *   UUID: those are identifiers) keeps its last 4 digits and separators with every other digit replaced by
- *   `*` (`4242 4242 4242 4242` → `**** **** **** 4242`);
+ *   its name with the value redacted; a card number (13–19 digits in whole groups of a digit run, groups
+ *   joined by up to two spaces, dashes or dots, passing the Luhn check of ISO/IEC 7812-1, not overlapping
+ *   a UUID) keeps its last 4 digits and separators with every other digit replaced by `*`
+ *   (`4242 4242 4242 4242` → `**** **** **** 4242`), also next to other numbers (an expiry, a CVC);
  * - an integer number of 13–19 digits passing the Luhn check (or past 2^53, where its digits are rounded)
  *   becomes such a masked string.
  *
@@ -122,17 +121,52 @@ export function redactText(text: string): string {
     .replace(PARAMETER, (match, sep: string, name: string) =>
       isSecretKey(decodeName(name)) ? `${sep}${name}=${REDACTED}` : match,
     )
-    .replace(CARD_LIKE, (match, offset: number, text: string) =>
-      luhn(match.replace(/\D/g, '')) && !insideUuid(text, offset, offset + match.length)
-        ? maskCard(match)
-        : match,
-    );
+    .replace(DIGIT_RUN, maskCards);
 }
 
-/** Whether `[start, end)` of `text` lies within a UUID (looked for only when a card-like number was found). */
-function insideUuid(text: string, start: number, end: number): boolean {
+/**
+ * A digit run with its card numbers masked: from each group on, the longest stretch of whole groups that
+ * holds 13–19 digits and passes the Luhn check, unless it overlaps a UUID. So a card keeps its mask next to
+ * another number (`4242 4242 4242 4242 12/27`, a CVC after it, a date before it), and a longer number is
+ * never cut inside a group (`42424242424242424242` is not a card).
+ */
+function maskCards(run: string, offset: number, text: string): string {
+  const groups = run.match(/\d+/g)!;
+  let digits = 0;
+  for (const group of groups) digits += group.length;
+  if (digits < 13) return run;
+  const starts: number[] = [];
+  for (let i = 0, at = 0; i < groups.length; i++) {
+    at = run.indexOf(groups[i]!, at);
+    starts.push(at);
+    at += groups[i]!.length;
+  }
+  let out = '';
+  let copied = 0;
+  for (let i = 0; i < groups.length; i++) {
+    let found = -1;
+    let count = 0;
+    let joined = '';
+    for (let j = i; j < groups.length && count + groups[j]!.length <= 19; j++) {
+      count += groups[j]!.length;
+      joined += groups[j];
+      if (count >= 13 && luhn(joined)) found = j;
+    }
+    if (found === -1) continue;
+    const from = starts[i]!;
+    const to = starts[found]! + groups[found]!.length;
+    if (overlapsUuid(text, offset + from, offset + to)) continue;
+    out += run.slice(copied, from) + maskCard(run.slice(from, to));
+    copied = to;
+    i = found;
+  }
+  return copied === 0 ? run : out + run.slice(copied);
+}
+
+/** Whether `[start, end)` of `text` overlaps a UUID (looked for only when a card number was found). */
+function overlapsUuid(text: string, start: number, end: number): boolean {
   for (const uuid of text.matchAll(UUID)) {
-    if (uuid.index <= start && end <= uuid.index + uuid[0].length) return true;
+    if (uuid.index < end && start < uuid.index + uuid[0].length) return true;
   }
   return false;
 }

@@ -63,6 +63,7 @@ export function dispatchCall(
     link.once('abort', call.onAbort);
     // With a connection cap the call may wait for a slot (connection-slots.ts); without one it goes at once.
     if (provider.slots === undefined || provider.slots.acquire(call)) call.start();
+    else call.waitingForSlot = true;
   });
 }
 
@@ -91,6 +92,8 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer>,
   private failure: unknown = undefined;
   /** Holds one of the provider's connection slots, from its dispatch to undici's last callback. */
   private holdsSlot = false;
+  /** Waiting for a connection slot (see connection-slots.ts). */
+  waitingForSlot = false;
 
   constructor(
     private readonly provider: Provider,
@@ -114,6 +117,7 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer>,
 
   /** Sends the request (its slot, if the provider has a cap, taken). */
   start(): void {
+    this.waitingForSlot = false;
     this.holdsSlot = this.provider.slots !== undefined;
     try {
       this.provider.dispatcher.dispatch(
@@ -290,6 +294,10 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer>,
     const streaming = this.phase === STREAMING;
     this.phase = OVER;
     this.release();
+    if (this.waitingForSlot) {
+      this.waitingForSlot = false;
+      this.provider.slots!.abandoned();
+    }
     if (!streaming) {
       this.link.dispose();
       this.reject(this.timedOut ? this.timeoutError() : error);

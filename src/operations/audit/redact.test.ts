@@ -68,28 +68,36 @@ describe('redact', () => {
   it('leaves digits alone that are not card-like', () => {
     // Fails the Luhn check.
     expect(redactText('4242 4242 4242 4241')).toBe('4242 4242 4242 4241');
-    // Too short, and too long (a card number inside a longer run is not one).
+    // Too short, and too long (a number is never cut inside a group of its digits).
     expect(redactText('order 424242424242')).toBe('order 424242424242');
     expect(redactText('42424242424242424242')).toBe('42424242424242424242');
-    expect(redactText('4242 4242 4242 4242 4242')).toBe('4242 4242 4242 4242 4242');
     // Three separators in a row break the number.
     expect(redactText('4242   4242 4242 4242')).toBe('4242   4242 4242 4242');
   });
 
-  it('leaves identifiers alone: digits touching a letter or _, and UUIDs, even with a Luhn-valid run', () => {
+  it('leaves UUIDs alone, even with a Luhn-valid run in or across their last groups', () => {
     // A job id whose last two groups hold "695-03833708259", 14 digits that pass the Luhn check.
     const id = 'job_01a2379e-5690-726b-b695-03833708259b';
     expect(redactText(id)).toBe(id);
     expect(redactText(`canceled ${id}.`)).toBe(`canceled ${id}.`);
-    // All-decimal last groups, set off by dashes: still a UUID.
+    // All-decimal last groups, set off by dashes, and followed by another number: still the UUID's digits.
     const uuid = '01a2379e-5690-726b-4242-424242424242';
     expect(redactText(`job_${uuid}`)).toBe(`job_${uuid}`);
-    expect(redactText('sha a4242424242424242f')).toBe('sha a4242424242424242f');
-    expect(redactText('x_4242424242424242')).toBe('x_4242424242424242');
-    // The same digits standing on their own are still masked.
+    expect(redactText(`job_${uuid} 1`)).toBe(`job_${uuid} 1`);
+    // The same digits elsewhere are masked; so are digits glued to letters (only a UUID is an id).
     expect(redactText('4242-424242424242')).toBe('****-********4242');
+    expect(redactText('sha a4242424242424242f')).toBe('sha a************4242f');
     expect(redactText('card:4242424242424242, uuid 01a2379e-5690-726b-b695-038337082591')).toBe(
       'card:************4242, uuid 01a2379e-5690-726b-b695-038337082591',
+    );
+  });
+
+  it('finds a card among the whole groups of a longer run, never inside a group', () => {
+    expect(redactText('4242 4242 4242 4242 4242')).toBe('**** **** **** 4242 4242');
+    expect(redactText('4242 4242 4242 4242 12/27')).toBe('**** **** **** 4242 12/27');
+    expect(redactText('ref 1 4111-1111-1111-1111 cvc 123')).toBe('ref 1 ****-****-****-1111 cvc 123');
+    expect(redactText('two: 4242424242424242 5555555555554444')).toBe(
+      'two: ************4242 ************4444',
     );
   });
 
