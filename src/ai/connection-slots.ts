@@ -1,5 +1,5 @@
 /**
- * The queue in front of a provider whose pool has a connection cap (`pool.connections`). undici queues a call
+ * The queue in front of a provider with a connection cap (`maxConnections`). undici queues a call
  * that finds every connection busy, and a queued call that is aborted stays queued: undici aborts it only
  * when a connection comes free for it, and aborting a request on a connection destroys that connection
  * (undici's `client-h1` `abort`), though nothing was written. Under overload, when clients give up while

@@ -131,6 +131,7 @@ export function redactText(text: string): string {
  * never cut inside a group (`42424242424242424242` is not a card).
  */
 function maskCards(run: string, offset: number, text: string): string {
+  if (run.length < 13) return run; // most runs (a status, a count, a date): fewer digits than a card
   const groups = run.match(/\d+/g)!;
   let digits = 0;
   for (const group of groups) digits += group.length;
