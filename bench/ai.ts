@@ -234,10 +234,10 @@ async function load(
   const headers = { 'content-type': 'application/json', ...c.headers };
   const target = `${url}/chat/completions`;
   if (paced) {
-    const warm = setTimeout(measuring, WARM_UP_S * 1000);
-    const result = await pacedLoad(target, body, headers, connections, WARM_UP_S, duration);
-    clearTimeout(warm);
-    return { name: c.name, ...result };
+    return {
+      name: c.name,
+      ...(await pacedLoad(target, body, headers, connections, WARM_UP_S, duration, measuring)),
+    };
   }
   const options = { url: target, connections, method: 'POST', headers, body };
   await autocannon({ ...options, duration: WARM_UP_S });

@@ -61,9 +61,7 @@ export function dispatchCall(
       return;
     }
     link.once('abort', call.onAbort);
-    // With a connection cap the call may wait for a slot (connection-slots.ts); without one it goes at once.
-    if (provider.slots === undefined || provider.slots.acquire(call)) call.start();
-    else call.waitingForSlot = true;
+    call.begin();
   });
 }
 
@@ -93,7 +91,7 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer>,
   /** Holds one of the provider's connection slots, from its dispatch to undici's last callback. */
   private holdsSlot = false;
   /** Waiting for a connection slot (see connection-slots.ts). */
-  waitingForSlot = false;
+  private waitingForSlot = false;
 
   constructor(
     private readonly provider: Provider,
@@ -113,6 +111,16 @@ class ProviderCall implements Dispatcher.DispatchHandler, AsyncIterator<Buffer>,
   /** Still to be sent or answered (a waiter for a connection slot that was aborted is skipped). */
   get live(): boolean {
     return this.phase !== OVER;
+  }
+
+  /**
+   * Sends the request now, or, when the provider has a connection cap and every slot is taken, once
+   * {@link start} is called with a slot (connection-slots.ts).
+   */
+  begin(): void {
+    const slots = this.provider.slots;
+    if (slots === undefined || slots.acquire(this)) this.start();
+    else this.waitingForSlot = true;
   }
 
   /** Sends the request (its slot, if the provider has a cap, taken). */
