@@ -159,6 +159,73 @@ describe('GroupCommit', () => {
       cleanup();
     });
 
+    it('operations queued while a sync runs commit when it returns, in one transaction, then the next sync covers them', async () => {
+      const { group, write, rows, syncs, cleanup } = withManualSync();
+      const settled: number[] = [];
+      const track = (p: Promise<number>) => void p.then((n) => settled.push(n));
+      track(group.submit(write, 1));
+      await turn();
+      expect(rows()).toEqual([1]);
+      expect(syncs).toHaveLength(1);
+      const before = groupCommitStats.transactions;
+      track(group.submit(write, 2));
+      await turn();
+      track(group.submit(write, 3));
+      await turn();
+      // Kept back: a commit now would wait for the next sync anyway.
+      expect(rows()).toEqual([1]);
+      expect(groupCommitStats.transactions - before).toBe(0);
+      syncs.shift()!(null);
+      // Committed as the sync returned, before its waiters' promises settle, and a new sync started at once.
+      expect(rows()).toEqual([1, 2, 3]);
+      expect(groupCommitStats.transactions - before).toBe(1);
+      expect(syncs).toHaveLength(1);
+      await turn();
+      expect(settled).toEqual([1]);
+      syncs.shift()!(null);
+      await turn();
+      expect(settled).toEqual([1, 2, 3]);
+      cleanup();
+    });
+
+    it('a claim-like step queued while a sync runs commits at the next turn, with what was kept', async () => {
+      const { group, write, rows, syncs, cleanup } = withManualSync();
+      void group.submit(write, 1);
+      await turn();
+      void group.submit(write, 2);
+      await turn();
+      expect(rows()).toEqual([1]);
+      const claimed = group.submitAtCommit(() => true, write, 3);
+      await turn();
+      expect(rows()).toEqual([1, 2, 3]);
+      await expect(claimed).resolves.toBe(3);
+      // Nothing queued needs haste now: the next write waits for the running sync again.
+      void group.submit(write, 4);
+      await turn();
+      expect(rows()).toEqual([1, 2, 3]);
+      syncs.shift()!(null);
+      expect(rows()).toEqual([1, 2, 3, 4]);
+      for (const done of syncs.splice(0)) done(null);
+      cleanup();
+    });
+
+    it('a hold outlasts the sync: what was kept commits at the release', async () => {
+      const { group, write, rows, syncs, cleanup } = withManualSync();
+      void group.submit(write, 1);
+      await turn();
+      const second = group.submit(write, 2);
+      group.hold();
+      syncs.shift()!(null);
+      await turn();
+      expect(rows()).toEqual([1]);
+      group.release();
+      await turn();
+      expect(rows()).toEqual([1, 2]);
+      syncs.shift()!(null);
+      await expect(second).resolves.toBe(2);
+      cleanup();
+    });
+
     it('a claim-like step that leased a job created by a commit not yet synced waits for the sync', async () => {
       const { ctx, group, write, syncs, cleanup } = withManualSync();
       /** An enqueue of job `id` (as the store's insert records it), then a claim that leases ids. */

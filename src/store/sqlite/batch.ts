@@ -30,6 +30,15 @@ import type { WalSync } from './wal-sync.js';
  * sees the ones before it, so two enqueues of one idempotency key in a batch return the same job.
  * Notifications are emitted after the commit, before any promise of the batch resolves.
  *
+ * Commits wait for the log sync that is running, if one is: a commit made while a sync runs is not covered by it
+ * and waits for the next one anyway, so the batch is kept queued until that sync returns, and everything
+ * queued by then commits in one transaction just before the next sync starts. The acknowledgement comes no
+ * later than before, and under load there is one commit per sync instead of one per turn of the event loop
+ * (measured on the webhook bench at 64 connections: 18 → 24 deliveries per transaction; each commit writes
+ * every page it touched, so fewer, larger commits write fewer pages). A claim does not wait:
+ * it is released at its commit, before the sync (see {@link GroupCommit.submitAtCommit}), so a queue holding
+ * one commits at the next turn as before.
+ *
  * Program order: {@link GroupCommit.flush} runs synchronously, and the store calls it before every other
  * operation (reads and unbatched writes) and before `close()`, so every operation still observes all the
  * calls issued before it, as when each call committed at once. `close()` thus commits pending work first.
@@ -58,6 +67,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class GroupCommit {
   private queue: Pending[] = [];
   private scheduled = false;
+  /** True when the queue may hold an operation released at its commit: it commits without waiting for a sync. */
+  private urgent = false;
   /** True while {@link hold} keeps the scheduled flushes from committing (see there). */
   private held = false;
   /** True while a batch's steps run: a step (a counter step, an audit sealer) must not use the store. */
@@ -90,6 +101,7 @@ export class GroupCommit {
         }
       }
     }).immediate;
+    sync.onSyncEnd = () => this.onSyncEnd();
   }
 
   /** True while a batch's steps run (see {@link flush}). */
@@ -119,6 +131,7 @@ export class GroupCommit {
   private enqueue<R>(releasable: Pending['releasable'], run: () => R): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject, releasable });
+      if (releasable !== undefined) this.urgent = true;
       if (!this.scheduled && !this.held) this.schedule();
     });
   }
@@ -159,14 +172,29 @@ export class GroupCommit {
   private onImmediate(): void {
     this.scheduled = false;
     if (this.held) return;
+    // Kept for the end of the running sync (see the class comment), which commits it: onSyncEnd.
+    if (!this.urgent && this.sync.syncInFlight) return;
     if (this.queue.length > 0) this.runBatch();
     if (this.queue.length > 0 && !this.scheduled) this.schedule();
+  }
+
+  /** A log sync returned: commits what was kept for it, before the next sync starts. */
+  private onSyncEnd(): void {
+    if (this.held || this.queue.length === 0) return;
+    // Only a sync completed from inside a step (a test's) lands here mid-batch: the next turn commits.
+    if (this.running) {
+      if (!this.scheduled) this.schedule();
+      return;
+    }
+    while (this.queue.length > 0) this.runBatch();
   }
 
   /** Runs up to {@link MAX_BATCH} queued operations in one transaction, then settles their promises. */
   private runBatch(): void {
     const { ctx } = this;
     const batch = this.queue.splice(0, MAX_BATCH);
+    // Conservative: a claim may still be queued after a full batch.
+    if (this.queue.length === 0) this.urgent = false;
     // A failed log sync refuses everything: nothing more is committed (wal-sync.ts).
     const failure = this.sync.failure;
     if (failure !== undefined) {

@@ -38,6 +38,11 @@ export class WalSync {
   private idle: (() => void)[] = [];
   /** The error of a failed sync, once one failed: every later operation rejects with it. */
   failure: Error | undefined;
+  /**
+   * Set by the group commit (`batch.ts`): called each time a sync returns or fails, after its waiters were
+   * settled and before the next sync starts, to commit what it kept back while the sync ran.
+   */
+  onSyncEnd: (() => void) | undefined;
 
   /**
    * @param walPath the log file (`<database>-wal`), or undefined when there is none to sync.
@@ -118,6 +123,11 @@ export class WalSync {
     });
   }
 
+  /** True while a sync runs: a commit made now waits for the next one. */
+  get syncInFlight(): boolean {
+    return this.syncing;
+  }
+
   private startSync(): void {
     if (this.syncing) return;
     // Every waiter's commit is <= committed, so with everything synced none is left waiting.
@@ -135,14 +145,17 @@ export class WalSync {
     this.syncing = true;
     this.syncFile(this.fd, (error) => {
       this.syncing = false;
-      if (error !== null) return this.fail(error);
-      this.synced = target;
-      // In commit order: stop at the first job of a commit this sync did not cover.
-      for (const [id, seq] of this.unsynced) {
-        if (seq > target) break;
-        this.unsynced.delete(id);
+      if (error !== null) this.fail(error);
+      else {
+        this.synced = target;
+        // In commit order: stop at the first job of a commit this sync did not cover.
+        for (const [id, seq] of this.unsynced) {
+          if (seq > target) break;
+          this.unsynced.delete(id);
+        }
+        this.release(target, undefined);
       }
-      this.release(target, undefined);
+      this.onSyncEnd?.();
       this.startSync();
     });
   }
