@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { EventSource, FakeClock } from '../../core/index.js';
 import type { StoreNotification } from '../jobs.js';
-import { GroupCommit, groupCommitStats } from './batch.js';
+import { GroupCommit, groupCommitStats, MAX_BATCH } from './batch.js';
 import type { SqliteContext } from './context.js';
 import { WalSync } from './wal-sync.js';
 
@@ -205,6 +205,22 @@ describe('GroupCommit', () => {
       expect(rows()).toEqual([1, 2, 3]);
       syncs.shift()!(null);
       expect(rows()).toEqual([1, 2, 3, 4]);
+      for (const done of syncs.splice(0)) done(null);
+      cleanup();
+    });
+
+    it('a full batch queued while a sync runs commits at the next turn', async () => {
+      const { group, write, rows, syncs, cleanup } = withManualSync();
+      void group.submit(write, 0);
+      await turn();
+      const before = groupCommitStats.transactions;
+      for (let n = 1; n < MAX_BATCH; n++) void group.submit(write, n);
+      await turn();
+      expect(groupCommitStats.transactions - before).toBe(0);
+      void group.submit(write, MAX_BATCH);
+      await turn();
+      expect(groupCommitStats.transactions - before).toBe(1);
+      expect(rows()).toHaveLength(MAX_BATCH + 1);
       for (const done of syncs.splice(0)) done(null);
       cleanup();
     });

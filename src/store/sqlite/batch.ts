@@ -35,9 +35,10 @@ import type { WalSync } from './wal-sync.js';
  * queued by then commits in one transaction just before the next sync starts. The acknowledgement comes no
  * later than before, and under load there is one commit per sync instead of one per turn of the event loop
  * (measured on the webhook bench at 64 connections: 18 → 24 deliveries per transaction; each commit writes
- * every page it touched, so fewer, larger commits write fewer pages). A claim does not wait:
- * it is released at its commit, before the sync (see {@link GroupCommit.submitAtCommit}), so a queue holding
- * one commits at the next turn as before.
+ * every page it touched, so fewer, larger commits write fewer pages). Two kinds of queue do not wait: one
+ * holding a claim, which is released at its commit, before the sync (see {@link GroupCommit.submitAtCommit}),
+ * and a full batch ({@link MAX_BATCH}), so a slow sync does not pile the queue up into a long run of commits at
+ * its end. Both commit at the next turn, as before.
  *
  * Program order: {@link GroupCommit.flush} runs synchronously, and the store calls it before every other
  * operation (reads and unbatched writes) and before `close()`, so every operation still observes all the
@@ -173,7 +174,7 @@ export class GroupCommit {
     this.scheduled = false;
     if (this.held) return;
     // Kept for the end of the running sync (see the class comment), which commits it: onSyncEnd.
-    if (!this.urgent && this.sync.syncInFlight) return;
+    if (!this.urgent && this.queue.length < MAX_BATCH && this.sync.syncInFlight) return;
     if (this.queue.length > 0) this.runBatch();
     if (this.queue.length > 0 && !this.scheduled) this.schedule();
   }
