@@ -31,14 +31,15 @@ import type { WalSync } from './wal-sync.js';
  * Notifications are emitted after the commit, before any promise of the batch resolves.
  *
  * Commits wait for the log sync that is running, if one is: a commit made while a sync runs is not covered by it
- * and waits for the next one anyway, so the batch is kept queued until that sync returns, and everything
- * queued by then commits in one transaction just before the next sync starts. The acknowledgement comes no
+ * and waits for the next one anyway, so the batch is kept queued until that sync returns, and what was
+ * queued by then (up to {@link MAX_BATCH}) commits in one transaction just before the next sync starts; more
+ * than that goes at the next turns, a batch per turn. The acknowledgement comes no
  * later than before, and under load there is one commit per sync instead of one per turn of the event loop
  * (measured on the webhook bench at 64 connections: 18 → 24 deliveries per transaction; each commit writes
  * every page it touched, so fewer, larger commits write fewer pages). Two kinds of queue do not wait: one
  * holding a claim, which is released at its commit, before the sync (see {@link GroupCommit.submitAtCommit}),
- * and a full batch ({@link MAX_BATCH}), so a slow sync does not pile the queue up into a long run of commits at
- * its end. Both commit at the next turn, as before.
+ * and a full batch, so a slow sync does not pile the queue up into a long run of commits at its end. Both
+ * commit at the next turn, as before.
  *
  * Program order: {@link GroupCommit.flush} runs synchronously, and the store calls it before every other
  * operation (reads and unbatched writes) and before `close()`, so every operation still observes all the
@@ -187,7 +188,9 @@ export class GroupCommit {
       if (!this.scheduled) this.schedule();
       return;
     }
-    while (this.queue.length > 0) this.runBatch();
+    // One batch, like a turn: the rest (only ever more than a batch after a burst) goes at the next turns.
+    this.runBatch();
+    if (this.queue.length > 0 && !this.scheduled) this.schedule();
   }
 
   /** Runs up to {@link MAX_BATCH} queued operations in one transaction, then settles their promises. */
