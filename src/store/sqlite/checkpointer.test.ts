@@ -130,9 +130,12 @@ describe('Checkpointer', () => {
       insert(n);
       checkpointer.noteCommit();
       if (n % 16 === 0) await new Promise((resolve) => setImmediate(resolve)); // let the worker's answers in
+      // Halfway, wait for the checkpoint under way: on a starved CPU the worker may not have answered yet,
+      // and the second half must request another (each ran while the writer kept committing).
+      if (n === total / 2) await checkpointer.idle();
     }
     await checkpointer.idle();
-    expect(checkpointer.completed).toBeGreaterThan(1);
+    expect(checkpointer.completed).toBeGreaterThanOrEqual(2);
     await checkpointer.close();
     db.close();
     expect(existsSync(`${path}-wal`)).toBe(false); // the store's connection was the last: log checkpointed, removed
@@ -166,10 +169,12 @@ describe('Checkpointer', () => {
     expect(gate.events.length % 2).toBe(0);
     expect(gate.events.every((e, i) => e === (i % 2 === 0 ? 'hold' : 'release'))).toBe(true);
     expect(gate.events.length / 2).toBeGreaterThanOrEqual(checkpointer.restarts);
-    // The log started over each time (SQLite's own count), far below the connection's bound (10,000 pages,
-    // never reached here), so it never held more than half of the ~8,000 frames written (two per commit).
+    // The log started over each time (SQLite's own count), well before the connection's bound: without the
+    // worker's restarts it grows to the bound (10,000 frames here, checked with restartAtPages out of reach).
+    // Its largest size was 2,700–3,900 frames on an idle machine, and up to ~6,700 with the worker thread
+    // starved of CPU (its held checkpoint outlasts HOLD_LIMIT_MS, and the restart waits for the next one).
     expect(walRestarts(path)).toBeGreaterThanOrEqual(checkpointer.restarts);
-    expect(walCapacity(path)).toBeLessThan(total);
+    expect(walCapacity(path)).toBeLessThan(0.8 * BOUND_PAGES);
     expect(db.prepare('SELECT count(*) FROM t').pluck().get()).toBe(total);
   });
 
