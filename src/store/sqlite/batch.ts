@@ -30,16 +30,16 @@ import type { WalSync } from './wal-sync.js';
  * sees the ones before it, so two enqueues of one idempotency key in a batch return the same job.
  * Notifications are emitted after the commit, before any promise of the batch resolves.
  *
- * Commits wait for the log sync that is running, if one is: a commit made while a sync runs is not covered by it
- * and waits for the next one anyway, so the batch is kept queued until that sync returns, and what was
- * queued by then (up to {@link MAX_BATCH}) commits in one transaction just before the next sync starts; more
- * than that goes at the next turns, a batch per turn. The acknowledgement comes no
- * later than before, and under load there is one commit per sync instead of one per turn of the event loop
- * (measured on the webhook bench at 64 connections: 18 → 24 deliveries per transaction; each commit writes
- * every page it touched, so fewer, larger commits write fewer pages). Two kinds of queue do not wait: one
- * holding a claim, which is released at its commit, before the sync (see {@link GroupCommit.submitAtCommit}),
- * and a full batch, so a slow sync does not pile the queue up into a long run of commits at its end. Both
- * commit at the next turn, as before.
+ * Commits wait for the log sync that is running, if one is. A commit made while a sync runs is not covered by
+ * it and would wait for the next one anyway, so the batch stays queued until that sync returns; then what was
+ * queued by then (up to {@link MAX_BATCH}) commits in one transaction and the next sync starts (more than a
+ * batch goes at the next turns, one batch per turn). Each acknowledgement comes when it did before, plus at
+ * most the time of that commit, and under load there is one commit per sync instead of one per turn of the
+ * event loop: measured on the webhook bench at 64 connections, 18 → 24 deliveries per transaction. A commit
+ * writes every page it touched once, so fewer, larger commits write fewer pages. Two kinds of queue do not
+ * wait: one holding a claim, which is released at its commit, before the sync (see
+ * {@link GroupCommit.submitAtCommit}), and a full batch, so a slow sync does not pile the queue up for its
+ * end. Both commit at the next turn, as before.
  *
  * Program order: {@link GroupCommit.flush} runs synchronously, and the store calls it before every other
  * operation (reads and unbatched writes) and before `close()`, so every operation still observes all the
@@ -69,7 +69,7 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class GroupCommit {
   private queue: Pending[] = [];
   private scheduled = false;
-  /** True when the queue may hold an operation released at its commit: it commits without waiting for a sync. */
+  /** The queue may hold a claim (released at its commit): it commits without waiting for the sync. */
   private urgent = false;
   /** True while {@link hold} keeps the scheduled flushes from committing (see there). */
   private held = false;
