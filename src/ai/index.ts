@@ -53,6 +53,7 @@ export type {
   AiRouteResolver,
   AiStep,
   BackoffKind,
+  FrameSink,
   JsonStepAnswer,
   Metadata,
   MetadataValue,

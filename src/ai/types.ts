@@ -138,15 +138,33 @@ export interface JsonStepAnswer extends StepAnswerBase {
   readonly outcome: StepOutcome;
 }
 
-/** A streamed answer: its first bytes arrived; the rest is read as the client is written to. */
+/**
+ * Where a streamed answer's frames go (the gateway's route writes them to the client's response). Called
+ * synchronously from the provider connection's callbacks: neither method may throw.
+ */
+export interface FrameSink {
+  /**
+   * One SSE event, a complete frame ending in a blank line (the usage chunk already removed when the client
+   * did not ask for it). False: the sink is full; the provider is paused until the answer's `resume()`.
+   */
+  write(frame: string): boolean;
+  /**
+   * The stream is over, after its last `write`: `error` undefined after the provider's clean end (`[DONE]` or
+   * its end of body), else what broke it off (the provider failed, or `cancel()`). Called once.
+   */
+  end(error?: unknown): void;
+}
+
+/** A streamed answer: its first bytes arrived; the rest is pushed to the client as it arrives. */
 export interface StreamStepAnswer extends StepAnswerBase {
   readonly kind: 'stream';
   /**
-   * The SSE events to write to the client, each a complete frame ending in a blank line (the usage chunk
-   * already removed when the client did not ask for it). Throws when the provider breaks off; ends cleanly
-   * after `[DONE]` or the provider's end. Read it once; `cancel` stops it (the client left).
+   * Starts the frames flowing into `sink`: each as soon as the provider sent it whole, then `sink.end`. Call
+   * it once. `done` resolves after `sink.end`.
    */
-  readonly frames: AsyncIterable<string>;
+  pipe(sink: FrameSink): void;
+  /** Frames flow again after the sink's `write` answered false (the client's socket drained). */
+  resume(): void;
   /** Stops reading the provider (aborts its request); the outcome becomes `canceled`. */
   cancel(): void;
 }

@@ -18,6 +18,7 @@ import { ProviderRegistry, type Provider } from '../../src/ai/providers.js';
 import { callProvider, type FirstBytes } from '../../src/ai/step/attempt.js';
 import { FakeClock } from '../../src/core/index.js';
 import { ask, startGateway, startSim, until, useCleanups } from '../ai/support.js';
+import { readBody } from './ai-support.js';
 
 const defer = useCleanups();
 const BODY = '{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[]}';
@@ -68,16 +69,9 @@ function outcome(call: Promise<FirstBytes>): Promise<string> {
   return call.then(
     async (bytes) => {
       if (bytes.raw !== undefined) return `ok:${bytes.raw.length}`;
-      let text = bytes.first!.toString();
-      try {
-        for (;;) {
-          const next = await bytes.rest.next();
-          if (next.done === true) return `stream:${text.length}`;
-          text += next.value.toString();
-        }
-      } catch (error) {
-        return `stream-broke:${(error as { code?: string }).code ?? String(error)}`;
-      }
+      const { text, error } = await readBody(bytes.body);
+      if (error === undefined) return `stream:${text.length}`;
+      return `stream-broke:${(error as { code?: string }).code ?? String(error)}`;
     },
     (error: { code?: string; status?: number; name?: string }) =>
       String(error.code ?? error.status ?? error.name),

@@ -1,9 +1,11 @@
 /**
- * Helpers shared by the AI gateway's adversarial suites (ai-hot-path, ai-whole-answer): one raw completion
- * request over undici, and a loop that moves a fake clock while real sockets deliver.
+ * Helpers shared by the AI gateway's adversarial suites (ai-hot-path, ai-whole-answer, ai-connection-cap): one raw completion
+ * request over undici, a loop that moves a fake clock while real sockets deliver, and a provider answer's body
+ * read to its end.
  */
 import { Client } from 'undici';
 import type { FakeClock } from '../../src/core/index.js';
+import type { BodySource } from '../../src/ai/step/attempt.js';
 
 /** What {@link post} got back. */
 export interface Posted {
@@ -45,4 +47,18 @@ export async function tickUntil(clock: FakeClock, done: () => boolean): Promise<
     await clock.tickAsync(0);
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
+}
+
+/** Reads a provider answer's body to its end: its text, and the error it broke off with, if it did. */
+export function readBody(body: BodySource): Promise<{ text: string; error: unknown }> {
+  return new Promise((resolve) => {
+    let text = '';
+    body.read({
+      onChunk: (chunk) => {
+        text += chunk.toString();
+        return true;
+      },
+      onEnd: (error) => resolve({ text, error }),
+    });
+  });
 }

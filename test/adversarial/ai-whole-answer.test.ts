@@ -13,7 +13,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
 import { Pool } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { post, tickUntil } from './ai-support.js';
+import { post, readBody, tickUntil } from './ai-support.js';
 import type { Provider } from '../../src/ai/providers.js';
 import { callProvider, type FirstBytes } from '../../src/ai/step/attempt.js';
 import { ProviderHttpError } from '../../src/ai/step/provider-error.js';
@@ -202,8 +202,7 @@ function start(
 async function answered(call: Started): Promise<string> {
   const outcome = await call.outcome;
   if (!outcome.ok) throw new Error(`rejected: ${String(outcome.error)}`);
-  expect(outcome.bytes.first).toBeUndefined();
-  expect(await outcome.bytes.rest.next()).toEqual({ done: true, value: undefined });
+  expect(await readBody(outcome.bytes.body)).toEqual({ text: '', error: undefined });
   call.clean();
   return outcome.bytes.raw!.toString('utf8');
 }

@@ -6,7 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { errorFrame } from '../stream/sse.js';
-import type { JsonStepAnswer, StepAnswer, StreamStepAnswer } from '../types.js';
+import type { FrameSink, JsonStepAnswer, StepAnswer, StreamStepAnswer } from '../types.js';
 
 /** The gateway's headers on a served answer. */
 export function answerHeaders(
@@ -50,71 +50,93 @@ export interface PipeResult {
 
 /**
  * Streams `answer` to the client on the raw response (the reply is hijacked: Fastify's handler timeout
- * does not cut a stream). Waits for `drain` when the client reads slower than the provider writes. A client
- * that leaves cancels the provider's request: `signal` (the request's) says so, for a response queued behind
- * another pipelined one too, which has no connection yet and emits no 'close'.
+ * does not cut a stream). Frames are written as the provider's chunks arrive; when the client reads slower
+ * than the provider writes, the provider is paused until the response drains. A client that leaves cancels
+ * the provider's request: `signal` (the request's) says so, for a response queued behind another pipelined
+ * one too, which has no connection yet and emits no 'close'. Resolves once the response ended; never rejects.
  */
-export async function pipeStream(
+export function pipeStream(
   reply: FastifyReply,
   answer: StreamStepAnswer,
   headers: Record<string, string>,
   signal: AbortSignal,
 ): Promise<PipeResult> {
   reply.hijack();
-  const res = reply.raw;
-  let gone = false;
-  const onGone = (): void => {
-    if (gone) return;
-    gone = true;
-    answer.cancel();
-    res.destroy();
-  };
-  signal.addEventListener('abort', onGone);
-  if (signal.aborted) onGone();
-  if (!gone) {
-    res.writeHead(200, {
-      ...headers,
+  return new Promise((resolve) => new ResponseSink(reply.raw, answer, headers, signal, resolve).start());
+}
+
+/** The client's response as a stream's sink, for one answer. */
+class ResponseSink implements FrameSink {
+  private wrote = false;
+  private over = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly answer: StreamStepAnswer,
+    private readonly headers: Record<string, string>,
+    private readonly signal: AbortSignal,
+    private readonly resolve: (result: PipeResult) => void,
+  ) {}
+
+  start(): void {
+    if (this.signal.aborted) {
+      this.gone();
+      return;
+    }
+    this.signal.addEventListener('abort', this.gone);
+    this.res.writeHead(200, {
+      ...this.headers,
       'content-type': 'text/event-stream; charset=utf-8',
       // no-transform: a compressing proxy would buffer the stream; X-Accel-Buffering: nginx would too.
       'cache-control': 'no-cache, no-transform',
       'x-accel-buffering': 'no',
     });
+    this.res.on('drain', this.drained);
+    this.answer.pipe(this);
   }
-  let wrote = false;
-  try {
-    for await (const frame of answer.frames) {
-      if (gone) break;
-      wrote = true;
-      if (!res.write(frame)) await drained(res, signal);
+
+  write(frame: string): boolean {
+    if (this.over) return true;
+    this.wrote = true;
+    return this.res.write(frame);
+  }
+
+  end(error?: unknown): void {
+    if (this.over) return;
+    // The client left: its signal's other listener, the provider call's, may have ended the stream first.
+    if (this.signal.aborted) {
+      this.gone();
+      return;
     }
-    if (gone) return { wrote, outcome: 'canceled' };
-    res.end();
-    return { wrote, outcome: 'ok' };
-  } catch {
-    if (gone) return { wrote, outcome: 'canceled' };
-    const provider = answer.step.provider;
-    res.end(
+    if (error === undefined) {
+      this.res.end();
+      this.close('ok');
+      return;
+    }
+    const provider = this.answer.step.provider;
+    this.res.end(
       errorFrame(
         `The provider ${provider} broke off the stream before it was complete.`,
         'stream_interrupted',
       ),
     );
-    return { wrote, outcome: 'stream_error' };
-  } finally {
-    signal.removeEventListener('abort', onGone);
+    this.close('stream_error');
   }
-}
 
-/** Resolves on `drain`, or at once when the client is gone (`signal`). */
-function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    res.once('drain', done);
-    signal.addEventListener('abort', done);
-    if (signal.aborted) done();
-  });
+  private readonly drained = (): void => this.answer.resume();
+
+  /** The client left: the provider's request is canceled and the response destroyed. */
+  private readonly gone = (): void => {
+    if (this.over) return;
+    this.close('canceled');
+    this.answer.cancel();
+    this.res.destroy();
+  };
+
+  private close(outcome: PipeResult['outcome']): void {
+    this.over = true;
+    this.signal.removeEventListener('abort', this.gone);
+    this.res.off('drain', this.drained);
+    this.resolve({ wrote: this.wrote, outcome });
+  }
 }

@@ -9,20 +9,43 @@ import type { Provider } from '../providers.js';
 import { CallAbort } from './call-abort.js';
 import { dispatchCall } from './provider-call.js';
 
+/**
+ * Takes a streamed answer's body as it arrives (see {@link BodySource.read}). Called synchronously from the
+ * provider connection's own callbacks: it must not throw.
+ */
+export interface ChunkReader {
+  /** One chunk of the body. False pauses the provider's connection until {@link BodySource.resume}. */
+  onChunk(chunk: Buffer): boolean;
+  /**
+   * The body ended (`error` undefined), or broke off: the provider failed, or the call was aborted (`error`
+   * is then the abort's reason). Called once, after the last chunk.
+   */
+  onEnd(error?: unknown): void;
+}
+
+/** A body pushed to one reader: no async iterator, no promise per chunk. */
+export interface BodySource {
+  /**
+   * Starts pushing to `reader`: what arrived meanwhile at once (the first chunk among it), then each chunk as
+   * it arrives, then the end. Call it once.
+   */
+  read(reader: ChunkReader): void;
+  /** Pushing starts again after `onChunk` returned false (the reader's own sink drained). */
+  resume(): void;
+}
+
 /** A provider answer whose first bytes have arrived. */
 export interface FirstBytes {
   readonly status: number;
-  /** The first chunk, or undefined when the body was empty. */
-  readonly first: Buffer | undefined;
-  /** The rest of the body. */
-  readonly rest: AsyncIterator<Buffer>;
+  /** The body from its first chunk on (ended at once for a body read whole, or empty). */
+  readonly body: BodySource;
   /** Aborts the provider's request (the client left, or a reader gave up). */
   readonly link: CallAbort;
   /** Ms from the call to the first byte. */
   readonly firstByteMs: number;
   /**
-   * A non-streamed answer (`callProvider` given `maxBytes`): the whole body, read within the call (`first`
-   * undefined, `rest` ended, `link` disposed). Undefined for a streamed one.
+   * A non-streamed answer (`callProvider` given `maxBytes`): the whole body, read within the call (`body`
+   * ended, `link` disposed). Undefined for a streamed one.
    */
   readonly raw: Buffer | undefined;
 }

@@ -7,10 +7,11 @@ import type { PolicyContext } from '../../policy/index.js';
 import { estimateInput, providerBody } from '../body.js';
 import { NO_GRANT, type LimitGrant } from '../limits/limits.js';
 import { costPico, formatUsd, picoToMicro } from '../pricing.js';
-import { sseFrames, type StreamFindings } from '../stream/sse.js';
+import { SseFrameSplitter, type StreamFindings } from '../stream/sse.js';
 import type {
   AiRequest,
   AiStep,
+  FrameSink,
   JsonStepAnswer,
   StepContext,
   StepFailure,
@@ -19,7 +20,7 @@ import type {
   StepAnswer,
   Usage,
 } from '../types.js';
-import { callProvider, type FirstBytes } from './attempt.js';
+import { callProvider, type ChunkReader, type FirstBytes } from './attempt.js';
 import { providerFailure } from './provider-error.js';
 import { resolveSettings, retryPolicyFor } from './settings.js';
 import { scanUsage } from './usage-scan.js';
@@ -103,7 +104,7 @@ export async function executeStep(
   try {
     const bytes = await policy.execute(callOnce, request.signal);
     if (bytes.raw !== undefined) return await jsonAnswer(step, attempts, history, bytes, grant, ctx);
-    return streamAnswer(step, attempts, history, bytes, request, grant, ctx);
+    return new StreamAnswer(step, attempts, history, bytes, !request.includeUsage, grant, ctx);
   } catch (error) {
     await grant.settle(0);
     throw failed(providerFailure(error, provider), step, attempts);
@@ -121,8 +122,7 @@ function jsonAnswer(
   const raw = bytes.raw!;
   // Only the usage is read; the body goes to the client as it came. Not a JSON object: its cost is unknown.
   const outcome = stepOutcome('ok', scanUsage(raw), step, grant, ctx);
-  // A literal per kind (the stream's below repeats the common fields) rather than a spread of a shared base:
-  // one object per answer, each kind with one fixed shape.
+  // One object with a fixed shape (the stream's is a class of the same fields, not a spread of a shared base).
   const answer: JsonStepAnswer = {
     kind: 'json',
     step,
@@ -141,58 +141,89 @@ function jsonAnswer(
   return grant.settle(knownCost(outcome)).then(() => answer);
 }
 
-function streamAnswer(
-  step: AiStep,
-  attempts: number,
-  history: StepHistory,
-  bytes: FirstBytes,
-  request: AiRequest,
-  grant: LimitGrant,
-  ctx: StepContext,
-): StreamStepAnswer {
-  const findings: StreamFindings = { usage: undefined, done: false };
-  let canceled = false;
-  let started = false;
-  let finished = false;
-  let resolveDone!: (outcome: StepOutcome) => void;
-  const done = new Promise<StepOutcome>((resolve) => (resolveDone = resolve));
-  const finish = async (result: StepOutcome['outcome']): Promise<void> => {
-    if (finished) return;
-    finished = true;
-    if (result !== 'ok') bytes.link.abort();
-    bytes.link.dispose();
-    resolveDone(await settle(result, findings.usage, step, grant, ctx));
-  };
-  async function* frames(): AsyncGenerator<string> {
-    started = true;
-    let complete = false;
-    try {
-      yield* sseFrames(bytes, !request.includeUsage, findings);
-      complete = true;
-    } finally {
-      // Not complete: the provider broke off (it threw), or the reader stopped early (return()), which after
-      // `cancel()` is the client leaving.
-      await finish(complete ? 'ok' : canceled ? 'canceled' : 'stream_error');
-    }
+/**
+ * A streamed answer, and the reader of its provider's body: each chunk is split into frames and written to
+ * the sink in the provider connection's own callback (no promise, iterator or generator step per frame).
+ */
+class StreamAnswer implements StreamStepAnswer, ChunkReader {
+  readonly kind = 'stream';
+  readonly failedAttempts: number;
+  readonly failures: readonly StepFailure[];
+  readonly firstByteMs: number;
+  readonly rateHeaders: Readonly<Record<string, string>> | undefined;
+  readonly done: Promise<StepOutcome>;
+  private resolveDone!: (outcome: StepOutcome) => void;
+  private readonly findings: StreamFindings = { usage: undefined, done: false };
+  private sink: FrameSink | undefined = undefined;
+  private splitter: SseFrameSplitter | undefined = undefined;
+  private canceled = false;
+  private finished = false;
+
+  constructor(
+    readonly step: AiStep,
+    readonly attempts: number,
+    history: StepHistory,
+    private readonly bytes: FirstBytes,
+    private readonly stripUsage: boolean,
+    private readonly grant: LimitGrant,
+    private readonly ctx: StepContext,
+  ) {
+    this.failedAttempts = history.attempts;
+    this.failures = history.failures;
+    this.firstByteMs = bytes.firstByteMs;
+    this.rateHeaders = grant.rateHeaders;
+    this.done = new Promise<StepOutcome>((resolve) => (this.resolveDone = resolve));
   }
-  return {
-    kind: 'stream',
-    step,
-    attempts,
-    failedAttempts: history.attempts,
-    failures: history.failures,
-    firstByteMs: bytes.firstByteMs,
-    rateHeaders: grant.rateHeaders,
-    frames: frames(),
-    done,
-    cancel() {
-      if (canceled) return;
-      canceled = true;
-      bytes.link.abort(new BreakwaterError('canceled', { message: 'The client went away.' }));
-      // Frames never read: nothing else will settle.
-      if (!started) void finish('canceled');
-    },
-  };
+
+  pipe(sink: FrameSink): void {
+    if (this.sink !== undefined) throw new Error('A streamed answer is piped once.');
+    this.sink = sink;
+    if (this.finished) {
+      sink.end(this.bytes.link.reason);
+      return;
+    }
+    this.splitter = new SseFrameSplitter(this.stripUsage, this.findings, sink);
+    this.bytes.body.read(this);
+  }
+
+  resume(): void {
+    this.bytes.body.resume();
+  }
+
+  cancel(): void {
+    if (this.canceled) return;
+    this.canceled = true;
+    // A piped stream's reader ends at once (its `onEnd` below); one never piped is finished here.
+    this.bytes.link.abort(new BreakwaterError('canceled', { message: 'The client went away.' }));
+    void this.finish('canceled');
+  }
+
+  /** @internal The provider's body (ChunkReader). */
+  onChunk(chunk: Buffer): boolean {
+    return this.splitter!.push(chunk);
+  }
+
+  /** @internal The provider's body ended or broke off (ChunkReader). */
+  onEnd(error?: unknown): void {
+    const sink = this.sink!;
+    if (error === undefined) {
+      this.splitter!.end();
+      sink.end();
+      void this.finish('ok');
+      return;
+    }
+    sink.end(error);
+    // The call's link aborts only when the client left (or `cancel()`); a provider's failure leaves it be.
+    void this.finish(this.bytes.link.aborted ? 'canceled' : 'stream_error');
+  }
+
+  private async finish(result: StepOutcome['outcome']): Promise<void> {
+    if (this.finished) return;
+    this.finished = true;
+    if (result !== 'ok') this.bytes.link.abort();
+    this.bytes.link.dispose();
+    this.resolveDone(await settle(result, this.findings.usage, this.step, this.grant, this.ctx));
+  }
 }
 
 /** Settles the grant with the real cost (or the reservation, cost unknown) and says what was settled. */

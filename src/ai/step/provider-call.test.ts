@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock, isBreakwaterError } from '../../core/index.js';
 import { ConnectionSlots } from '../connection-slots.js';
 import type { Provider } from '../providers.js';
-import { callProvider } from './attempt.js';
+import { callProvider, type ChunkReader } from './attempt.js';
 import { ProviderHttpError } from './provider-error.js';
 
 const servers: Server[] = [];
@@ -72,8 +72,10 @@ describe('callProvider, a non-streamed answer (provider-call.ts)', () => {
     });
     const clock = new FakeClock();
     const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, clock, 1024);
-    expect([bytes.status, bytes.raw!.toString(), bytes.first]).toEqual([200, BODY, undefined]);
-    expect(await bytes.rest.next()).toEqual({ done: true, value: undefined });
+    expect([bytes.status, bytes.raw!.toString()]).toEqual([200, BODY]);
+    const reader = new Reader();
+    bytes.body.read(reader);
+    expect([reader.text(), reader.ended, reader.error]).toEqual(['', true, undefined]);
     expect(bytes.link.aborted).toBe(false);
     expect(clock.pendingTimers()).toBe(0);
   });
@@ -225,18 +227,69 @@ describe('callProvider, a non-streamed answer (provider-call.ts)', () => {
   });
 });
 
-/** Reads the rest of a streamed answer to its end. */
-async function readRest(rest: AsyncIterator<Buffer>): Promise<string> {
-  let text = '';
-  for (;;) {
-    const next = await rest.next();
-    if (next.done === true) return text;
-    text += next.value.toString();
+/** A stream's reader that keeps what it is pushed; `room` chunks taken before it answers false (full). */
+class Reader implements ChunkReader {
+  readonly chunks: Buffer[] = [];
+  ended = false;
+  error: unknown = undefined;
+  endedAfter = -1;
+  constructor(public room = Infinity) {}
+  onChunk(chunk: Buffer): boolean {
+    if (this.ended) throw new Error('a chunk after the end');
+    this.chunks.push(chunk);
+    return --this.room > 0;
+  }
+  onEnd(error?: unknown): void {
+    if (this.ended) throw new Error('a second end');
+    this.ended = true;
+    this.error = error;
+    this.endedAfter = this.chunks.length;
+  }
+  text(): string {
+    return Buffer.concat(this.chunks).toString();
+  }
+  bytes(): number {
+    return this.chunks.reduce((n, c) => n + c.length, 0);
   }
 }
 
+/** Polls until `count()` stayed the same for three polls 50 ms apart (a stalled writer). */
+async function stalled(count: () => number): Promise<void> {
+  let last = -1;
+  let same = 0;
+  await expect
+    .poll(
+      () => {
+        const now = count();
+        same = now === last ? same + 1 : 0;
+        last = now;
+        return same;
+      },
+      { interval: 50, timeout: 10_000 },
+    )
+    .toBe(3);
+}
+
+/** A provider streaming `total` bytes in 64 KB writes as fast as its socket takes them; `sent()` so far. */
+async function firehose(total: number): Promise<{ provider: Provider; sent: () => number }> {
+  const piece = Buffer.alloc(64 * 1024, 0x61);
+  let sent = 0;
+  const { provider: p } = await provider((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const write = (): void => {
+      while (sent < total) {
+        sent += piece.length;
+        if (!res.write(piece)) return void res.once('drain', write);
+      }
+      res.end();
+    };
+    write();
+  });
+  return { provider: p, sent: () => sent };
+}
+
 describe('callProvider, a streamed answer (provider-call.ts)', () => {
-  it('hands over the first chunk, then the rest in order, queued or awaited', async () => {
+  it('hands over at the first chunk, kept for the reader; then each chunk as it arrives, then the end', async () => {
     let more!: () => void;
     const { provider: p } = await provider((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -251,64 +304,65 @@ describe('callProvider, a streamed answer (provider-call.ts)', () => {
     });
     const clock = new FakeClock();
     const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, clock);
-    expect([bytes.status, bytes.first!.toString(), bytes.raw]).toEqual([200, 'data: 1\n\n', undefined]);
+    expect([bytes.status, bytes.raw]).toEqual([200, undefined]);
     // The first byte cleared the timer: a long stream is never cut by it.
     expect(clock.pendingTimers()).toBe(0);
+    const reader = new Reader();
+    bytes.body.read(reader);
     more();
-    expect(await readRest(bytes.rest)).toBe('data: 2\n\ndata: 3\n\ndata: [DONE]\n\n');
-    expect(await bytes.rest.next()).toEqual({ done: true, value: undefined });
+    expect(reader.text()).toMatch(/^data: 1\n\n/); // the first chunk, kept for the reader: pushed at once
+    await expect.poll(() => reader.ended).toBe(true);
+    expect([reader.text(), reader.error]).toEqual([
+      'data: 1\n\ndata: 2\n\ndata: 3\n\ndata: [DONE]\n\n',
+      undefined,
+    ]);
   });
 
-  it('an empty 200 body: no first chunk, the rest ended', async () => {
+  it('an empty 200 body: ended at once', async () => {
     const { provider: p } = await provider((_req, res) => res.writeHead(200).end());
     const clock = new FakeClock();
     const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, clock);
-    expect([bytes.first, await bytes.rest.next()]).toEqual([undefined, { done: true, value: undefined }]);
+    const reader = new Reader();
+    bytes.body.read(reader);
+    expect([reader.chunks.length, reader.ended, reader.error]).toEqual([0, true, undefined]);
     expect(clock.pendingTimers()).toBe(0);
   });
 
-  it('a reader that does not read pauses the provider: its writes stall, and nothing is lost', async () => {
-    const piece = Buffer.alloc(64 * 1024, 0x61);
+  it('no reader yet pauses the provider past 64 KB queued: its writes stall, and nothing is lost', async () => {
     const total = 64 * 1024 * 1024;
-    let sent = 0;
-    const { provider: p } = await provider((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const write = (): void => {
-        while (sent < total) {
-          sent += piece.length;
-          if (!res.write(piece)) return void res.once('drain', write);
-        }
-        res.end();
-      };
-      write();
-    });
-    const clock = new FakeClock();
-    const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, clock);
-    // Nothing read: the provider stalls once the socket buffers and the 64 KB queue are full. Without the
-    // pause the gateway would take all 64 MB; a stall is three polls 50 ms apart seeing the same count.
-    let last = -1;
-    let same = 0;
-    await expect
-      .poll(
-        () => {
-          same = sent === last ? same + 1 : 0;
-          last = sent;
-          return same;
-        },
-        { interval: 50, timeout: 10_000 },
-      )
-      .toBe(3);
-    expect(sent).toBeLessThan(total / 2);
-    let received = bytes.first!.length;
-    for (;;) {
-      const next = await bytes.rest.next();
-      if (next.done === true) break;
-      received += next.value.length;
-    }
-    expect([received, sent]).toEqual([total, total]);
+    const { provider: p, sent } = await firehose(total);
+    const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, new FakeClock());
+    // Without the pause the gateway would take all 64 MB.
+    await stalled(sent);
+    expect(sent()).toBeLessThan(total / 2);
+    const reader = new Reader();
+    bytes.body.read(reader);
+    await expect.poll(() => reader.ended, { timeout: 10_000 }).toBe(true);
+    expect([reader.bytes(), sent(), reader.error]).toEqual([total, total, undefined]);
   });
 
-  it('the provider breaking off mid-stream: the chunks already received, then the error', async () => {
+  it('a full reader pauses the provider until it resumes; chunks that arrive meanwhile wait, in order', async () => {
+    const total = 64 * 1024 * 1024;
+    const { provider: p, sent } = await firehose(total);
+    const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, new FakeClock());
+    const reader = new Reader(3);
+    bytes.body.read(reader);
+    await stalled(sent);
+    expect(sent()).toBeLessThan(total / 2);
+    const taken = reader.chunks.length;
+    expect(taken).toBe(3);
+    // Resumed again and again with room for 3 more each time, it gets everything, and no more than 3 a time.
+    while (!reader.ended) {
+      const before = reader.chunks.length;
+      reader.room = 3;
+      bytes.body.resume();
+      if (reader.chunks.length === before) await new Promise((resolve) => setTimeout(resolve, 1));
+      expect(reader.chunks.length - before).toBeLessThanOrEqual(3);
+    }
+    expect([reader.bytes(), sent(), reader.error]).toEqual([total, total, undefined]);
+  });
+
+  it('the provider breaking off mid-stream: the chunks received, then the error (after a full reader resumes)', async () => {
     const { provider: p } = await provider((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: 1\n\n');
@@ -319,26 +373,34 @@ describe('callProvider, a streamed answer (provider-call.ts)', () => {
     });
     const clock = new FakeClock();
     const bytes = await callProvider(p, '{}', 1_000, new AbortController().signal, clock);
+    const reader = new Reader(1); // full after the first chunk
+    bytes.body.read(reader);
     await expect.poll(() => pools[0]!.stats.connected).toBe(0);
-    expect(await bytes.rest.next()).toEqual({ done: false, value: Buffer.from('data: 2\n\n') });
-    const error = (await bytes.rest.next().catch((e: unknown) => e)) as Error;
-    expect(error).toBeInstanceOf(Error);
-    expect(error.name).toBe('SocketError');
-    await expect(bytes.rest.next()).rejects.toBe(error);
+    expect([reader.text(), reader.ended]).toEqual(['data: 1\n\n', false]);
+    reader.room = Infinity;
+    bytes.body.resume();
+    expect([reader.text(), reader.ended, reader.endedAfter]).toEqual(['data: 1\n\ndata: 2\n\n', true, 2]);
+    expect(reader.error).toBeInstanceOf(Error);
+    expect((reader.error as Error).name).toBe('SocketError');
   });
 
-  it('aborted while the reader waits: the read rejects with the reason and the request is closed', async () => {
+  it('aborted: the reader ends at once with the reason, chunks still queued dropped, and the request is closed', async () => {
     const { provider: p, closed } = await provider((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: 1\n\n');
+      setImmediate(() => res.write('data: 2\n\n'));
     });
     const clock = new FakeClock();
     const client = new AbortController();
     const bytes = await callProvider(p, '{}', 1_000, client.signal, clock);
-    const waiting = bytes.rest.next();
+    const reader = new Reader(1);
+    bytes.body.read(reader);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // 'data: 2' arrives (in time or not): it waits, the reader is full
     const reason = new Error('the client left');
     client.abort(reason);
-    await expect(waiting).rejects.toBe(reason);
+    expect([reader.text(), reader.ended, reader.error]).toEqual(['data: 1\n\n', true, reason]);
+    bytes.body.resume(); // nothing more after the end
+    expect(reader.chunks.length).toBe(1);
     await expect.poll(() => closed.length).toBe(1);
     expect(bytes.link.aborted).toBe(true);
   });

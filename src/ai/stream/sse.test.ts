@@ -1,20 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { errorFrame, readUsage, sseFrames, type StreamFindings } from './sse.js';
+import { errorFrame, readUsage, SseFrameSplitter, type StreamFindings } from './sse.js';
 
-async function frames(
-  chunks: string[],
+/** Pushes `chunks` through a splitter and ends it: the frames written, and what was found. */
+function frames(
+  chunks: Array<string | Buffer>,
   stripUsage = false,
-): Promise<{ out: string[]; findings: StreamFindings }> {
-  const buffers = chunks.map((c) => Buffer.from(c));
-  const [first, ...rest] = buffers;
-  const iterator = rest[Symbol.iterator]();
-  const source = {
-    first,
-    rest: { next: async () => iterator.next() } as AsyncIterator<Buffer>,
-  };
+): { out: string[]; findings: StreamFindings } {
   const findings: StreamFindings = { usage: undefined, done: false };
   const out: string[] = [];
-  for await (const frame of sseFrames(source, stripUsage, findings)) out.push(frame);
+  const splitter = new SseFrameSplitter(stripUsage, findings, { write: (frame) => out.push(frame) > 0 });
+  for (const c of chunks) splitter.push(typeof c === 'string' ? Buffer.from(c) : c);
+  splitter.end();
   return { out, findings };
 }
 
@@ -22,52 +18,44 @@ const chunk = (content: string) => `data: {"choices":[{"delta":{"content":"${con
 const usage =
   'data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}\n\n';
 
-describe('sseFrames', () => {
-  it('splits frames across chunk boundaries, including inside a UTF-8 character', async () => {
+describe('SseFrameSplitter', () => {
+  it('splits frames across chunk boundaries, including inside a UTF-8 character', () => {
     const text = chunk('é') + chunk('b') + 'data: [DONE]\n\n';
     const bytes = Buffer.from(text);
     const at = text.indexOf('é') + 1; // inside the two bytes of é
-    const source = {
-      first: bytes.subarray(0, at),
-      rest: (async function* () {
-        yield bytes.subarray(at, at + 7);
-        yield bytes.subarray(at + 7);
-      })() as AsyncIterator<Buffer>,
-    };
-    const found: StreamFindings = { usage: undefined, done: false };
-    const got: string[] = [];
-    for await (const frame of sseFrames(source, false, found)) got.push(frame);
-    expect(got).toEqual([chunk('é'), chunk('b'), 'data: [DONE]\n\n']);
-    expect(found.done).toBe(true);
+    const { out, findings } = frames([
+      bytes.subarray(0, at),
+      bytes.subarray(at, at + 7),
+      bytes.subarray(at + 7),
+    ]);
+    expect(out).toEqual([chunk('é'), chunk('b'), 'data: [DONE]\n\n']);
+    expect(findings.done).toBe(true);
   });
 
-  it('reads the usage chunk, and strips it when asked', async () => {
-    const kept = await frames([chunk('a'), usage, 'data: [DONE]\n\n']);
+  it('reads the usage chunk, and strips it when asked', () => {
+    const kept = frames([chunk('a'), usage, 'data: [DONE]\n\n']);
     expect(kept.out).toEqual([chunk('a'), usage, 'data: [DONE]\n\n']);
     expect(kept.findings.usage).toEqual({ promptTokens: 5, completionTokens: 2, cachedTokens: 1 });
-    const stripped = await frames([chunk('a') + usage + 'data: [DONE]\n\n'], true);
+    const stripped = frames([chunk('a') + usage + 'data: [DONE]\n\n'], true);
     expect(stripped.out).toEqual([chunk('a'), 'data: [DONE]\n\n']);
     expect(stripped.findings.usage?.completionTokens).toBe(2);
   });
 
-  it('keeps usage that rides on a choice chunk, normalizes CRLF, passes comments and a last frame without its blank line', async () => {
+  it('keeps usage that rides on a choice chunk, normalizes CRLF, passes comments and a last frame without its blank line', () => {
     const onChoice = 'data: {"choices":[{"delta":{}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}';
-    const { out, findings } = await frames(
-      [': keep-alive\r\n\r\n', `${onChoice}\r\n\r\n`, 'data: [DONE]'],
-      true,
-    );
+    const { out, findings } = frames([': keep-alive\r\n\r\n', `${onChoice}\r\n\r\n`, 'data: [DONE]'], true);
     expect(out).toEqual([': keep-alive\n\n', `${onChoice}\n\n`, 'data: [DONE]\n\n']);
     expect(findings.usage).toEqual({ promptTokens: 1, completionTokens: 1, cachedTokens: 0 });
   });
 
-  it('a chunk that is one whole frame (the common case) is read the same as one split or batched', async () => {
+  it('a chunk that is one whole frame (the common case) is read the same as one split or batched', () => {
     const usageNoSpace = usage.replace('data: ', 'data:');
     const multi = 'event: note\ndata: {"a":1}\ndata: {"b":2}\n\n';
     const whole = [chunk('a'), multi, ': comment\n\n', usageNoSpace, 'data:[DONE]\n\n'];
     for (const stripUsage of [false, true]) {
-      const alone = await frames(whole, stripUsage);
-      const batched = await frames([whole.join('')], stripUsage);
-      const split = await frames(
+      const alone = frames(whole, stripUsage);
+      const batched = frames([whole.join('')], stripUsage);
+      const split = frames(
         [...whole.join('')].map((c) => c),
         stripUsage,
       );
@@ -82,18 +70,20 @@ describe('sseFrames', () => {
     }
   });
 
-  it('throws what the body throws', async () => {
-    const source = {
-      first: Buffer.from(chunk('a')),
-      rest: { next: () => Promise.reject(new Error('other side closed')) } as AsyncIterator<Buffer>,
-    };
-    const got: string[] = [];
-    await expect(
-      (async () => {
-        for await (const f of sseFrames(source, false, { usage: undefined, done: false })) got.push(f);
-      })(),
-    ).rejects.toThrow('other side closed');
-    expect(got).toEqual([chunk('a')]);
+  it("answers the sink's false, still writing every frame of the chunk, and the end's write answers too", () => {
+    const out: string[] = [];
+    let room = 1;
+    const findings: StreamFindings = { usage: undefined, done: false };
+    const splitter = new SseFrameSplitter(false, findings, { write: (f) => out.push(f) > 0 && room-- > 0 });
+    expect(splitter.push(Buffer.from(chunk('a')))).toBe(true);
+    expect(splitter.push(Buffer.from(chunk('b') + chunk('c') + 'data: [DO'))).toBe(false);
+    expect(out).toEqual([chunk('a'), chunk('b'), chunk('c')]);
+    room = 1;
+    expect(splitter.push(Buffer.from('NE]'))).toBe(true); // no frame whole yet: nothing written
+    expect(splitter.end()).toBe(true);
+    expect(splitter.end()).toBe(true); // nothing left: nothing written again
+    expect(out).toEqual([chunk('a'), chunk('b'), chunk('c'), 'data: [DONE]\n\n']);
+    expect(findings.done).toBe(true);
   });
 
   it('readUsage wants whole counts; errorFrame is an OpenAI error event', () => {

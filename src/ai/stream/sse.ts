@@ -6,12 +6,6 @@
  */
 import type { Usage } from '../types.js';
 
-/** Where the frames come from: a first chunk and the rest of the body. */
-export interface ByteSource {
-  readonly first: Buffer | undefined;
-  readonly rest: AsyncIterator<Buffer>;
-}
-
 /** What a read of the stream found, filled in as it goes. */
 export interface StreamFindings {
   usage: Usage | undefined;
@@ -20,43 +14,53 @@ export interface StreamFindings {
 }
 
 /**
- * The frames of the stream, each ending in a blank line. Line ends are normalized to `\n`. Throws what the
- * body throws (a provider that broke off).
- * @param stripUsage leave out the usage-only chunk.
+ * Splits a body pushed chunk by chunk into frames, each ending in a blank line, and writes each frame kept to
+ * `out` as soon as it is whole. Line ends are normalized to `\n`; a UTF-8 character split across chunks is
+ * joined. Synchronous: no promise, iterator or generator step per frame.
  */
-export async function* sseFrames(
-  source: ByteSource,
-  stripUsage: boolean,
-  findings: StreamFindings,
-): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  let chunk: Buffer | undefined = source.first;
-  for (;;) {
-    if (chunk !== undefined) {
-      let text = decoder.decode(chunk, { stream: true });
-      if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
-      // The common case, a chunk that is one whole frame (a token): passed on as decoded, not copied.
-      if (buffer === '' && text.length > 2 && text.indexOf('\n\n') === text.length - 2) {
-        if (keepData(dataOfFrame(text), stripUsage, findings)) yield text;
-        text = '';
-      }
-      buffer += text;
-      let end = buffer.indexOf('\n\n');
-      while (end >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        if (keep(block, stripUsage, findings)) yield `${block}\n\n`;
-        end = buffer.indexOf('\n\n');
-      }
+export class SseFrameSplitter {
+  private readonly decoder = new TextDecoder();
+  private buffer = '';
+
+  /**
+   * @param stripUsage leave out the usage-only chunk.
+   * @param findings filled in as frames pass.
+   * @param out takes each frame; its false (a full sink) is what `push` and `end` return.
+   */
+  constructor(
+    private readonly stripUsage: boolean,
+    private readonly findings: StreamFindings,
+    private readonly out: { write(frame: string): boolean },
+  ) {}
+
+  /** Splits one chunk. False when a `write` answered false (every frame of the chunk is written still). */
+  push(chunk: Buffer): boolean {
+    let text = this.decoder.decode(chunk, { stream: true });
+    if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
+    let open = true;
+    // The common case, a chunk that is one whole frame (a token): passed on as decoded, not copied.
+    if (this.buffer === '' && text.length > 2 && text.indexOf('\n\n') === text.length - 2) {
+      if (keepData(dataOfFrame(text), this.stripUsage, this.findings)) open = this.out.write(text);
+      return open;
     }
-    const next = await source.rest.next();
-    if (next.done === true) break;
-    chunk = next.value;
+    let buffer = this.buffer + text;
+    let end = buffer.indexOf('\n\n');
+    while (end >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      if (keep(block, this.stripUsage, this.findings) && !this.out.write(`${block}\n\n`)) open = false;
+      end = buffer.indexOf('\n\n');
+    }
+    this.buffer = buffer;
+    return open;
   }
-  buffer += decoder.decode();
-  if (buffer.trim() !== '' && keep(buffer.replace(/\n+$/, ''), stripUsage, findings)) {
-    yield `${buffer.replace(/\n+$/, '')}\n\n`;
+
+  /** The body ended: a last frame without its blank line is written whole. Same answer as `push`. */
+  end(): boolean {
+    const rest = (this.buffer + this.decoder.decode()).replace(/\n+$/, '');
+    this.buffer = '';
+    if (rest.trim() === '' || !keep(rest, this.stripUsage, this.findings)) return true;
+    return this.out.write(`${rest}\n\n`);
   }
 }
 
