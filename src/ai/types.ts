@@ -160,7 +160,8 @@ export interface StreamStepAnswer extends StepAnswerBase {
   readonly kind: 'stream';
   /**
    * Starts the frames flowing into `sink`: each as soon as the provider sent it whole, then `sink.end`. Call
-   * it once. `done` resolves after `sink.end`.
+   * it once. `done` resolves after `sink.end` (at once when canceled before `pipe`; a later `pipe` gets
+   * only `sink.end` with the cancel).
    */
   pipe(sink: FrameSink): void;
   /** Frames flow again after the sink's `write` answered false (the client's socket drained). */

@@ -1,8 +1,12 @@
 /**
- * Helpers shared by the AI gateway's adversarial suites (ai-hot-path, ai-whole-answer, ai-connection-cap): one raw completion
+ * Helpers shared by the AI gateway's adversarial suites (ai-hot-path, ai-whole-answer, ai-connection-cap,
+ * ai-stream-push-attacks): a hand-written node:http provider, one raw completion
  * request over undici, a loop that moves a fake clock while real sockets deliver, and a provider answer's body
  * read to its end.
  */
+import { once } from 'node:events';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Client } from 'undici';
 import type { FakeClock } from '../../src/core/index.js';
 import type { BodySource } from '../../src/ai/step/attempt.js';
@@ -61,4 +65,45 @@ export function readBody(body: BodySource): Promise<{ text: string; error: unkno
       onEnd: (error) => resolve({ text, error }),
     });
   });
+}
+
+/** A node:http provider whose `answer` writes each response by hand; counts TCP connections and closes. */
+export async function scriptedProvider(
+  defer: (cleanup: () => unknown) => void,
+  answer: (res: ServerResponse, body: string) => void,
+): Promise<{ url: string; sockets: () => number; closed: () => number }> {
+  let sockets = 0;
+  let closed = 0;
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => answer(res, body));
+    res.on('close', () => closed++);
+  });
+  server.on('connection', () => sockets++);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  defer(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return { url, sockets: () => sockets, closed: () => closed };
+}
+
+/** Writes `pieces` to `res` one per macrotask (separate TCP segments, mostly), then ends it. */
+export function writeApart(
+  res: ServerResponse,
+  pieces: readonly (string | Buffer)[],
+  then = (): void => void res.end(),
+): void {
+  let i = 0;
+  const next = (): void => {
+    if (res.destroyed) return;
+    if (i === pieces.length) return then();
+    res.write(pieces[i++]!);
+    setTimeout(next, 1);
+  };
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  next();
 }

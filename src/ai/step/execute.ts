@@ -158,6 +158,8 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
   private splitter: SseFrameSplitter | undefined = undefined;
   private canceled = false;
   private finished = false;
+  /** `sink.end` was called: nothing more goes to the sink. */
+  private sinkEnded = false;
 
   constructor(
     readonly step: AiStep,
@@ -179,22 +181,27 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
     if (this.sink !== undefined) throw new Error('A streamed answer is piped once.');
     this.sink = sink;
     if (this.finished) {
-      sink.end(this.bytes.link.reason);
+      this.endSink(this.bytes.link.reason);
       return;
     }
-    this.splitter = new SseFrameSplitter(this.stripUsage, this.findings, sink);
+    // Once the sink has ended (a cancel from inside `write`), the rest of a chunk's frames go nowhere.
+    this.splitter = new SseFrameSplitter(this.stripUsage, this.findings, {
+      write: (frame) => this.sinkEnded || sink.write(frame),
+    });
     this.bytes.body.read(this);
   }
 
   resume(): void {
-    this.bytes.body.resume();
+    if (!this.sinkEnded) this.bytes.body.resume();
   }
 
   cancel(): void {
     if (this.canceled) return;
     this.canceled = true;
-    // A piped stream's reader ends at once (its `onEnd` below); one never piped is finished here.
     this.bytes.link.abort(new BreakwaterError('canceled', { message: 'The client went away.' }));
+    // A piped stream whose reader is still reading ended above, through its `onEnd`; one whose provider had
+    // ended already (its chunks queued behind a full sink) ends here, and one never piped has no sink yet.
+    if (this.sink !== undefined) this.endSink(this.bytes.link.reason);
     void this.finish('canceled');
   }
 
@@ -205,16 +212,21 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
 
   /** @internal The provider's body ended or broke off (ChunkReader). */
   onEnd(error?: unknown): void {
-    const sink = this.sink!;
     if (error === undefined) {
-      this.splitter!.end();
-      sink.end();
+      if (!this.sinkEnded) this.splitter!.end();
+      this.endSink(undefined);
       void this.finish('ok');
       return;
     }
-    sink.end(error);
+    this.endSink(error);
     // The call's link aborts only when the client left (or `cancel()`); a provider's failure leaves it be.
     void this.finish(this.bytes.link.aborted ? 'canceled' : 'stream_error');
+  }
+
+  private endSink(error: unknown): void {
+    if (this.sinkEnded) return;
+    this.sinkEnded = true;
+    this.sink!.end(error);
   }
 
   private async finish(result: StepOutcome['outcome']): Promise<void> {

@@ -15,12 +15,14 @@ export interface StreamFindings {
 
 /**
  * Splits a body pushed chunk by chunk into frames, each ending in a blank line, and writes each frame kept to
- * `out` as soon as it is whole. Line ends are normalized to `\n`; a UTF-8 character split across chunks is
- * joined. Synchronous: no promise, iterator or generator step per frame.
+ * `out` as soon as it is whole. Line ends are normalized to `\n` (a `\r\n` split between chunks is one); a
+ * UTF-8 character split across chunks is joined. Synchronous: no promise, iterator or generator step per frame.
  */
 export class SseFrameSplitter {
   private readonly decoder = new TextDecoder();
   private buffer = '';
+  /** The last chunk's text ended in `\r`: a `\n` opening the next one is the same line end. */
+  private cr = false;
 
   /**
    * @param stripUsage leave out the usage-only chunk.
@@ -36,6 +38,9 @@ export class SseFrameSplitter {
   /** Splits one chunk. False when a `write` answered false (every frame of the chunk is written still). */
   push(chunk: Buffer): boolean {
     let text = this.decoder.decode(chunk, { stream: true });
+    if (text === '') return true; // part of one UTF-8 character
+    if (this.cr && text.charCodeAt(0) === 0x0a) text = text.slice(1);
+    this.cr = text.charCodeAt(text.length - 1) === 0x0d;
     if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
     let open = true;
     // The common case, a chunk that is one whole frame (a token): passed on as decoded, not copied.
@@ -57,7 +62,7 @@ export class SseFrameSplitter {
 
   /** The body ended: a last frame without its blank line is written whole. Same answer as `push`. */
   end(): boolean {
-    const rest = (this.buffer + this.decoder.decode()).replace(/\n+$/, '');
+    const rest = (this.buffer + this.decoder.decode().replace(/\r\n?/g, '\n')).replace(/\n+$/, '');
     this.buffer = '';
     if (rest.trim() === '' || !keep(rest, this.stripUsage, this.findings)) return true;
     return this.out.write(`${rest}\n\n`);
