@@ -1,8 +1,11 @@
 /**
  * `npm run bench -- ai [--duration=S] [--connections=N] [--provider-ms=MS] [--provider-jitter-ms=MS] [--pin]
- * [--only=breakwater,portkey]`:
+ * [--only=breakwater,portkey] [--stream[=TOKENS]]`:
  * the AI gateway's cost per request. autocannon at 200 connections (default) sends the same non-streamed chat completion, in the same
- * run and on the same machine, to:
+ * run and on the same machine, to the cases below. `--stream` asks for a streamed answer instead: the provider
+ * sends TOKENS (default 50) SSE frames at once, each proxy passes the stream through, and a request ends with
+ * the stream's end (saturated load only: not with `--provider-ms`). Portkey 1.15.2 fails every streamed
+ * request here (`TypeError: immutable` from its header rewrite; Portkey-AI/gateway issue 1389):
  *
  * - **direct**: the simulated OpenAI-compatible provider (examples/llm-sim, answering at once);
  * - **proxy**: the floor, a proxy with no logic (node:http and one undici Pool passing the body through): the
@@ -63,10 +66,17 @@ function arg(name: string): string | undefined {
   return process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 }
 
+/** `--stream[=TOKENS]`: the tokens of each streamed answer, or undefined (answers are not streamed). */
+const STREAM_TOKENS = process.argv.includes('--stream')
+  ? 50
+  : arg('stream') === undefined
+    ? undefined
+    : Number(arg('stream'));
+
 const BODY = JSON.stringify({
   model: 'gift-ranker',
   messages: [{ role: 'user', content: 'Rank these gifts for a tea lover: kettle, kite, yo-yo.' }],
-  max_tokens: 16,
+  ...(STREAM_TOKENS === undefined ? { max_tokens: 16 } : { max_tokens: STREAM_TOKENS, stream: true }),
 });
 
 // ---- the server side (this file again, with --serve=) ----
@@ -87,9 +97,9 @@ async function serve(kind: string): Promise<void> {
     });
     url = sim.url;
   } else if (kind === 'proxy') {
-    url = await startBareProxy(arg('provider')!);
+    url = await startBareProxy(arg('provider')!, STREAM_TOKENS !== undefined);
   } else if (kind === 'fastify-proxy') {
-    url = await startFastifyProxy(arg('provider')!);
+    url = await startFastifyProxy(arg('provider')!, STREAM_TOKENS !== undefined);
   } else {
     const { createAiGateway, createServer, createJobs, openSqliteStore } = lib;
     const store = await openSqliteStore({ path: ':memory:' });
@@ -267,6 +277,9 @@ export async function main(): Promise<void> {
   // At a model's pace the load is this bench's own (ai-load.ts), which also measures each request's overhead;
   // saturated (an instant provider) it is autocannon's, whose client costs least.
   const paced = providerMs > 0;
+  if (paced && STREAM_TOKENS !== undefined)
+    throw new Error('--stream measures saturated load: leave out --provider-ms.');
+  const streamArg = STREAM_TOKENS === undefined ? [] : [`--stream=${STREAM_TOKENS}`];
   const provider = await startOwn('provider', [
     `--provider-ms=${providerMs}`,
     `--provider-jitter-ms=${jitterMs}`,
@@ -277,7 +290,7 @@ export async function main(): Promise<void> {
   const results: Measured[] = [];
   try {
     const own = (kind: string) => async () => {
-      const server = await startOwn(kind, [`--provider=${provider.url}`]);
+      const server = await startOwn(kind, [`--provider=${provider.url}`, ...streamArg]);
       children.push(server.child);
       ours.add(server.child);
       return server.url;
@@ -326,7 +339,9 @@ export async function main(): Promise<void> {
   }
 
   console.log(
-    `\nai: ${connections} connections, ${duration} s each, one non-streamed chat completion per request, ` +
+    `\nai: ${connections} connections, ${duration} s each, one ` +
+      (STREAM_TOKENS === undefined ? 'non-streamed chat completion' : `${STREAM_TOKENS}-token stream`) +
+      ' per request, ' +
       `provider answering in ${providerMs}${jitterMs > 0 ? ` + 0..${jitterMs}` : ''} ms`,
   );
   report(results, paced);
@@ -383,7 +398,9 @@ function report(results: Measured[], paced: boolean): void {
       `added p99 ${addedP99.toFixed(2)} ms (target ≤ 5: ${addedP99 <= 5 ? 'met' : 'missed'})` +
       (pk === undefined
         ? ''
-        : `; breakwater ÷ portkey throughput ${(bw.perSec / pk.perSec).toFixed(2)}x (target > 1: ${bw.perSec > pk.perSec ? 'met' : 'missed'})`),
+        : pk.perSec === 0
+          ? `; portkey served no request (${pk.failed} failed)`
+          : `; breakwater ÷ portkey throughput ${(bw.perSec / pk.perSec).toFixed(2)}x (target > 1: ${bw.perSec > pk.perSec ? 'met' : 'missed'})`),
   );
 }
 

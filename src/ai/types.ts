@@ -144,8 +144,9 @@ export interface JsonStepAnswer extends StepAnswerBase {
  */
 export interface FrameSink {
   /**
-   * One SSE event, a complete frame ending in a blank line (the usage chunk already removed when the client
-   * did not ask for it). False: the sink is full; the provider is paused until the answer's `resume()`.
+   * One or more SSE events, whole frames each ending in a blank line (all those of one provider chunk; the
+   * usage chunk already removed when the client did not ask for it). False: the sink is full; the provider is
+   * paused until the answer's `resume()`.
    */
   write(frame: string): boolean;
   /**

@@ -1,17 +1,18 @@
 import { describe, expect, it } from 'vitest';
+import { framesOf } from '../../../test/support/sse.js';
 import { errorFrame, readUsage, SseFrameSplitter, type StreamFindings } from './sse.js';
 
-/** Pushes `chunks` through a splitter and ends it: the frames written, and what was found. */
+/** Pushes `chunks` through a splitter and ends it: the frames written, the writes, and what was found. */
 function frames(
   chunks: Array<string | Buffer>,
   stripUsage = false,
-): { out: string[]; findings: StreamFindings } {
+): { out: string[]; writes: string[]; findings: StreamFindings } {
   const findings: StreamFindings = { usage: undefined, done: false };
-  const out: string[] = [];
-  const splitter = new SseFrameSplitter(stripUsage, findings, { write: (frame) => out.push(frame) > 0 });
+  const writes: string[] = [];
+  const splitter = new SseFrameSplitter(stripUsage, findings, { write: (f) => writes.push(f) > 0 });
   for (const c of chunks) splitter.push(typeof c === 'string' ? Buffer.from(c) : c);
   splitter.end();
-  return { out, findings };
+  return { out: framesOf(writes), writes, findings };
 }
 
 const chunk = (content: string) => `data: {"choices":[{"delta":{"content":"${content}"}}],"usage":null}\n\n`;
@@ -70,20 +71,34 @@ describe('SseFrameSplitter', () => {
     }
   });
 
-  it("answers the sink's false, still writing every frame of the chunk, and the end's write answers too", () => {
+  it("writes a chunk's whole frames at once; answers the sink's false; the end's write answers too", () => {
     const out: string[] = [];
     let room = 1;
     const findings: StreamFindings = { usage: undefined, done: false };
     const splitter = new SseFrameSplitter(false, findings, { write: (f) => out.push(f) > 0 && room-- > 0 });
     expect(splitter.push(Buffer.from(chunk('a')))).toBe(true);
     expect(splitter.push(Buffer.from(chunk('b') + chunk('c') + 'data: [DO'))).toBe(false);
-    expect(out).toEqual([chunk('a'), chunk('b'), chunk('c')]);
+    expect(out).toEqual([chunk('a'), chunk('b') + chunk('c')]);
     room = 1;
     expect(splitter.push(Buffer.from('NE]'))).toBe(true); // no frame whole yet: nothing written
     expect(splitter.end()).toBe(true);
     expect(splitter.end()).toBe(true); // nothing left: nothing written again
-    expect(out).toEqual([chunk('a'), chunk('b'), chunk('c'), 'data: [DONE]\n\n']);
+    expect(out).toEqual([chunk('a'), chunk('b') + chunk('c'), 'data: [DONE]\n\n']);
     expect(findings.done).toBe(true);
+  });
+
+  it('a usage chunk stripped from the middle of a chunk: the frames around it are written, in two runs', () => {
+    const { writes, findings } = frames([chunk('a') + chunk('b') + usage + 'data: [DONE]\n\n'], true);
+    expect(writes).toEqual([chunk('a') + chunk('b') + 'data: [DONE]\n\n']);
+    expect(findings).toEqual({
+      usage: { promptTokens: 5, completionTokens: 2, cachedTokens: 1 },
+      done: true,
+    });
+    // `"usage":null` on every chunk and a `usage` inside a string are not a usage object.
+    const decoy = 'data: {"choices":[{"delta":{"content":"say \\"usage\\": {"}}],"usage":null}\n\n';
+    const kept = frames([decoy + usage.replace('"usage":{', '"usage" :\t{')], true);
+    expect(kept.writes).toEqual([decoy]);
+    expect(kept.findings.usage?.completionTokens).toBe(2);
   });
 
   it('readUsage wants whole counts; errorFrame is an OpenAI error event', () => {

@@ -14,8 +14,8 @@ export interface StreamFindings {
 }
 
 /**
- * Splits a body pushed chunk by chunk into frames, each ending in a blank line, and writes each frame kept to
- * `out` as soon as it is whole. Line ends are normalized to `\n` (a `\r\n` split between chunks is one); a
+ * Splits a body pushed chunk by chunk into frames, each ending in a blank line, and writes the frames kept to
+ * `out` as soon as they are whole: the whole frames of one chunk in one write. Line ends are normalized to `\n` (a `\r\n` split between chunks is one); a
  * UTF-8 character split across chunks is joined. Synchronous: no promise, iterator or generator step per frame.
  */
 export class SseFrameSplitter {
@@ -27,7 +27,7 @@ export class SseFrameSplitter {
   /**
    * @param stripUsage leave out the usage-only chunk.
    * @param findings filled in as frames pass.
-   * @param out takes each frame; its false (a full sink) is what `push` and `end` return.
+   * @param out takes whole frames; its false (a full sink) is what `push` and `end` return.
    */
   constructor(
     private readonly stripUsage: boolean,
@@ -35,29 +35,41 @@ export class SseFrameSplitter {
     private readonly out: { write(frame: string): boolean },
   ) {}
 
-  /** Splits one chunk. False when a `write` answered false (every frame of the chunk is written still). */
+  /** Splits one chunk. False when its `write` answered false (the chunk's frames are all written still). */
   push(chunk: Buffer): boolean {
     let text = this.decoder.decode(chunk, { stream: true });
     if (text === '') return true; // part of one UTF-8 character
     if (this.cr && text.charCodeAt(0) === 0x0a) text = text.slice(1);
     this.cr = text.charCodeAt(text.length - 1) === 0x0d;
     if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
-    let open = true;
-    // The common case, a chunk that is one whole frame (a token): passed on as decoded, not copied.
-    if (this.buffer === '' && text.length > 2 && text.indexOf('\n\n') === text.length - 2) {
-      if (keepData(dataOfFrame(text), this.stripUsage, this.findings)) open = this.out.write(text);
-      return open;
-    }
-    let buffer = this.buffer + text;
+    const buffer = this.buffer === '' ? text : this.buffer + text;
+    // Frames are passed on as runs (one write for all the frames of a chunk, as a pass-through proxy would),
+    // and only a frame that may carry usage or be `[DONE]` is read: the positions of both are found once per
+    // chunk and followed forward, so a chunk is scanned in one pass whatever its number of frames.
+    let usageAt = buffer.indexOf('"usage"');
+    let doneAt = buffer.indexOf('[DONE]');
+    let from = 0; // where the next frame starts
+    let start = 0; // where the run of kept frames not yet written starts
+    let out = '';
     let end = buffer.indexOf('\n\n');
     while (end >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (keep(block, this.stripUsage, this.findings) && !this.out.write(`${block}\n\n`)) open = false;
-      end = buffer.indexOf('\n\n');
+      let read = doneAt >= 0 && doneAt < end;
+      while (!read && usageAt >= 0 && usageAt < end) {
+        read = usageObjectAt(buffer, usageAt + 7);
+        usageAt = buffer.indexOf('"usage"', usageAt + 7);
+      }
+      if (read && !keep(buffer.slice(from, end), this.stripUsage, this.findings)) {
+        if (from > start) out += buffer.slice(start, from);
+        start = end + 2;
+      }
+      from = end + 2;
+      if (doneAt >= 0 && doneAt < from) doneAt = buffer.indexOf('[DONE]', from);
+      if (usageAt >= 0 && usageAt < from) usageAt = buffer.indexOf('"usage"', from);
+      end = buffer.indexOf('\n\n', from);
     }
-    this.buffer = buffer;
-    return open;
+    if (from > start) out = out === '' ? buffer.slice(start, from) : out + buffer.slice(start, from);
+    this.buffer = from === buffer.length ? '' : buffer.slice(from);
+    return out === '' || this.out.write(out);
   }
 
   /** The body ended: a last frame without its blank line is written whole. Same answer as `push`. */
@@ -80,7 +92,6 @@ function keepData(data: string | undefined, stripUsage: boolean, findings: Strea
     findings.done = true;
     return true;
   }
-  // Cheap test first: every chunk carries `"usage":null` when usage is asked for; only the last has an object.
   if (!data.includes('"usage"') || !/"usage"\s*:\s*\{/.test(data)) return true;
   let parsed: { usage?: unknown; choices?: unknown };
   try {
@@ -94,12 +105,23 @@ function keepData(data: string | undefined, stripUsage: boolean, findings: Strea
   return !(stripUsage && Array.isArray(parsed.choices) && parsed.choices.length === 0);
 }
 
-/** {@link dataOf} a whole frame, its closing blank line included: one slice for a one-line `data:` frame. */
-function dataOfFrame(frame: string): string | undefined {
-  if (frame.startsWith('data:') && frame.indexOf('\n') === frame.length - 2) {
-    return frame.slice(frame.charCodeAt(5) === 0x20 ? 6 : 5, -2);
-  }
-  return dataOf(frame.slice(0, -2));
+/**
+ * Whether a `"usage"` key ending before `at` in `text` opens an object (`"usage": {`): every chunk carries
+ * `"usage":null` when usage is asked for, and only the last one has an object. (A key and its value on two
+ * `data:` lines is not seen: its cost is then unknown and the whole reservation is settled.)
+ */
+function usageObjectAt(text: string, at: number): boolean {
+  let i = at;
+  while (isBlank(text.charCodeAt(i))) i++;
+  if (text.charCodeAt(i) !== 0x3a) return false; // ':'
+  i++;
+  while (isBlank(text.charCodeAt(i))) i++;
+  return text.charCodeAt(i) === 0x7b; // '{'
+}
+
+/** JSON whitespace that can sit inside one line (a frame's line breaks were split off). */
+function isBlank(code: number): boolean {
+  return code === 0x20 || code === 0x09;
 }
 
 /** The `data` of a frame (several `data:` lines joined by `\n`), or undefined when it has none. */
