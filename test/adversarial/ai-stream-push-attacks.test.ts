@@ -23,6 +23,7 @@ import { callProvider } from '../../src/ai/step/attempt.js';
 import { seeded } from '../support/random.js';
 import { framesOf } from '../support/sse.js';
 import { readBody, scriptedProvider, writeApart } from './ai-support.js';
+import { stalled } from '../support/stalled.js';
 
 const defer = useCleanups();
 const DAY = 86_400_000;
@@ -382,18 +383,6 @@ async function twoSpeeds(count: number) {
   });
   const release = () => held.splice(0).forEach((f) => f());
   return { ...provider, sent: () => sent, release };
-}
-
-/** Polls until `count()` stayed the same for three polls 50 ms apart (a stalled writer). */
-async function stalled(count: () => number): Promise<void> {
-  let last = -1;
-  let same = 0;
-  await expect
-    .poll(() => ((same = count() === last ? same + 1 : 0), (last = count()), same), {
-      interval: 50,
-      timeout: 10_000,
-    })
-    .toBe(3);
 }
 
 const streamRequest = (model: string, extra: Record<string, unknown> = {}) => ({

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { ask, startGateway, useCleanups } from '../ai/support.js';
+import { stalled } from '../support/stalled.js';
 
 const defer = useCleanups();
 
@@ -56,26 +57,20 @@ async function firehose(
   };
 }
 
-/** Polls until `count()` stayed the same for three polls 50 ms apart (a stalled writer). */
-async function stalled(count: () => number): Promise<void> {
-  let last = -1;
-  let same = 0;
-  await expect
-    .poll(
-      () => {
-        const now = count();
-        same = now === last ? same + 1 : 0;
-        last = now;
-        return same;
-      },
-      { interval: 50, timeout: 10_000 },
-    )
-    .toBe(3);
-}
-
 /** The numbers of the frames in `text`, in the order they came. */
 const numbers = (text: string): number[] =>
   [...text.matchAll(/"content":"w(\d+)-/g)].map((m) => Number(m[1]));
+
+/** Asks the gateway behind `client` for a streamed completion of `raw/m`. */
+function askStream(client: Client, signal?: AbortSignal): ReturnType<Client['request']> {
+  return client.request({
+    path: '/v1/chat/completions',
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(ask('raw/m', { stream: true })),
+    ...(signal === undefined ? {} : { signal }),
+  });
+}
 
 async function gatewayOver(providerUrl: string) {
   return startGateway(defer, {}, { providers: { raw: { baseUrl: providerUrl, apiKeyEnv: 'SIM_KEY' } } });
@@ -88,12 +83,7 @@ describe('a pushed stream through the gateway', () => {
     const { url, logs } = await gatewayOver(provider.url);
     const client = new Client(url);
     defer(() => client.close());
-    const answer = await client.request({
-      path: '/v1/chat/completions',
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(ask('raw/m', { stream: true })),
-    });
+    const answer = await askStream(client);
     expect(answer.statusCode).toBe(200);
     // Nothing read: the provider stalls with most of its answer unsent.
     await stalled(provider.sent);
@@ -113,12 +103,7 @@ describe('a pushed stream through the gateway', () => {
     const { url, logs } = await gatewayOver(provider.url);
     const client = new Client(url);
     defer(() => client.close());
-    const answer = await client.request({
-      path: '/v1/chat/completions',
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(ask('raw/m', { stream: true })),
-    });
+    const answer = await askStream(client);
     await stalled(provider.sent);
     expect(provider.sent()).toBeLessThan(3_000);
     let text = '';
@@ -142,13 +127,7 @@ describe('a pushed stream through the gateway', () => {
     const client = new Client(url);
     defer(() => client.close());
     const controller = new AbortController();
-    const answer = await client.request({
-      path: '/v1/chat/completions',
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(ask('raw/m', { stream: true })),
-      signal: controller.signal,
-    });
+    const answer = await askStream(client, controller.signal);
     await stalled(provider.sent);
     controller.abort();
     await answer.body.text().catch(() => undefined);

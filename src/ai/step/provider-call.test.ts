@@ -8,6 +8,7 @@ import { ConnectionSlots } from '../connection-slots.js';
 import type { Provider } from '../providers.js';
 import { callProvider, type ChunkReader } from './attempt.js';
 import { ProviderHttpError } from './provider-error.js';
+import { stalled } from '../../../test/support/stalled.js';
 
 const servers: Server[] = [];
 const pools: Pool[] = [];
@@ -251,23 +252,6 @@ class Reader implements ChunkReader {
   bytes(): number {
     return this.chunks.reduce((n, c) => n + c.length, 0);
   }
-}
-
-/** Polls until `count()` stayed the same for three polls 50 ms apart (a stalled writer). */
-async function stalled(count: () => number): Promise<void> {
-  let last = -1;
-  let same = 0;
-  await expect
-    .poll(
-      () => {
-        const now = count();
-        same = now === last ? same + 1 : 0;
-        last = now;
-        return same;
-      },
-      { interval: 50, timeout: 10_000 },
-    )
-    .toBe(3);
 }
 
 /** A provider streaming `total` bytes in 64 KB writes as fast as its socket takes them; `sent()` so far. */
