@@ -95,10 +95,10 @@ class ResponseSink implements FrameSink {
     this.answer.pipe(this);
   }
 
-  write(frame: string): boolean {
+  write(frames: string): boolean {
     if (this.over) return true;
     this.wrote = true;
-    return this.res.write(frame);
+    return this.res.write(frames);
   }
 
   end(error?: unknown): void {

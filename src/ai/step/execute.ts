@@ -184,7 +184,7 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
       this.endSink(this.bytes.link.reason);
       return;
     }
-    // Once the sink has ended (a cancel from inside `write`), the rest of a chunk's frames go nowhere.
+    // Once the sink has ended (a cancel from inside `write`), nothing more is written to it.
     this.splitter = new SseFrameSplitter(this.stripUsage, this.findings, {
       write: (frame) => this.sinkEnded || sink.write(frame),
     });
