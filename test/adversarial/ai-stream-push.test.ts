@@ -6,7 +6,7 @@
  */
 import { once } from 'node:events';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { ask, startGateway, useCleanups } from '../ai/support.js';
@@ -134,5 +134,35 @@ describe('a pushed stream through the gateway', () => {
     await expect.poll(() => provider.closed()).toBe(true);
     await expect.poll(() => logs.length).toBe(1);
     expect(logs[0]).toMatchObject({ stream: true, outcome: 'canceled' });
+  });
+
+  it.each([
+    ['with [DONE] (its blank line left out): whole, logged ok', 'data: [DONE]', 'ok'],
+    ['without [DONE]: not whole, the error event, logged stream_error', '', 'stream_error'],
+  ])('a stream ended by the connection closing (no length, not chunked) %s', async (_name, last, outcome) => {
+    // HTTP/1.0-style framing: undici reports a reset of such a connection as a normal end.
+    const server = createNetServer((socket) => {
+      socket.once('data', () => {
+        socket.end(
+          'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n' +
+            frame(0, 10) +
+            frame(1, 10) +
+            last,
+        );
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    defer(() => server.close());
+    const { url, logs } = await gatewayOver(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`);
+    const client = new Client(url);
+    defer(() => client.close());
+    const answer = await askStream(client);
+    const text = await answer.body.text();
+    expect(numbers(text)).toEqual([0, 1]);
+    if (outcome === 'ok') expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    else expect(text).toMatch(/event: error\ndata: \{"error":\{[^\n]*"code":"stream_interrupted"\}\}\n\n$/);
+    await expect.poll(() => logs.length).toBe(1);
+    expect(logs[0]).toMatchObject({ stream: true, status: 200, outcome });
   });
 });

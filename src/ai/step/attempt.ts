@@ -48,6 +48,11 @@ export interface FirstBytes {
    * ended, `link` disposed). Undefined for a streamed one.
    */
   readonly raw: Buffer | undefined;
+  /**
+   * A streamed body that ends when the connection closes (neither `content-length` nor chunked): undici
+   * reports a reset of it as a normal end, so such a stream is whole only when it sent `data: [DONE]`.
+   */
+  readonly closeDelimited: boolean;
 }
 
 /**

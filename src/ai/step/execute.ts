@@ -214,9 +214,18 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
   onEnd(error?: unknown): void {
     if (error === undefined) {
       if (!this.sinkEnded) this.splitter!.end();
-      this.endSink(undefined);
-      void this.finish('ok');
-      return;
+      if (!this.bytes.closeDelimited || this.findings.done) {
+        this.endSink(undefined);
+        void this.finish('ok');
+        return;
+      }
+      // Its end may have been a reset (see FirstBytes.closeDelimited): without `[DONE]` it is not whole.
+      const provider = this.step.provider;
+      error = new BreakwaterError('upstream_unavailable', {
+        message: `The provider ${provider} closed the connection before its stream was complete.`,
+        source: provider,
+        details: { provider, reason: 'truncated' },
+      });
     }
     this.endSink(error);
     // The call's link aborts only when the client left (or `cancel()`); a provider's failure leaves it be.

@@ -182,14 +182,16 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
 
   /**
    * A body with neither `content-length` nor chunked encoding ends when the connection closes (RFC 9112,
-   * section 6.3), and undici reports a reset of that connection as a normal end: such a body is whole only
-   * when it is a whole JSON text. Checked for a non-streamed answer only (rare: HTTP/1.0-style servers).
+   * section 6.3), and undici reports a reset of that connection as a normal end (rare: HTTP/1.0-style servers).
    */
-  private truncated(body: Buffer): boolean {
+  private closeDelimited(): boolean {
     const h = this.headers;
-    if (h['content-length'] !== undefined || /chunked/i.test(String(h['transfer-encoding'] ?? ''))) {
-      return false;
-    }
+    return h['content-length'] === undefined && !/chunked/i.test(String(h['transfer-encoding'] ?? ''));
+  }
+
+  /** A non-streamed {@link closeDelimited} body is whole only when it is a whole JSON text. */
+  private truncated(body: Buffer): boolean {
+    if (!this.closeDelimited()) return false;
     try {
       JSON.parse(body.toString('utf8'));
       return false;
@@ -229,7 +231,8 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
       this.chunks.push(chunk);
       this.queued = chunk.length;
       const firstByteMs = this.firstAt - this.started;
-      this.resolve({ status, body: this, link: this.link, firstByteMs, raw: undefined });
+      const closeDelimited = this.closeDelimited();
+      this.resolve({ status, body: this, link: this.link, firstByteMs, raw: undefined, closeDelimited });
       return;
     }
     const reader = this.reader;
@@ -321,7 +324,8 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
     this.link.dispose();
     const firstByteMs = this.firstAt - this.started;
     if (this.maxBytes === undefined) {
-      this.resolve({ status, body: ENDED, link: this.link, firstByteMs, raw: undefined });
+      const closeDelimited = this.closeDelimited();
+      this.resolve({ status, body: ENDED, link: this.link, firstByteMs, raw: undefined, closeDelimited });
       return;
     }
     const chunks = this.chunks;
@@ -336,7 +340,7 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
       );
       return;
     }
-    this.resolve({ status, body: ENDED, link: this.link, firstByteMs, raw });
+    this.resolve({ status, body: ENDED, link: this.link, firstByteMs, raw, closeDelimited: false });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
