@@ -8,8 +8,8 @@
  * on the wire at once: a leaked slot would wedge the provider forever.
  */
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { connect } from 'node:net';
 import type OpenAI from 'openai';
 import type { APIError } from 'openai';
 import { describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ import { ProviderRegistry, type Provider } from '../../src/ai/providers.js';
 import { callProvider, type FirstBytes } from '../../src/ai/step/attempt.js';
 import { FakeClock } from '../../src/core/index.js';
 import { ask, startGateway, startSim, until, useCleanups } from '../ai/support.js';
-import { readBody } from './ai-support.js';
+import { readBody, scriptedProvider } from './ai-support.js';
 
 const defer = useCleanups();
 const BODY = '{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[]}';
@@ -33,28 +33,8 @@ interface Held {
 }
 
 /** A node:http provider: `answer` gets each request's body; it may answer now or hold it. */
-async function rawProvider(
-  answer: (held: Held) => void,
-): Promise<{ server: Server; url: string; sockets: () => number; bodies: string[] }> {
-  const bodies: string[] = [];
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      bodies.push(body);
-      answer({ body, res, req });
-    });
-  });
-  let sockets = 0;
-  server.on('connection', () => sockets++);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  defer(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  return { server, url, sockets: () => sockets, bodies };
+function rawProvider(answer: (held: Held) => void): ReturnType<typeof scriptedProvider> {
+  return scriptedProvider(defer, (res, body, req) => answer({ body, res, req }));
 }
 
 /** The registry's real provider (its Pool and ConnectionSlots), `max` connections. */

@@ -250,15 +250,17 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
   });
 
   it('the client leaving while the sink is full and chunks are queued: one end at once, no frame after it', async () => {
-    const provider = await scriptedProvider(defer, (res) =>
-      writeApart(
+    let writer: { written: () => number } | undefined;
+    const provider = await scriptedProvider(defer, (res) => {
+      writer = writeApart(
         res,
         Array.from({ length: 200 }, (_, i) => frame(i)),
         () => undefined, // never ends
-      ),
-    );
+      );
+    });
     const { answer, client, spend, idle } = await streamStep(provider.url);
-    await new Promise((resolve) => setTimeout(resolve, 30)); // chunks queue before the pipe
+    // Chunks queue before the pipe: the provider wrote 10 frames 1 ms apart, the first three long arrived.
+    await until(() => (writer?.written() ?? 0) >= 10);
     const sink = new Sink((_frames, s) => s.writes.length < 3);
     answer.pipe(sink); // full at its third write: the rest stays queued
     client.abort();
@@ -286,7 +288,13 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
     const sink = new Sink(() => false);
     answer.pipe(sink);
     expect(sink.writes.length).toBeLessThan(10); // a full sink is not flooded with the queue
-    for (let i = 0; i < 10 && sink.ends.length === 0; i++) answer.resume();
+    // Resumed until it ends: each resume lets one more write through.
+    await expect
+      .poll(() => {
+        answer.resume();
+        return sink.ends.length;
+      })
+      .toBe(1);
     expect(numbers(sink.frames.join(''))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(sink.calls.slice(-1)).toEqual(['end']);
     expect(sink.ends).toEqual(['clean']);

@@ -5,7 +5,7 @@
  * read to its end.
  */
 import { once } from 'node:events';
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from 'undici';
 import type { FakeClock } from '../../src/core/index.js';
@@ -67,17 +67,24 @@ export function readBody(body: BodySource): Promise<{ text: string; error: unkno
   });
 }
 
-/** A node:http provider whose `answer` writes each response by hand; counts TCP connections and closes. */
+/**
+ * A node:http provider whose `answer` writes each response by hand (now, or later: it may hold it); keeps
+ * every request body, and counts TCP connections and closed responses.
+ */
 export async function scriptedProvider(
   defer: (cleanup: () => unknown) => void,
-  answer: (res: ServerResponse, body: string) => void,
-): Promise<{ url: string; sockets: () => number; closed: () => number }> {
+  answer: (res: ServerResponse, body: string, req: IncomingMessage) => void,
+): Promise<{ server: Server; url: string; sockets: () => number; closed: () => number; bodies: string[] }> {
   let sockets = 0;
   let closed = 0;
+  const bodies: string[] = [];
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => answer(res, body));
+    req.on('end', () => {
+      bodies.push(body);
+      answer(res, body, req);
+    });
     res.on('close', () => closed++);
   });
   server.on('connection', () => sockets++);
@@ -88,15 +95,18 @@ export async function scriptedProvider(
     server.close();
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  return { url, sockets: () => sockets, closed: () => closed };
+  return { server, url, sockets: () => sockets, closed: () => closed, bodies };
 }
 
-/** Writes `pieces` to `res` one per macrotask (separate TCP segments, mostly), then ends it. */
+/**
+ * Writes `pieces` to `res` one per macrotask (separate TCP segments, mostly), then ends it. `written()` says
+ * how many were written so far.
+ */
 export function writeApart(
   res: ServerResponse,
   pieces: readonly (string | Buffer)[],
   then = (): void => void res.end(),
-): void {
+): { written: () => number } {
   let i = 0;
   const next = (): void => {
     if (res.destroyed) return;
@@ -106,4 +116,5 @@ export function writeApart(
   };
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   next();
+  return { written: () => i };
 }

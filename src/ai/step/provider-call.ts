@@ -238,7 +238,7 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
     const reader = this.reader;
     if (reader !== undefined && !this.readerFull && this.chunks.length === 0) {
       // The common case: straight to the reader.
-      if (!reader.onChunk(chunk) && !this.readerDone) this.full(controller);
+      if (!reader.onChunk(chunk)) this.full(controller);
       return;
     }
     this.chunks.push(chunk);
@@ -261,8 +261,9 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
     this.flush();
   }
 
-  /** The reader is full: the connection pauses until it resumes. */
+  /** The reader is full: the connection pauses until it resumes (unless `onChunk` ended the reader). */
   private full(controller: Dispatcher.DispatchController | undefined): void {
+    if (this.readerDone) return;
     this.readerFull = true;
     if (this.paused) return;
     this.paused = true;

@@ -15,8 +15,9 @@ export interface StreamFindings {
 
 /**
  * Splits a body pushed chunk by chunk into frames, each ending in a blank line, and writes the frames kept to
- * `out` as soon as they are whole: the whole frames of one chunk in one write. Line ends are normalized to `\n` (a `\r\n` split between chunks is one); a
- * UTF-8 character split across chunks is joined. Synchronous: no promise, iterator or generator step per frame.
+ * `out` as soon as they are whole: the whole frames of one chunk in one write. Line ends are normalized to
+ * `\n` (a `\r\n` split between chunks is one); a UTF-8 character split across chunks is joined. Synchronous:
+ * no promise, iterator or generator step per frame.
  */
 export class SseFrameSplitter {
   private readonly decoder = new TextDecoder();
@@ -32,7 +33,7 @@ export class SseFrameSplitter {
   constructor(
     private readonly stripUsage: boolean,
     private readonly findings: StreamFindings,
-    private readonly out: { write(frame: string): boolean },
+    private readonly out: { write(frames: string): boolean },
   ) {}
 
   /** Splits one chunk. False when its `write` answered false (the chunk's frames are all written still). */
@@ -81,12 +82,9 @@ export class SseFrameSplitter {
   }
 }
 
-/** Reads one frame's data; false to leave the frame out. */
+/** Reads one frame's data into `findings`; false to leave the frame out. */
 function keep(block: string, stripUsage: boolean, findings: StreamFindings): boolean {
-  return keepData(dataOf(block), stripUsage, findings);
-}
-
-function keepData(data: string | undefined, stripUsage: boolean, findings: StreamFindings): boolean {
+  const data = dataOf(block);
   if (data === undefined) return true;
   if (data === '[DONE]') {
     findings.done = true;
