@@ -165,7 +165,10 @@ export interface StreamStepAnswer extends StepAnswerBase {
    * only `sink.end` with the cancel).
    */
   pipe(sink: FrameSink): void;
-  /** Frames flow again after the sink's `write` answered false (the client's socket drained). */
+  /**
+   * Frames flow again after the sink's `write` answered false (the client's socket drained). Called from
+   * inside `write`, it cancels that write's false.
+   */
   resume(): void;
   /** Stops reading the provider (aborts its request); the outcome becomes `canceled`. */
   cancel(): void;

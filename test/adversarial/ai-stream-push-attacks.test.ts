@@ -364,6 +364,26 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
     expect(sink.calls.slice(-1)).toEqual(['end']);
     expect(sink.ends[0]).toMatchObject({ code: 'canceled' });
   });
+
+  // Noted by this suite, fixed since: a sink that drained inside its own `write` (calling `resume()` there)
+  // and then answered false paused the provider for a resume that had already come, so the stream stalled.
+  it('a sink that resumes inside write and then answers false is not paused: every frame, and the end', async () => {
+    const provider = await scriptedProvider(defer, (res) =>
+      writeApart(
+        res,
+        Array.from({ length: 10 }, (_, i) => frame(i)),
+      ),
+    );
+    const { answer } = await streamStep(provider.url);
+    const sink = new Sink(() => {
+      answer.resume();
+      return false;
+    });
+    answer.pipe(sink);
+    expect(await answer.done).toMatchObject({ outcome: 'ok' });
+    expect(numbers(sink.frames.join(''))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(sink.ends).toEqual(['clean']);
+  });
 });
 
 const big = (i: number): string =>

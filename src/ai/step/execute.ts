@@ -160,6 +160,9 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
   private finished = false;
   /** `sink.end` was called: nothing more goes to the sink. */
   private sinkEnded = false;
+  /** A chunk's frames are being written: a `resume()` now answers that write's false (see onChunk). */
+  private writing = false;
+  private resumedInWrite = false;
 
   constructor(
     readonly step: AiStep,
@@ -192,7 +195,8 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
   }
 
   resume(): void {
-    if (!this.sinkEnded) this.bytes.body.resume();
+    if (this.writing) this.resumedInWrite = true;
+    else if (!this.sinkEnded) this.bytes.body.resume();
   }
 
   cancel(): void {
@@ -207,7 +211,15 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
 
   /** @internal The provider's body (ChunkReader). */
   onChunk(chunk: Buffer): boolean {
-    return this.splitter!.push(chunk);
+    // A sink that drained within its own `write` (and said so with `resume()`) before answering false is not
+    // full: pausing on that false would wait for a resume that already came.
+    this.writing = true;
+    this.resumedInWrite = false;
+    try {
+      return this.splitter!.push(chunk) || this.resumedInWrite;
+    } finally {
+      this.writing = false;
+    }
   }
 
   /** @internal The provider's body ended or broke off (ChunkReader). */
