@@ -155,6 +155,15 @@ const frame = (i: number): string => `data: {"choices":[{"delta":{"content":"t${
 const numbers = (text: string): number[] =>
   [...text.matchAll(/"content":"t(\d+)"/g)].map((m) => Number(m[1]));
 
+/** A provider that streams frames 0..9, each in a write of its own. */
+const tenFrames = () =>
+  scriptedProvider(defer, (res) =>
+    writeApart(
+      res,
+      Array.from({ length: 10 }, (_, i) => frame(i)),
+    ),
+  );
+
 /** A streamed step of `executeStep` against `url` on the gateway's real context (Pool, spend rule, FakeClock). */
 async function streamStep(url: string, includeUsage = false) {
   const clock = new FakeClock();
@@ -276,12 +285,7 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
   });
 
   it('chunks queued before the pipe go to a full sink only as it resumes; then every frame, once, and the end', async () => {
-    const provider = await scriptedProvider(defer, (res) =>
-      writeApart(
-        res,
-        Array.from({ length: 10 }, (_, i) => frame(i)),
-      ),
-    );
+    const provider = await tenFrames();
     const { answer, spend } = await streamStep(provider.url);
     await until(() => provider.closed() === 1);
     await new Promise((resolve) => setTimeout(resolve, 30)); // the whole answer waits for its reader
@@ -345,12 +349,7 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
   // its `end`, and a later `resume()` pushed the queued frames and a clean end after the cancel. (The gateway's
   // ResponseSink closes itself first, so its clients did not see it.) `cancel()` now ends a piped sink itself.
   it('cancel() after the provider ended, chunks queued behind a full sink: one end with the cancel, nothing after', async () => {
-    const provider = await scriptedProvider(defer, (res) =>
-      writeApart(
-        res,
-        Array.from({ length: 10 }, (_, i) => frame(i)),
-      ),
-    );
+    const provider = await tenFrames();
     const { answer } = await streamStep(provider.url);
     await until(() => provider.closed() === 1);
     await new Promise((resolve) => setTimeout(resolve, 30)); // the end reached the gateway: all queued
@@ -368,12 +367,7 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
   // Noted by this suite, fixed since: a sink that drained inside its own `write` (calling `resume()` there)
   // and then answered false paused the provider for a resume that had already come, so the stream stalled.
   it('a sink that resumes inside write and then answers false is not paused: every frame, and the end', async () => {
-    const provider = await scriptedProvider(defer, (res) =>
-      writeApart(
-        res,
-        Array.from({ length: 10 }, (_, i) => frame(i)),
-      ),
-    );
+    const provider = await tenFrames();
     const { answer } = await streamStep(provider.url);
     const sink = new Sink(() => {
       answer.resume();
