@@ -17,7 +17,7 @@ export interface ChatBodyInfo {
 
 /**
  * Checks the fields the gateway relies on: `model` a non-empty string, `messages` a non-empty array,
- * `stream` a boolean when present, `max_tokens` / `max_completion_tokens` integers >= 1 when present,
+ * `stream` a boolean when present, `max_tokens` / `max_completion_tokens` / `n` integers >= 1 when present,
  * `stream_options` an object when present.
  * @throws BreakwaterError `invalid_payload` (400) naming the field.
  */
@@ -38,7 +38,8 @@ export function readChatBody(body: unknown): ChatBodyInfo {
   if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean') {
     throw invalidBody('stream must be a boolean.', 'stream');
   }
-  for (const field of ['max_tokens', 'max_completion_tokens']) {
+  // `n` multiplies the answer's cost (each choice is billed), so the spend estimate reads it too.
+  for (const field of ['max_tokens', 'max_completion_tokens', 'n']) {
     const value = b[field];
     if (value !== undefined && value !== null && !(Number.isInteger(value) && (value as number) >= 1)) {
       throw invalidBody(`${field} must be an integer >= 1.`, field);
@@ -79,8 +80,8 @@ export function providerBody(request: AiRequest, model: string): string {
 const estimates = new WeakMap<AiRequest, EstimateInput>();
 
 /**
- * What a cost estimate (`estimateMicroUsd`) needs from a request: its maximum output tokens and the UTF-8
- * bytes of its `messages` and `tools`. Computed once per request (cached), since every step of a chain asks.
+ * What a cost estimate (`estimateMicroUsd`) needs from a request: its maximum output tokens, its answers
+ * (`n`) and the UTF-8 bytes of its `messages` and `tools`. Computed once per request (cached), since every step of a chain asks.
  */
 export function estimateInput(request: AiRequest): EstimateInput {
   let input = estimates.get(request);
@@ -95,6 +96,7 @@ export function estimateInput(request: AiRequest): EstimateInput {
       maxOutputTokens: typeof max === 'number' ? max : undefined,
       promptBytes,
       messageCount: messages.length,
+      answers: typeof b.n === 'number' ? b.n : 1,
     };
     estimates.set(request, input);
   }

@@ -103,6 +103,8 @@ export interface EstimateInput {
   promptBytes: number;
   /** Messages in the request (each costs a few tokens of framing). */
   messageCount: number;
+  /** Answers asked for: the request's `n` (default 1). Each can be as long as the maximum output. */
+  answers?: number;
 }
 
 /** Tokens of framing per message in OpenAI's chat format (role, separators), counted generously. */
@@ -114,9 +116,10 @@ const TOKENS_PER_ANSWER = 3;
  * An upper bound of a request's cost in micro-USD, for the spend reservation:
  * - input: one token per byte of the serialized prompt (a BPE token is never less than one byte of text) plus
  *   framing, at the dearer of the input and cached prices;
- * - output: `max_completion_tokens` / `max_tokens` at the output price.
- * Without a maximum output, `ceilingMicroUsd` (the configured per-request ceiling) is the estimate;
- * undefined when there is none either (the caller refuses the request).
+ * - output: `max_completion_tokens` / `max_tokens` at the output price, once per answer (`n`: OpenAI bills the
+ *   prompt once and every choice's tokens).
+ * Without a maximum output, `ceilingMicroUsd` (the configured per-request ceiling) per answer is the
+ * estimate; undefined when there is none either (the caller refuses the request).
  *
  * Not bounded: images, audio and files, whose token counts do not follow their bytes; a request that uses
  * them can cost more than its estimate.
@@ -126,9 +129,13 @@ export function estimateMicroUsd(
   price: TokenPrice,
   ceilingMicroUsd: number | undefined,
 ): number | undefined {
-  if (input.maxOutputTokens === undefined) return ceilingMicroUsd;
+  const answers = input.answers ?? 1;
+  if (input.maxOutputTokens === undefined) {
+    return ceilingMicroUsd === undefined ? undefined : ceilingMicroUsd * answers;
+  }
   const promptTokens = input.promptBytes + input.messageCount * TOKENS_PER_MESSAGE + TOKENS_PER_ANSWER;
   const pico =
-    promptTokens * Math.max(price.inputPico, price.cachedPico) + input.maxOutputTokens * price.outputPico;
+    promptTokens * Math.max(price.inputPico, price.cachedPico) +
+    answers * input.maxOutputTokens * price.outputPico;
   return picoToMicro(pico);
 }

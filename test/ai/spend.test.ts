@@ -116,6 +116,12 @@ describe('AI gateway spend rules (SQLite)', () => {
       .catch((e: unknown) => e)) as APIError;
     expect(huge.status).toBe(429);
     expect(huge.headers?.get('retry-after')).toBeNull();
+    // Two answers of 50 tokens each can cost as much as one of 100: over the budget too, not a wait.
+    const twice = (await client.chat.completions
+      .create(ask('sim/sim-1', { max_tokens: 50, n: 2 }))
+      .catch((e: unknown) => e)) as APIError;
+    expect(twice.status).toBe(429);
+    expect(twice.headers?.get('retry-after')).toBeNull();
     expect(sim.requests).toHaveLength(1);
   });
 

@@ -54,11 +54,33 @@ describe('AiLimits: spend', () => {
     expect(await state('b', 'v:p')).toEqual({ spentMicroUsd: 40, reservedMicroUsd: 100 });
     await b.settle(undefined); // usage unknown: the whole estimate counts
     expect(await state('b', 'v:p')).toEqual({ spentMicroUsd: 140, reservedMicroUsd: 0 });
-    await l.acquire(TARGET, ESTIMATE); // 140 + 100 <= 300
-    const e = await refusal(l.acquire(TARGET, ESTIMATE)); // 140 + 100 + 100 > 300
-    expect(e.code).toBe('spend_limited');
-    expect(e.retryAfterMs).toBe(HOUR);
-    expect(e.details).toEqual({ rule: 'b' });
+    const c = await l.acquire(TARGET, ESTIMATE); // 140 + 100 <= 300
+    // 140 spent + 100 reserved + 100 > 300, but 140 + 100 fits: only the request in flight holds the room.
+    const held = await refusal(l.acquire(TARGET, ESTIMATE));
+    expect(held.code).toBe('spend_limited');
+    expect(held.retryAfterMs).toBe(1_000);
+    expect(held.details).toEqual({ rule: 'b', refusal: 'reserved_in_flight' });
+    expect(held.message).toBe(
+      'The spend limit "b" is reserved by requests still in flight (each holds its maximum cost until it ends); try again in 1 s.',
+    );
+    await c.settle(100);
+    // 240 spent + 100 > 300: the money is gone until the window ends.
+    const spent = await refusal(l.acquire(TARGET, ESTIMATE));
+    expect(spent.retryAfterMs).toBe(HOUR);
+    expect(spent.details).toEqual({ rule: 'b', refusal: 'budget_spent' });
+    expect(spent.message).toBe('The spend limit "b" for this period has been reached; try again in 3600 s.');
+  });
+
+  it('n answers reserve the output n times: 3 answers × 90 tokens at 1 micro-USD each (the prompt is free here)', async () => {
+    const { l, state } = limits([
+      { name: 'b', budgetUsd: 0.0003, windowMs: HOUR, scope: { by: 'provider' } },
+    ]);
+    const g = await l.acquire(TARGET, { ...ESTIMATE, maxOutputTokens: 90, answers: 3 });
+    expect(g.estimateMicroUsd).toBe(270);
+    expect(await state('b', 'v:p')).toEqual({ spentMicroUsd: 0, reservedMicroUsd: 270 });
+    const e = await refusal(l.acquire(TARGET, { ...ESTIMATE, maxOutputTokens: 90, answers: 4 }));
+    expect(e.details).toEqual({ rule: 'b', refusal: 'over_budget' }); // 360 > 300
+    expect(e.kind).toBe('permanent');
   });
 
   it('a refusal by a later rule releases the reservations of the earlier ones', async () => {
@@ -81,6 +103,7 @@ describe('AiLimits: spend', () => {
     const grant = await l.acquire(TARGET, ESTIMATE);
     const first = `ai:spend:b:v:p%2Fm:${spendWindowStart(clock.now(), HOUR)}`;
     clock.tick(500);
+    // Held by the request in flight, and the window ends in 500 ms: the sooner of that and 1 s.
     expect((await refusal(l.acquire(TARGET, ESTIMATE))).retryAfterMs).toBe(500);
     clock.tick(500);
     const next = await l.acquire(TARGET, ESTIMATE);

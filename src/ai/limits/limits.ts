@@ -190,7 +190,13 @@ export class AiLimits {
       }
       if (!result.ok) {
         await this.release(held, estimateMicro);
-        throw spendRefusal(m.rule.name, estimateMicro > m.budgetMicroUsd ? undefined : m.windowEnd - now);
+        throw spendRefusal(
+          m.rule.name,
+          estimateMicro,
+          m.budgetMicroUsd,
+          result.spentMicroUsd,
+          m.windowEnd - now,
+        );
       }
       held.push({ key: m.key, windowEnd: m.windowEnd });
     }
@@ -250,14 +256,53 @@ function rateRefusal(decision: RateLimitDecision, rule: string): BreakwaterError
   });
 }
 
-function spendRefusal(rule: string, retryAfterMs: number | undefined): BreakwaterError {
-  return BreakwaterError.withoutStack('spend_limited', {
-    message:
-      retryAfterMs === undefined
-        ? `This request's estimated maximum cost is over the whole budget of the spend limit "${rule}"; lower max_tokens.`
-        : `The spend limit "${rule}" for this period has been reached; try again in ${Math.ceil(retryAfterMs / 1000)} s.`,
-    source: rule,
-    ...(retryAfterMs === undefined ? { kind: 'permanent' as const } : { retryAfterMs }),
-    details: { rule },
-  });
+/**
+ * `Retry-After` of a refusal made only by reservations of requests in flight (ms): what they do not spend is
+ * freed as each one ends, usually within seconds, not at the end of the window.
+ */
+export const IN_FLIGHT_RETRY_AFTER_MS = 1_000;
+
+/**
+ * The 429 `spend_limited` for one rule, `details.refusal` saying which of three cases it is (not `reason`,
+ * which the OpenAI-shaped answer would show as the error's `code` in place of `spend_limited`):
+ * - `over_budget`: the estimate alone is over the whole budget; waiting will not help (permanent, no
+ *   Retry-After);
+ * - `reserved_in_flight`: the money spent leaves room for the estimate, but requests in flight have reserved
+ *   it; Retry-After {@link IN_FLIGHT_RETRY_AFTER_MS}, or the window's end when that comes sooner;
+ * - `budget_spent`: what was spent leaves no room; Retry-After is the window's end.
+ */
+function spendRefusal(
+  rule: string,
+  estimateMicro: number,
+  budgetMicro: number,
+  spentMicro: number,
+  windowLeftMs: number,
+): BreakwaterError {
+  const refuse = (refusal: string, message: string, retryAfterMs: number | undefined) =>
+    BreakwaterError.withoutStack('spend_limited', {
+      message,
+      source: rule,
+      ...(retryAfterMs === undefined ? { kind: 'permanent' as const } : { retryAfterMs }),
+      details: { rule, refusal },
+    });
+  if (estimateMicro > budgetMicro) {
+    return refuse(
+      'over_budget',
+      `This request's estimated maximum cost is over the whole budget of the spend limit "${rule}"; lower max_tokens (or n).`,
+      undefined,
+    );
+  }
+  if (spentMicro + estimateMicro <= budgetMicro) {
+    const retryAfterMs = Math.min(IN_FLIGHT_RETRY_AFTER_MS, windowLeftMs);
+    return refuse(
+      'reserved_in_flight',
+      `The spend limit "${rule}" is reserved by requests still in flight (each holds its maximum cost until it ends); try again in ${Math.ceil(retryAfterMs / 1000)} s.`,
+      retryAfterMs,
+    );
+  }
+  return refuse(
+    'budget_spent',
+    `The spend limit "${rule}" for this period has been reached; try again in ${Math.ceil(windowLeftMs / 1000)} s.`,
+    windowLeftMs,
+  );
 }
