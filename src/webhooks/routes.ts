@@ -20,6 +20,12 @@ import type { InboxRecord } from './ports.js';
 
 type SourceRequest = FastifyRequest<{ Params: { source: string } }>;
 
+/**
+ * The largest declared body refused with 413 whose bytes are still read (and dropped) so the sender gets
+ * the answer on a connection that is not reset: 64 MiB (GitHub's payloads are capped at 25 MB).
+ */
+const DRAIN_LIMIT_BYTES = 64 * 1_048_576;
+
 const ACCEPTED_SCHEMA = {
   200: {
     type: 'object',
@@ -77,7 +83,12 @@ export async function webhookRoutes(
         }
         const declared = Number(request.headers['content-length']);
         if (declared > source.maxBodyBytes) {
-          void reply.header('connection', 'close');
+          // Answered before a byte of the body is read, and the body is then drained to nowhere (Node reads
+          // an unread request body to its end once the answer is sent). Closing the connection instead
+          // would make the kernel reset it over the unread bytes, and a sender still writing its body would
+          // see ECONNRESET or EPIPE rather than the 413, and send again. Past DRAIN_LIMIT_BYTES, draining
+          // costs more than that risk: the connection is closed.
+          if (declared > DRAIN_LIMIT_BYTES) void reply.header('connection', 'close');
           throw payloadTooLarge(name, source.maxBodyBytes);
         }
         const refused = await ingress.admit(name);
@@ -177,6 +188,7 @@ export function toWebhookView(record: InboxRecord, withBody: boolean): Record<st
     received_at: new Date(record.receivedAt).toISOString(),
     occurred_at: record.occurredAt === null ? null : new Date(record.occurredAt).toISOString(),
     job_id: record.jobId,
+    replays: record.replays,
     ...(withBody ? { body: record.body } : {}),
   };
 }

@@ -149,6 +149,7 @@ describe('replay and the dead letter', () => {
       source: 'payments',
       event_id: 'evt_dl',
       event_type: 'charge.succeeded',
+      replays: 1,
     });
     const jobId = replay.body.job_id as string;
     expect(jobId).not.toBe(first.jobId);

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { Readable } from 'node:stream';
 import { Client } from 'undici';
 import { Webhook } from 'standardwebhooks';
@@ -138,7 +139,7 @@ describe('POST /webhooks/:source: each answer', () => {
     const declared = await deliverStripe(url, 'payments', big);
     expect(declared.status).toBe(413);
     expect(declared.body).toMatchObject({ code: 'payload_too_large', max_body_bytes: 200 });
-    expect(declared.headers.connection).toBe('close');
+    expect(declared.headers.connection).toBe('keep-alive'); // the body is drained, not left unread
 
     // Chunked: no Content-Length to trust; refused once 201 bytes have arrived.
     const client = new Client(url);
@@ -153,6 +154,53 @@ describe('POST /webhooks/:source: each answer', () => {
     expect(streamed.statusCode).toBe(413);
     expect(await streamed.body.json()).toMatchObject({ code: 'payload_too_large' });
     expect(await store.listWebhooks()).toEqual([]);
+  });
+
+  // Found by a fresh user: the 413 went out with `Connection: close` before the body was read, and closing a
+  // socket with unread bytes makes the kernel reset it, so a sender still writing its body saw EPIPE or
+  // ECONNRESET instead of the 413 (2 of 12 tries with a 5 MB body), and would send again. The body is now
+  // drained: this sender reads the 413 first, then writes its 5 MB, then asks again on the same connection.
+  it('413 for a body declared too large keeps the connection: the body is drained, the next request served', async () => {
+    const { url, store } = await startIngress(defer, { sources: [payments({ maxBodyBytes: 1_024 })] });
+    const socket = connect(Number(new URL(url).port), '127.0.0.1');
+    defer(() => socket.destroy());
+    let received = '';
+    let failure: string | undefined;
+    socket.setEncoding('utf8');
+    socket.on('data', (text: string) => (received += text));
+    socket.on('error', (error: NodeJS.ErrnoException) => (failure = error.code));
+    const head = (path: string, length: number) =>
+      `POST ${path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n` +
+      `Stripe-Signature: t=1,v1=00\r\nContent-Length: ${length}\r\n\r\n`;
+    socket.write(head('/webhooks/payments', 5_000_000));
+    await until(
+      () => received,
+      (text) => text.includes('payload_too_large'),
+    );
+    expect(received).toMatch(/^HTTP\/1\.1 413 /);
+    expect(received).not.toMatch(/connection: close/i);
+    await new Promise<void>((resolve) => socket.write(Buffer.alloc(5_000_000, 'x'), () => resolve()));
+    socket.write(`${head('/webhooks/nope', 2)}{}`);
+    await until(
+      () => received,
+      (text) => text.includes('HTTP/1.1 404 ') || failure !== undefined,
+    );
+    expect(failure).toBeUndefined();
+    expect(received).toContain('There is no webhook source named \\"nope\\".');
+    expect(await store.listWebhooks()).toEqual([]);
+  });
+
+  // Found by a fresh user: an event id over 100 characters was accepted (ids may have 255) but its admin
+  // view and replay answered 414, Fastify's default limit on a path parameter.
+  it('an event id of 255 characters can be shown and replayed through the admin API', async () => {
+    const { url } = await startIngress(defer, { sources: [payments()] });
+    const id = `evt_${'L'.repeat(251)}`;
+    expect((await deliverStripe(url, 'payments', stripeEvent(id, 'x'))).status).toBe(200);
+    const show = await fetch(`${url}/admin/webhooks/payments/${id}`);
+    expect(show.status).toBe(200);
+    expect(await show.json()).toMatchObject({ event_id: id });
+    const replay = await post(`${url}/admin/webhooks/payments/${id}/replay`, '');
+    expect(replay).toMatchObject({ status: 202, body: { event_id: id } });
   });
 
   it('401 for a bad signature, a stale timestamp or no signature at all; nothing stored', async () => {
