@@ -4,7 +4,7 @@
  * stream cut off after it began ends with an SSE error event and no `[DONE]`, a client that leaves stops the
  * provider's work, and a spent budget diverts to a cheaper step.
  */
-import { APIError } from 'openai';
+import OpenAI, { APIError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { runFallbackChain, type AiFlow } from '../../src/ai/index.js';
 import { FakeClock } from '../../src/core/index.js';
@@ -70,6 +70,31 @@ describe('AI gateway: retries', () => {
     expect(error.status).toBe(503);
     expect(error.code).toBe('ECONNREFUSED');
     expect(error.headers?.get('x-breakwater-attempts')).toBe('3');
+  });
+
+  // Found by a fresh user: a provider failing every call took 3 gateway attempts × 3 tries of the SDK's
+  // default retries = 9 provider calls for one create(). The layer that retried says so.
+  it('a failure after the gateway retried tells the client not to retry on top; one without retries does not', async () => {
+    const sim = await startSim(defer, { errorRate: 1 });
+    const { url } = await startGateway(defer, { sim }, { defaults: { retryDelayMs: 0, maxAttempts: 3 } });
+    const sdk = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'client-key', maxRetries: 2 }); // the SDK's default
+    const error = (await sdk.chat.completions.create(ask('sim/sim-1')).catch((e: unknown) => e)) as APIError;
+    expect(error.status).toBe(503);
+    expect(error.headers?.get('x-breakwater-attempts')).toBe('3');
+    expect(error.headers?.get('x-should-retry')).toBe('false');
+    expect(sim.requests).toHaveLength(3);
+
+    // One attempt only (the client's choice): the gateway did not retry, so the client may.
+    const once = (await new OpenAI({
+      baseURL: `${url}/v1`,
+      apiKey: 'client-key',
+      maxRetries: 1,
+    }).chat.completions
+      .create(ask('sim/sim-1'), { headers: { 'x-breakwater-max-attempts': '1' } })
+      .catch((e: unknown) => e)) as APIError;
+    expect(once.status).toBe(503);
+    expect(once.headers?.get('x-should-retry')).toBeNull();
+    expect(sim.requests).toHaveLength(5); // 3, then 1 and the SDK's retry
   });
 
   it('cuts a hanging provider at the first-byte timeout and retries it', async () => {

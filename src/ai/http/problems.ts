@@ -24,8 +24,9 @@ export function pathOf(request: FastifyRequest): string {
 
 /**
  * The headers of an error answer: `Retry-After`; for `rate_limited`, `x-ratelimit-limit/remaining/reset`;
- * for our own limits `x-should-retry: false` (the official OpenAI clients obey it: a client retrying our
- * own refusal only adds load); and the step, provider, model and attempts when a step was tried.
+ * for our own limits, and for a failure after the gateway's own retries, `x-should-retry: false` (the official
+ * OpenAI clients obey it: a client retrying our own refusal, or retries already made, only adds load); and
+ * the step, provider, model and attempts when a step was tried.
  */
 export function problemHeaders(error: BreakwaterError): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -33,6 +34,9 @@ export function problemHeaders(error: BreakwaterError): Record<string, string> {
   if (retryAfter !== undefined) headers['retry-after'] = retryAfter;
   const d = error.details ?? {};
   if (error.code === 'rate_limited' || error.code === 'spend_limited') headers['x-should-retry'] = 'false';
+  // The gateway has retried already (its own policy, `x-breakwater-max-attempts`): a client retrying on top
+  // would multiply the calls to a failing provider (3 attempts × 3 tries of the OpenAI SDK's defaults = 9).
+  else if (typeof d.attempts === 'number' && d.attempts > 1) headers['x-should-retry'] = 'false';
   if (error.code === 'rate_limited' && typeof d.limit === 'number') {
     headers['x-ratelimit-limit'] = String(d.limit);
     headers['x-ratelimit-remaining'] = String(Math.max(0, Number(d.remaining ?? 0)));
