@@ -322,7 +322,11 @@ function decodeUtf8(raw: Buffer, source: string): string {
 /** Runs a reader; its failure or a value that is not 1..255 characters is the payload's fault (400). */
 function readId(source: AnyWebhookSource, what: string, read: () => unknown): string {
   const value = readOptionalId(source, what, read);
-  if (value === undefined) throw invalidPayload(`The ${source.name} webhook has no ${what}.`);
+  if (value === undefined) {
+    throw invalidPayload(
+      `The ${source.name} webhook has no ${what} (a string of 1 to ${MAX_ID_LENGTH} characters).`,
+    );
+  }
   return value;
 }
 

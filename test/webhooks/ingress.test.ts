@@ -235,7 +235,10 @@ describe('POST /webhooks/:source: each answer', () => {
     expect(noData.body).toMatchObject({ code: 'invalid_payload', issues: [{ path: '/data' }] });
     const free = await startIngress(defer, { sources: [payments({ schema: undefined })] });
     const noId = await deliverStripe(free.url, 'payments', JSON.stringify({ type: 'x' }));
-    expect(noId.body).toMatchObject({ status: 400, detail: 'The payments webhook has no event id.' });
+    expect(noId.body).toMatchObject({
+      status: 400,
+      detail: 'The payments webhook has no event id (a string of 1 to 255 characters).',
+    });
     const badUtf8 = await deliverStripe(free.url, 'payments', Buffer.from([0x7b, 0xff, 0x7d]));
     expect(badUtf8.body).toMatchObject({
       status: 400,
