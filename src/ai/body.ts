@@ -81,7 +81,8 @@ const estimates = new WeakMap<AiRequest, EstimateInput>();
 
 /**
  * What a cost estimate (`estimateMicroUsd`) needs from a request: its maximum output tokens, its answers
- * (`n`) and the UTF-8 bytes of its `messages` and `tools`. Computed once per request (cached), since every step of a chain asks.
+ * (`n`) and the UTF-8 bytes of its `messages` and `tools`. Computed once per request (cached), since every
+ * step of a chain asks.
  */
 export function estimateInput(request: AiRequest): EstimateInput {
   let input = estimates.get(request);
