@@ -28,7 +28,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
     bodyLimit: o.bodyLimitBytes,
     // Ids travel in paths (webhook event ids, idempotency keys: up to 255 characters, three times that
     // percent-encoded); Fastify's default of 100 answered 414 for ids the API accepts elsewhere.
-    maxParamLength: 1_024,
+    routerOptions: { maxParamLength: 1_024 },
     // Node's limit on receiving the request itself (slow-loris); Fastify turns Node's default off.
     requestTimeout: o.requestTimeoutMs,
     // Our onRequest hook answers requests that arrive while closing, as problem+json.
