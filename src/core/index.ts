@@ -27,11 +27,14 @@ export { newId } from './ids.js';
 export { rejectSoon } from './promises.js';
 export { canonicalJson, checkedJson, fingerprint } from './fingerprint.js';
 export {
+  GRACE_END,
   LinkedAbort,
   REQUEST_SIGNAL,
   abortReason,
+  hostGraceEnd,
   hostRequestSignal,
   neverAbortedSignal,
+  type AtGraceEnd,
   type RequestSignalOf,
 } from './signals.js';
 export {

@@ -26,6 +26,26 @@ export function hostRequestSignal(app: object): RequestSignalOf | undefined {
 }
 
 /**
+ * The key of a host server's shutdown hook for long answers: server/'s `createServer` decorates its Fastify
+ * instance with a {@link AtGraceEnd} under it. A stream that may finish within a graceful close's grace
+ * (an AI completion) registers how to end itself honestly when the grace runs out, before the connections
+ * are destroyed. Same reason as {@link REQUEST_SIGNAL} for living here.
+ */
+export const GRACE_END: unique symbol = Symbol.for('breakwater.graceEnd');
+
+/**
+ * What a host puts under {@link GRACE_END}: registers `cut`, called once if the server's graceful close
+ * runs out of grace while it is registered; returns the unregistration (call it when the answer ends).
+ */
+export type AtGraceEnd = (cut: () => void) => () => void;
+
+/** The {@link AtGraceEnd} of the host server `app` was mounted on, if it has one. */
+export function hostGraceEnd(app: object): AtGraceEnd | undefined {
+  const found = (app as { [GRACE_END]?: unknown })[GRACE_END];
+  return typeof found === 'function' ? (found as AtGraceEnd) : undefined;
+}
+
+/**
  * An `AbortController` that aborts when any parent signal aborts (with that parent's reason).
  * Call {@link LinkedAbort.dispose} when the work ends, whatever the outcome, to detach from the parents.
  */

@@ -1,7 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { BreakwaterError, NON_NEGATIVE, finite, systemClock, type Clock } from '../core/index.js';
+import {
+  BreakwaterError,
+  GRACE_END,
+  NON_NEGATIVE,
+  finite,
+  systemClock,
+  type AtGraceEnd,
+  type Clock,
+} from '../core/index.js';
 import { sendProblem } from './problems.js';
 
 /** Something long-lived the server must end before it can close (an SSE stream). */
@@ -15,6 +23,11 @@ export interface ServerState {
   /** Set once a close began: new requests get 503, answers carry `Connection: close`. */
   closing: boolean;
   readonly streams: Set<Closable>;
+  /**
+   * Answers that may finish within the grace (AI completion streams, through core's `GRACE_END`): each is
+   * cut, with an error its client can read, when the grace runs out, before the connections are destroyed.
+   */
+  readonly cutAtGraceEnd: Set<() => void>;
   readonly clock: Clock;
   readonly shutdownGraceMs: number;
   /** Open connections, with the number of requests in flight on each. */
@@ -39,11 +52,17 @@ export function installLifecycle(
   const state: ServerState = {
     closing: false,
     streams: new Set(),
+    cutAtGraceEnd: new Set(),
     clock: options.clock,
     shutdownGraceMs: options.shutdownGraceMs,
     connections: new Map(),
   };
   states.set(app, state);
+  const atGraceEnd: AtGraceEnd = (cut) => {
+    state.cutAtGraceEnd.add(cut);
+    return () => void state.cutAtGraceEnd.delete(cut);
+  };
+  app.decorate(GRACE_END, atGraceEnd);
   // Connections are tracked because Node's `closeIdleConnections` misses one that never carried a request
   // (HTTP clients such as undici open a spare one): it would hold the close up until the client drops it.
   const { connections } = state;
@@ -116,8 +135,10 @@ export interface CloseOptions {
  *    own, with `Last-Event-ID`, to whichever instance the balancer picks);
  * 3. the server stops accepting connections, idle keep-alive connections close, and requests in flight
  *    finish, each answer closing its connection;
- * 4. after `graceMs` the connections still open are destroyed (their `requestSignal(request)` aborts) and the close
- *    completes. Fastify's `onClose` hooks (a plugin closing its store) run last.
+ * 4. after `graceMs` the answers registered through core's `GRACE_END` (AI completion streams) are cut, each
+ *    ending with an error event its client can read; then the connections still open are destroyed (their
+ *    `requestSignal(request)` aborts) and the close completes. Fastify's `onClose` hooks (a plugin closing its
+ *    store) run last.
  * Resolves `{ forced: true }` when step 4 had to cut connections. Works on any Fastify instance (steps 1-2
  * need `createServer`'s hooks). It does not stop the jobs runtime or close the store: do that after.
  * @throws RangeError when `graceMs` is negative or not finite.
@@ -143,6 +164,16 @@ export async function closeGracefully(
   try {
     const first = await Promise.race([closed.then(() => 'closed' as const), graceOver]);
     if (first === 'closed') return { forced: false };
+    if (state !== undefined) {
+      for (const cut of [...state.cutAtGraceEnd]) {
+        try {
+          cut();
+        } catch {
+          // A cut that fails loses only its last words: its connection is destroyed next anyway.
+        }
+      }
+      state.cutAtGraceEnd.clear();
+    }
     // closeAllConnections also ends the sockets of hijacked replies, so a stuck stream cannot hold this up.
     app.server.closeAllConnections();
     await closed;

@@ -4,8 +4,7 @@
  * server's handler timeout (a streamed reply is hijacked once its first byte is there).
  */
 import { connect } from 'node:net';
-import type { APIError } from 'openai';
-import OpenAI from 'openai';
+import OpenAI, { APIError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { createAiGateway, type AiRequestLog } from '../../src/ai/index.js';
 import { createJobs } from '../../src/jobs/index.js';
@@ -117,5 +116,49 @@ describe('AI gateway on createServer', () => {
     expect(received.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
     expect(received.toLowerCase()).toContain('connection: close');
     expect(sim.requests).toHaveLength(1);
+  }, 15_000);
+  // Found by a fresh user: a stream still open when the grace of a graceful close ran out was cut with the
+  // connection, and the official client threw `TypeError: terminated`. It now gets the error event.
+  it('a stream still open when the grace runs out ends with the shutting_down error event, not a cut connection', async () => {
+    const sim = await startSim(defer, { tokensPerSecond: 5 });
+    const store = await openSqliteStore({ path: ':memory:' });
+    defer(() => store.close());
+    const gateway = createAiGateway({
+      providers: { sim: { baseUrl: sim.url, apiKeyEnv: 'SIM_KEY' } },
+      env: { SIM_KEY },
+    });
+    const lines: AiRequestLog[] = [];
+    gateway.onRequest((line) => lines.push(line));
+    const http = createServer({ jobs: createJobs({ store }), store, routes: [gateway.routes] });
+    defer(() => gateway.close());
+    await http.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = http.server.address() as { port: number };
+    const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'k', maxRetries: 0 });
+    // 50 tokens at 5 a second: 10 s of streaming, far past a 300 ms grace.
+    const stream = await client.chat.completions.create({
+      ...ask('sim/sim-1'),
+      stream: true,
+      max_tokens: 50,
+    });
+    let content = '';
+    let failure: unknown;
+    const read = (async () => {
+      try {
+        for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+      } catch (error) {
+        failure = error;
+      }
+    })();
+    await expect.poll(() => content.length).toBeGreaterThan(0);
+    expect(await closeGracefully(http, { graceMs: 300 })).toEqual({ forced: true });
+    await read;
+    expect(failure).toBeInstanceOf(APIError);
+    expect((failure as APIError).message).toBe(
+      'The gateway is shutting down and cut the stream before it was complete; send the request again.',
+    );
+    expect(content.length).toBeGreaterThan(0);
+    // One line, as for any stream that ended with an error event.
+    await expect.poll(() => lines.length).toBe(1);
+    expect(lines[0]).toMatchObject({ outcome: 'stream_error', status: 200 });
   }, 15_000);
 });

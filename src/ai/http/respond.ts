@@ -5,6 +5,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import type { AtGraceEnd } from '../../core/index.js';
 import { errorFrame } from '../stream/sse.js';
 import type { FrameSink, JsonStepAnswer, StepAnswer, StreamStepAnswer } from '../types.js';
 
@@ -53,22 +54,29 @@ export interface PipeResult {
  * does not cut a stream). Frames are written as the provider's chunks arrive; when the client reads slower
  * than the provider writes, the provider is paused until the response drains. A client that leaves cancels
  * the provider's request: `signal` (the request's) says so, for a response queued behind another pipelined
- * one too, which has no connection yet and emits no 'close'. Resolves once the response ended; never rejects.
+ * one too, which has no connection yet and emits no 'close'. With `atGraceEnd` (the host server's), a graceful
+ * close that runs out of grace ends the stream with the `shutting_down` error event (the provider's request
+ * canceled) before the connection is destroyed. Resolves once the response ended; never rejects.
  */
 export function pipeStream(
   reply: FastifyReply,
   answer: StreamStepAnswer,
   headers: Record<string, string>,
   signal: AbortSignal,
+  atGraceEnd?: AtGraceEnd,
 ): Promise<PipeResult> {
   reply.hijack();
-  return new Promise((resolve) => new ResponseSink(reply.raw, answer, headers, signal, resolve).start());
+  return new Promise((resolve) =>
+    new ResponseSink(reply.raw, answer, headers, signal, resolve).start(atGraceEnd),
+  );
 }
 
 /** The client's response as a stream's sink, for one answer. */
 class ResponseSink implements FrameSink {
   private wrote = false;
   private over = false;
+  /** Unregisters {@link cut} from the host's graceful close. */
+  private unregister: (() => void) | undefined;
 
   constructor(
     private readonly res: ServerResponse,
@@ -78,12 +86,13 @@ class ResponseSink implements FrameSink {
     private readonly resolve: (result: PipeResult) => void,
   ) {}
 
-  start(): void {
+  start(atGraceEnd: AtGraceEnd | undefined): void {
     if (this.signal.aborted) {
       this.gone();
       return;
     }
     this.signal.addEventListener('abort', this.gone);
+    this.unregister = atGraceEnd?.(this.cut);
     this.res.writeHead(200, {
       ...this.headers,
       'content-type': 'text/event-stream; charset=utf-8',
@@ -133,8 +142,26 @@ class ResponseSink implements FrameSink {
     this.res.destroy();
   };
 
+  /**
+   * The server's graceful close ran out of grace: the client gets an error event it can read (the official
+   * clients throw it) instead of a connection cut mid-frame, and the provider's request is canceled.
+   */
+  private readonly cut = (): void => {
+    if (this.over) return;
+    this.res.end(
+      errorFrame(
+        'The gateway is shutting down and cut the stream before it was complete; send the request again.',
+        'shutting_down',
+      ),
+    );
+    this.close('stream_error');
+    this.answer.cancel();
+  };
+
   private close(outcome: PipeResult['outcome']): void {
     this.over = true;
+    this.unregister?.();
+    this.unregister = undefined;
     this.signal.removeEventListener('abort', this.gone);
     this.res.off('drain', this.drained);
     this.resolve({ wrote: this.wrote, outcome });

@@ -3,7 +3,14 @@
  * (a direct `<provider>/<model>` step or a `dynamic/<route>` flow), writes it, and logs one line.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { BreakwaterError, hostRequestSignal, newId, type Clock } from '../../core/index.js';
+import {
+  BreakwaterError,
+  hostGraceEnd,
+  hostRequestSignal,
+  newId,
+  type AtGraceEnd,
+  type Clock,
+} from '../../core/index.js';
 import { readChatBody } from '../body.js';
 import { readRequestHeaders } from '../request-headers.js';
 import type { AiRequest, AiRequestLog, StepAnswer, StepOutcome } from '../types.js';
@@ -37,11 +44,13 @@ export async function chatCompletionsRoutes(
     // On a Breakwater server, the signal it keeps per request (its request timeout, the client leaving);
     // on another Fastify app, one of the route's own.
     const signalOf = hostRequestSignal(child) ?? ownSignal;
+    // On a Breakwater server, how a stream is cut when a graceful close runs out of grace.
+    const atGraceEnd = hostGraceEnd(child);
     child.post(
       '/v1/chat/completions',
       // config.requestTimeoutMs: read by createServer's request timeout (server/request-timeout.ts).
       { bodyLimit: handler.bodyLimitBytes, config: { requestTimeoutMs: handler.answerTimeoutMs } },
-      (request, reply) => serve(handler, request, reply, signalOf(request, reply)),
+      (request, reply) => serve(handler, request, reply, signalOf(request, reply), atGraceEnd),
     );
   });
 }
@@ -73,6 +82,7 @@ async function serve(
   request: FastifyRequest,
   reply: FastifyReply,
   signal: AbortSignal,
+  atGraceEnd: AtGraceEnd | undefined,
 ): Promise<unknown> {
   const clock = handler.clock;
   const receivedAt = clock.now();
@@ -117,7 +127,7 @@ async function serve(
     return reply;
   }
   const firstByteAt = clock.now();
-  const piped = await pipeStream(reply, answer, headers, signal);
+  const piped = await pipeStream(reply, answer, headers, signal, atGraceEnd);
   const outcome = await answer.done;
   handler.log(
     answerLine(
