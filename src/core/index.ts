@@ -24,6 +24,7 @@ export { Deadline, deadlineExceeded } from './deadline.js';
 export { FakeClock, clockOption, sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
 export { TimerQueue, type TimerEntry } from './timer-queue.js';
 export { newId } from './ids.js';
+export { DRAIN_LIMIT_BYTES } from './drain.js';
 export { rejectSoon } from './promises.js';
 export { canonicalJson, checkedJson, fingerprint } from './fingerprint.js';
 export {

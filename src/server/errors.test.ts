@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BreakwaterError } from '../core/index.js';
@@ -78,6 +79,47 @@ describe('errors are problem+json', () => {
     expect(res.statusCode).toBe(413);
     expect(res.headers['content-type']).toBe(PROBLEM);
     expect(res.json()).toMatchObject({ code: 'payload_too_large', status: 413 });
+  });
+
+  // Fastify closes the connection on every body-parser error, and closing over unread bytes resets it: a
+  // client still writing its body saw ECONNRESET or EPIPE instead of the 413. Over a real socket: the 413
+  // first, then the client's 5 MB, then a second request answered on the same connection.
+  it('a 413 for a declared body keeps the connection and drains the body; an undeclared one closes it', async () => {
+    h = await withRoutes();
+    await h.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = h.app.server.address() as { port: number };
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    let failure: string | undefined;
+    socket.setEncoding('utf8');
+    socket.on('data', (text: string) => (received += text));
+    socket.on('error', (error: NodeJS.ErrnoException) => (failure = error.code));
+    const head = (length: number) =>
+      `POST /echo HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+    socket.write(head(5_000_000));
+    await expect.poll(() => received).toContain('payload_too_large');
+    expect(received).toMatch(/^HTTP\/1\.1 413 /);
+    expect(received).not.toMatch(/connection: close/i);
+    await new Promise<void>((resolve) => socket.write(Buffer.alloc(5_000_000, 'x'), () => resolve()));
+    socket.write(`${head(7)}{"a":1}`);
+    await expect.poll(() => received.includes('{"got":{"a":1}}') || failure !== undefined).toBe(true);
+    expect(failure).toBeUndefined();
+    socket.destroy();
+
+    // Chunked, with no length to bound the draining: refused once past the limit, and the connection closes.
+    const chunked = await fetch(`http://127.0.0.1:${port}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(`{"a":"${'x'.repeat(300)}"}`));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(413);
+    expect(chunked.headers.get('connection')).toBe('close');
   });
 
   it('an unsupported media type is a 415 invalid_payload, malformed JSON a 400', async () => {

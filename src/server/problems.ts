@@ -1,7 +1,8 @@
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import {
   BreakwaterError,
+  DRAIN_LIMIT_BYTES,
   PROBLEM_CONTENT_TYPE,
   isBreakwaterError,
   isRequestTimeout,
@@ -187,3 +188,26 @@ export function handleClientError(error: Error & { code?: string }, socket: Sock
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
+
+/**
+ * `onSend`: a 413 answered before a byte of its body was read keeps its connection when the body's declared
+ * `Content-Length` is at most {@link DRAIN_LIMIT_BYTES} (Node reads an unread request body to its end once
+ * the answer is sent, and the connection serves the next request); otherwise, a bigger or undeclared body,
+ * the connection closes. Fastify marks every body-parser error `Connection: close`, its own refusal of a
+ * declared length over `bodyLimit` included, and closing over the unread bytes resets the connection: a
+ * client still writing its body saw ECONNRESET or EPIPE instead of the 413. A body already partly read keeps
+ * `Connection: close` (Node would not finish reading it). Registered before the graceful close's own
+ * `onSend`, which still closes the last connections while shutting down.
+ */
+export const drainRefusedBody: onSendHookHandler = (request, reply, payload, done) => {
+  if (reply.statusCode === 413 && !request.raw.readableDidRead) {
+    const declared = Number(request.headers['content-length']);
+    if (!(declared <= DRAIN_LIMIT_BYTES)) void reply.header('connection', 'close');
+    // Fastify's `close` undone: set, not removed (a removed header suppresses Node's own `keep-alive` one),
+    // and only where Node would keep the connection anyway (not for an HTTP/1.0 client without keep-alive).
+    else if (reply.hasHeader('connection') && reply.raw.shouldKeepAlive) {
+      void reply.header('connection', 'keep-alive');
+    }
+  }
+  done(null, payload);
+};

@@ -5,7 +5,13 @@ import { jobRoutes } from './jobs-routes.js';
 import { installLifecycle } from './lifecycle.js';
 import { resolveServerOptions, type ServerOptions } from './options.js';
 import { installRequestTimeout } from './request-timeout.js';
-import { handleClientError, handleError, handleFrameworkError, handleNotFound } from './problems.js';
+import {
+  drainRefusedBody,
+  handleClientError,
+  handleError,
+  handleFrameworkError,
+  handleNotFound,
+} from './problems.js';
 
 /**
  * Builds Breakwater's HTTP app (DESIGN: "server/"), not listening yet: call `app.listen({ port, host })`
@@ -43,6 +49,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
   installRequestTimeout(app, o.requestTimeoutMs, o.clock);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
+  app.addHook('onSend', drainRefusedBody);
   const state = installLifecycle(app, { clock: o.clock, shutdownGraceMs: o.shutdownGraceMs });
 
   healthRoutes(app, {

@@ -7,6 +7,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   BreakwaterError,
+  DRAIN_LIMIT_BYTES,
   PROBLEM_CONTENT_TYPE,
   type EventSource,
   isBreakwaterError,
@@ -19,12 +20,6 @@ import type { AdminGuard, WebhookIngress, WebhookRejection } from './ingress.js'
 import type { InboxRecord } from './ports.js';
 
 type SourceRequest = FastifyRequest<{ Params: { source: string } }>;
-
-/**
- * The largest declared body refused with 413 whose bytes are still read (and dropped) so the sender gets
- * the answer on a connection that is not reset: 64 MiB (GitHub's payloads are capped at 25 MB).
- */
-const DRAIN_LIMIT_BYTES = 64 * 1_048_576;
 
 const ACCEPTED_SCHEMA = {
   200: {
@@ -83,11 +78,9 @@ export async function webhookRoutes(
         }
         const declared = Number(request.headers['content-length']);
         if (declared > source.maxBodyBytes) {
-          // Answered before a byte of the body is read, and the body is then drained to nowhere (Node reads
-          // an unread request body to its end once the answer is sent). Closing the connection instead
-          // would make the kernel reset it over the unread bytes, and a sender still writing its body would
-          // see ECONNRESET or EPIPE rather than the 413, and send again. Past DRAIN_LIMIT_BYTES, draining
-          // costs more than that risk: the connection is closed.
+          // Answered before a byte of the body is read; the body is then drained to nowhere, unless it is
+          // over DRAIN_LIMIT_BYTES (see there). Breakwater's server applies the same rule to every 413; this
+          // guard is for a plain Fastify host, where nothing else bounds the draining.
           if (declared > DRAIN_LIMIT_BYTES) void reply.header('connection', 'close');
           throw payloadTooLarge(name, source.maxBodyBytes);
         }

@@ -3,6 +3,7 @@
  * splitter, StreamAnswer's contract with a hand-written sink (re-entrancy, cancel, resume, spend), and the
  * gateway end to end (pipelined keep-alive requests, a client leaving while the provider is paused).
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { getEventListeners } from 'node:events';
 import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
@@ -155,6 +156,18 @@ const frame = (i: number): string => `data: {"choices":[{"delta":{"content":"t${
 const numbers = (text: string): number[] =>
   [...text.matchAll(/"content":"t(\d+)"/g)].map((m) => Number(m[1]));
 
+/**
+ * How many responses undici has received to their end so far (its `undici:request:trailers` diagnostics
+ * channel, published as a response ends): a condition to wait for instead of a fixed time.
+ */
+function responseEnds(): () => number {
+  let count = 0;
+  const onEnd = (): void => void count++;
+  subscribe('undici:request:trailers', onEnd);
+  defer(() => unsubscribe('undici:request:trailers', onEnd));
+  return () => count;
+}
+
 /** A provider that streams frames 0..9, each in a write of its own. */
 const tenFrames = () =>
   scriptedProvider(defer, (res) =>
@@ -285,10 +298,10 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
   });
 
   it('chunks queued before the pipe go to a full sink only as it resumes; then every frame, once, and the end', async () => {
+    const ends = responseEnds();
     const provider = await tenFrames();
     const { answer, spend } = await streamStep(provider.url);
-    await until(() => provider.closed() === 1);
-    await new Promise((resolve) => setTimeout(resolve, 30)); // the whole answer waits for its reader
+    await until(() => ends() === 1); // the whole answer, its end included, waits for its reader
     const sink = new Sink(() => false);
     answer.pipe(sink);
     expect(sink.writes.length).toBeLessThan(10); // a full sink is not flooded with the queue
@@ -349,10 +362,10 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
   // its `end`, and a later `resume()` pushed the queued frames and a clean end after the cancel. (The gateway's
   // ResponseSink closes itself first, so its clients did not see it.) `cancel()` now ends a piped sink itself.
   it('cancel() after the provider ended, chunks queued behind a full sink: one end with the cancel, nothing after', async () => {
+    const ends = responseEnds();
     const provider = await tenFrames();
     const { answer } = await streamStep(provider.url);
-    await until(() => provider.closed() === 1);
-    await new Promise((resolve) => setTimeout(resolve, 30)); // the end reached the gateway: all queued
+    await until(() => ends() === 1); // the end reached the gateway: all queued
     const sink = new Sink(() => false);
     answer.pipe(sink);
     const written = sink.writes.length;
