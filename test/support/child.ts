@@ -28,8 +28,10 @@ export function spawnScript(
   let err = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  // 'close', not 'exit': 'exit' can come before the last of the child's output has been read, and a caller
+  // that counts the child's acknowledgements after a SIGKILL would miss the last ones.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.on('exit', (code, signal) => resolve({ code, signal })),
+    proc.on('close', (code, signal) => resolve({ code, signal })),
   );
   defer(() => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
