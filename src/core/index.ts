@@ -67,3 +67,17 @@ export {
   type Logger,
 } from './log.js';
 export { TRACER_NAME, errorType, failSpan, hasTrace, tracer, withSpan } from './trace.js';
+export {
+  PRINCIPALS,
+  PrincipalContext,
+  SCOPES,
+  canAccess,
+  hasScope,
+  webhookPrincipal,
+  type Principal,
+  type PrincipalAiLimits,
+  type PrincipalBudget,
+  type PrincipalKind,
+  type PrincipalRateRule,
+  type Scope,
+} from './principal.js';
