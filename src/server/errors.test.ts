@@ -95,7 +95,7 @@ describe('errors are problem+json', () => {
     socket.on('data', (text: string) => (received += text));
     socket.on('error', (error: NodeJS.ErrnoException) => (failure = error.code));
     const head = (length: number) =>
-      `POST /echo HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+      `POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
     socket.write(head(5_000_000));
     await expect.poll(() => received).toContain('payload_too_large');
     expect(received).toMatch(/^HTTP\/1\.1 413 /);
@@ -168,7 +168,7 @@ describe('logging', () => {
       logger: { level: 'info', stream },
       routes: [
         (app) => {
-          app.get('/log', async (request) => {
+          app.get('/log', { config: { access: 'public' } }, async (request) => {
             request.log.info({ headers: request.headers }, 'headers seen');
             return { ok: true };
           });

@@ -8,6 +8,8 @@ import {
   optionalFn,
   type Clock,
 } from '../core/index.js';
+import type { Authenticator } from '../http/index.js';
+import { trustedProxyList } from '../http/index.js';
 import type { Jobs } from '../jobs/index.js';
 import type { JobStore } from '../store/index.js';
 
@@ -92,6 +94,23 @@ export interface ServerOptions {
   shutdownGraceMs?: number;
   /** Source of time for keep-alives, the readiness timeout and the shutdown grace (default the system clock). */
   clock?: Clock;
+  /**
+   * Who may call (docs/security.md): the credential check of every route (`createAuthenticator`). Default:
+   * loopback mode with no credential: clients on this machine only, each the `local` principal.
+   */
+  authenticator?: Authenticator;
+  /**
+   * Host names answered besides IP literals, loopback names and `publicUrl`'s host; any other `Host` gets 403
+   * (DNS rebinding). Default none.
+   */
+  allowedHosts?: readonly string[];
+  /** Browser origins accepted besides loopback pages and the gateway's own (`https://app.example.com`). */
+  allowedOrigins?: readonly string[];
+  /**
+   * Proxies whose `X-Forwarded-For`/`X-Forwarded-Proto` are believed: IP addresses or CIDR ranges (Fastify's
+   * `trustProxy`). Default none: forwarding headers are ignored, and mark a request as not local.
+   */
+  trustedProxies?: readonly string[];
 }
 
 /** Defaults of {@link ServerOptions}. */
@@ -155,6 +174,10 @@ export interface ResolvedServerOptions {
   maxStreamBufferBytes: number;
   shutdownGraceMs: number;
   clock: Clock;
+  authenticator: Authenticator | undefined;
+  allowedHosts: readonly string[];
+  allowedOrigins: readonly string[];
+  trustedProxies: string[];
 }
 
 /** An id no job can have (job ids are `job_` + UUIDv7), so the default probe is a miss on the primary key. */
@@ -197,7 +220,19 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     maxStreamBufferBytes: int('maxStreamBufferBytes'),
     shutdownGraceMs: int('shutdownGraceMs', 0),
     clock: clockOption(owner, options.clock),
+    authenticator: options.authenticator,
+    allowedHosts: stringList(owner, 'allowedHosts', options.allowedHosts),
+    allowedOrigins: stringList(owner, 'allowedOrigins', options.allowedOrigins),
+    trustedProxies: trustedProxyList(stringList(owner, 'trustedProxies', options.trustedProxies)),
   };
+}
+
+function stringList(owner: string, name: string, value: unknown): readonly string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) {
+    throw invalidOption(owner, name, 'an array of strings', value);
+  }
+  return value as string[];
 }
 
 function resolvePublicUrl(owner: string, value: unknown): string | undefined {

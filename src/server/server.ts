@@ -1,4 +1,5 @@
 import { fastify, type FastifyInstance } from 'fastify';
+import { installEdge } from '../http/index.js';
 import { eventsRoute } from './events-route.js';
 import { healthRoutes } from './health.js';
 import { jobRoutes } from './jobs-routes.js';
@@ -42,6 +43,8 @@ export function createServer(options: ServerOptions): FastifyInstance {
     forceCloseConnections: 'idle',
     frameworkErrors: handleFrameworkError,
     clientErrorHandler: handleClientError,
+    // Only the named proxies' X-Forwarded-* are believed (request.ip, request.protocol); see http/proxy.ts.
+    ...(o.trustedProxies.length === 0 ? {} : { trustProxy: o.trustedProxies }),
   }) as unknown as FastifyInstance;
 
   // Application-level: the whole route lifecycle, keep-alive safe (unlike socket timeouts); see
@@ -50,6 +53,12 @@ export function createServer(options: ServerOptions): FastifyInstance {
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
   app.addHook('onSend', drainRefusedBody);
+  installEdge(app, {
+    authenticator: o.authenticator,
+    publicUrl: o.publicUrl,
+    allowedHosts: o.allowedHosts,
+    allowedOrigins: o.allowedOrigins,
+  });
   const state = installLifecycle(app, { clock: o.clock, shutdownGraceMs: o.shutdownGraceMs });
 
   healthRoutes(app, {

@@ -1,0 +1,34 @@
+/**
+ * http/: the HTTP edge every route sits behind (DESIGN: "http/"): `Host`/`Origin` validation, the trusted-proxy
+ * rule, the caller's identity (`request.principal`) and each route's access. Below the capabilities, above
+ * core: imports core only.
+ */
+import './request.js';
+
+export { DEFAULT_ACCESS, accessOf, type RouteAccess } from './access.js';
+export {
+  MAX_CREDENTIAL_LENGTH,
+  createAuthenticator,
+  type AuthMode,
+  type Authenticator,
+  type AuthenticatorOptions,
+  type CredentialVerifier,
+  type OAuthCredentialVerifier,
+} from './auth.js';
+export { installEdge, principalOf, type EdgeOptions } from './edge.js';
+export {
+  checkHostAndOrigin,
+  hostRules,
+  isLoopbackName,
+  parseHost,
+  type HostRefusal,
+  type HostRules,
+} from './host.js';
+export {
+  FORWARDING_HEADERS,
+  isForwarded,
+  isLocalClient,
+  isLoopbackAddress,
+  trustedProxyList,
+  viaTls,
+} from './proxy.js';
