@@ -67,22 +67,28 @@ export default tseslint.config(
     forbidden: ['policy', ...CAPABILITY_FOLDERS, ...ASSEMBLY_FOLDERS],
     message: 'store/ imports only core/index.js (DESIGN: layout).',
   }),
+  // The HTTP edge sits below the capabilities: it knows the caller, not what the caller asks for.
+  layer(['src/http/**/*.ts'], {
+    faces: ['core', 'store'],
+    forbidden: ['policy', ...CAPABILITY_FOLDERS, ...ASSEMBLY_FOLDERS],
+    message: 'http/ imports only core/ and store/ index.js (DESIGN: layout).',
+  }),
   layer(
     CAPABILITY_FOLDERS.map((folder) => `src/${folder}/**/*.ts`),
     {
-      faces: ['core', 'policy', 'store'],
+      faces: ['core', 'policy', 'store', 'http'],
       forbidden: ASSEMBLY_FOLDERS,
-      message: 'capability folders import only core/, policy/ and store/ index.js (DESIGN: layout).',
+      message: 'capability folders import only core/, policy/, store/ and http/ index.js (DESIGN: layout).',
     },
   ),
   // mcp/ and server/ assemble capabilities, each without the other; only cli/ (and index.ts) sees both.
   layer(['src/mcp/**/*.ts'], {
-    faces: ['core', 'policy', 'store', ...CAPABILITY_FOLDERS],
+    faces: ['core', 'policy', 'store', 'http', ...CAPABILITY_FOLDERS],
     forbidden: ['server', 'cli'],
     message: 'mcp/ imports core/, policy/, store/ and capability index.js files, never server/ or cli/.',
   }),
   layer(['src/server/**/*.ts'], {
-    faces: ['core', 'policy', 'store', ...CAPABILITY_FOLDERS],
+    faces: ['core', 'policy', 'store', 'http', ...CAPABILITY_FOLDERS],
     forbidden: ['mcp', 'cli'],
     message: 'server/ imports core/, policy/, store/ and capability index.js files, never mcp/ or cli/.',
   }),

@@ -28,6 +28,8 @@ import type { AppParts, BreakwaterApp } from './app.js';
 import { assembleAi } from './gateway-ai.js';
 import { auditAdminActions, auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
 import { adminToken, gatewayAdminAuth, gatewayDashboard } from './gateway-admin.js';
+import { gatewayAuth } from './gateway-auth.js';
+import type { AuthMode } from '../http/index.js';
 
 /** Options of {@link startGateway}. */
 export interface GatewayOptions {
@@ -78,6 +80,17 @@ export interface GatewayOptions {
   adminToken?: string;
   /** How often the operation ledger's recovery loop looks at unsettled operations, ms (default 5 000). */
   operationsCheckEveryMs?: number;
+  /**
+   * Serve anyone without a credential (`--insecure-no-auth`; default false). Without it, a gateway with no
+   * credential configured serves this machine only and refuses to listen on another interface.
+   */
+  insecureNoAuth?: boolean;
+  /** Host names answered besides IP literals, loopback names and the public URL's (default `$BREAKWATER_ALLOWED_HOSTS`, comma-separated). */
+  allowedHosts?: readonly string[];
+  /** Browser origins accepted besides loopback pages and the gateway's own (default `$BREAKWATER_ALLOWED_ORIGINS`). */
+  allowedOrigins?: readonly string[];
+  /** Proxies whose `X-Forwarded-*` headers are believed, addresses or CIDRs (default `$BREAKWATER_TRUSTED_PROXIES`). */
+  trustedProxies?: readonly string[];
 }
 
 /** Defaults of {@link GatewayOptions}. */
@@ -113,6 +126,10 @@ export interface Gateway {
   dashboardUrl: string;
   /** `token` when an admin token is set, else `loopback` (admin routes answer this machine only). */
   adminMode: 'token' | 'loopback';
+  /** Who may call the data plane (docs/security.md): `loopback`, `credentials` or `insecure`. */
+  authMode: AuthMode;
+  /** One line saying who may call, for the start banner. */
+  authSummary: string;
   /**
    * Stops in order: new HTTP requests get 503 while in-flight ones finish (up to the grace period), the
    * worker stops claiming and lets running jobs finish (same grace), then the app, the store. Idempotent.
@@ -136,7 +153,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const log = options.log ?? ((line: string) => console.log(line));
   const env = options.env ?? process.env;
   // Checked before anything opens: a bad token is a startup error that names the variable.
-  const adminAuth = gatewayAdminAuth(adminToken(options.adminToken, env), clock);
+  const token = adminToken(options.adminToken, env);
+  const adminAuth = gatewayAdminAuth(token, clock);
+  const front = gatewayAuth({
+    host,
+    adminToken: token,
+    insecureNoAuth: options.insecureNoAuth,
+    allowedHosts: options.allowedHosts,
+    allowedOrigins: options.allowedOrigins,
+    trustedProxies: options.trustedProxies,
+    env,
+  });
   const ownsStore = typeof options.store !== 'object';
   const store =
     typeof options.store === 'object' ? options.store : await openStore({ url: options.store, clock });
@@ -254,6 +281,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         dashboard.routes,
       ],
       shutdownGraceMs: graceMs,
+      authenticator: front.authenticator,
+      allowedHosts: front.allowedHosts,
+      allowedOrigins: front.allowedOrigins,
+      trustedProxies: front.trustedProxies,
       ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
       clock,
     });
@@ -294,6 +325,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       metrics,
       dashboardUrl: `${url}/`,
       adminMode: adminAuth.mode,
+      authMode: front.mode,
+      authSummary: front.summary,
       close: () => (closing ??= cleanup()),
     };
   } catch (error) {

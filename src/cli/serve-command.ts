@@ -24,8 +24,9 @@ Runs the gateway: the dashboard at / (admin API under /admin/api/), MCP (Streama
 GET /jobs/:id, GET /jobs/:id/events (SSE), POST /jobs/:id/cancel, /healthz, /readyz and /metrics, plus a
 worker for the app's jobs. Stops on SIGINT/SIGTERM.
 
-The dashboard and every /admin route need BREAKWATER_ADMIN_TOKEN (at least 16 characters) as a bearer token
-or through the login form; without it they answer only clients on this machine.
+Who may call (docs/security.md): with no credential configured, only clients on this machine. With
+BREAKWATER_ADMIN_TOKEN (at least 16 characters) or API keys ('breakwater keys create'), every route but the
+probes and signed webhooks needs one, as Authorization: Bearer <key or token>.
 
 Options:
   --host <host>        interface to listen on (default: $BREAKWATER_HOST, then ${GATEWAY_DEFAULTS.host})
@@ -38,6 +39,17 @@ Options:
                        how long a request may take before the server answers 504 for it (default
                        ${SERVER_DEFAULTS.requestTimeoutMs}; the AI route has its own, 10 minutes)
   --lease-ms <ms>      how long a job whose worker died waits before another worker takes it (default 30000)
+  --allowed-hosts <names>
+                       host names the gateway answers to besides IP addresses, localhost and the public URL's,
+                       comma-separated (default: $BREAKWATER_ALLOWED_HOSTS); any other Host gets 403
+  --allowed-origins <origins>
+                       browser origins accepted besides this machine's pages and the gateway's own
+                       (default: $BREAKWATER_ALLOWED_ORIGINS)
+  --trusted-proxies <addresses>
+                       proxies whose X-Forwarded-For/-Proto are believed, IPs or CIDRs, comma-separated
+                       (default: $BREAKWATER_TRUSTED_PROXIES)
+  --insecure-no-auth   serve anyone without a credential (without it, a gateway with no credential
+                       configured serves this machine only and will not listen on another interface)
 ${SHARED_BREAKERS_OPTION}
 ${COMMON_OPTIONS}`;
 
@@ -137,6 +149,10 @@ export async function runServe(argv: string[], out: (line: string) => void = con
     worker: { type: 'boolean', default: true },
     log: { type: 'boolean' },
     'request-timeout-ms': { type: 'string' },
+    'allowed-hosts': { type: 'string' },
+    'allowed-origins': { type: 'string' },
+    'trusted-proxies': { type: 'string' },
+    'insecure-no-auth': { type: 'boolean' },
   });
   if (values.help === true) {
     out(SERVE_USAGE);
@@ -172,6 +188,10 @@ export async function runServe(argv: string[], out: (line: string) => void = con
       requestTimeoutMs,
       leaseMs,
       sharedBreakers: shared,
+      insecureNoAuth: values['insecure-no-auth'] === true,
+      allowedHosts: commaList(values['allowed-hosts']),
+      allowedOrigins: commaList(values['allowed-origins']),
+      trustedProxies: commaList(values['trusted-proxies']),
       log: out,
     });
   } catch (error) {
@@ -187,6 +207,7 @@ export async function runServe(argv: string[], out: (line: string) => void = con
   out(
     `  dashboard      ${gateway.dashboardUrl}${gateway.adminMode === 'token' ? ' (admin token required: BREAKWATER_ADMIN_TOKEN)' : ' (this machine only: set BREAKWATER_ADMIN_TOKEN to open it to others)'}`,
   );
+  out(`  auth           ${gateway.authSummary}`);
   out(`  MCP endpoint   ${gateway.mcpUrl}`);
   out(`  tools          ${gateway.toolNames.join(', ') || '(none)'}`);
   if (gateway.ai !== undefined) out(`  AI gateway     ${gateway.url}/v1/chat/completions`);
@@ -241,9 +262,19 @@ export async function runWorker(argv: string[], out: (line: string) => void = co
   return EXIT.ok;
 }
 
+/** A comma-separated flag as a list; undefined when the flag is absent (the environment then decides). */
+function commaList(value: string | boolean | undefined): string[] | undefined {
+  if (typeof value !== 'string') return undefined;
+  return value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+}
+
 /** A start-up failure as a message that says what to do. */
 function startError(error: unknown, host?: string, port?: number): CliError {
   const code = (error as { code?: unknown }).code;
+  if (code === 'ERR_BREAKWATER_NO_AUTH') return new CliError((error as Error).message, EXIT.usage);
   if (code === 'EADDRINUSE') {
     return new CliError(
       `port ${port} on ${host} is in use: stop the other process or choose another port with --port (or PORT)`,

@@ -5,7 +5,8 @@
  * sends). The value says what it is: `bw_…` is a Breakwater API key; the admin token is compared in constant
  * time; anything else is an OAuth access token (a JWT) when an authorization server is configured. A
  * presented credential that does not verify is refused (401), never ignored: a client with a revoked key
- * must hear so, not be served as a stranger.
+ * must hear so, not be served as a stranger. One exception: in loopback mode a value that is none of these
+ * kinds (the placeholder `apiKey` an SDK insists on) is not ours to judge and is treated as absent.
  *
  * Without a credential, the mode decides:
  * - `loopback` (no credential configured at startup): a client on this machine (see `isLocalClient`) is the
@@ -98,6 +99,9 @@ export function createAuthenticator(options: AuthenticatorOptions = {}): Authent
       }
       if (adminDigest !== undefined && timingSafeEqual(digest(value), adminDigest)) return PRINCIPALS.admin;
       if (oauth !== undefined && /^[\w-]+\.[\w-]+\.[\w-]*$/.test(value)) return oauth.verify(value);
+      // Loopback mode has no credential of this kind to compare with: the value was not meant for us (the
+      // OpenAI SDK will not run without some apiKey), so the request is judged as one without a credential.
+      if (mode === 'loopback') return undefined;
       throw invalidCredential('The credential is not valid.');
     },
     withoutCredential(request) {

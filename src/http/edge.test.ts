@@ -1,7 +1,7 @@
 import { fastify, type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BreakwaterError, PrincipalContext, type Principal } from '../core/index.js';
-import { handleError } from '../server/problems.js';
+import { handleError } from './problems.js';
 import { createAuthenticator, installEdge, type AuthenticatorOptions, type EdgeOptions } from './index.js';
 
 function keyPrincipal(id: string, scopes: string[]): Principal {
@@ -133,6 +133,21 @@ describe('loopback mode (no credentials configured)', () => {
       expect(res.statusCode).toBe(403);
     },
   );
+
+  it('a value that is no Breakwater credential (an SDK placeholder key) is treated as absent', async () => {
+    await build({});
+    const local = await app.inject({
+      url: '/v1/models',
+      headers: { authorization: 'Bearer sk-placeholder' },
+    });
+    expect(local.json().id).toBe('local');
+    const remote = await app.inject({
+      url: '/v1/models',
+      remoteAddress: '10.0.0.7',
+      headers: { authorization: 'Bearer sk-placeholder' },
+    });
+    expect(remote.statusCode).toBe(403);
+  });
 
   it('a presented key is still verified (a key made after startup works)', async () => {
     await build({ apiKeys: keys });

@@ -32,3 +32,14 @@ export {
   trustedProxyList,
   viaTls,
 } from './proxy.js';
+export { IDEMPOTENT_METHODS, SAFE_METHODS, isSafeMethod } from './methods.js';
+export {
+  drainRefusedBody,
+  handleClientError,
+  handleError,
+  handleFrameworkError,
+  handleNotFound,
+  pathOf,
+  sendProblem,
+  toHttpError,
+} from './problems.js';

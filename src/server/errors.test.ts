@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BreakwaterError } from '../core/index.js';
-import { toHttpError } from './problems.js';
+import { toHttpError } from '../http/index.js';
 import { harness, type Harness } from './test-support.js';
 
 const PROBLEM = 'application/problem+json; charset=utf-8';

@@ -4,7 +4,7 @@ import type { Jobs } from '../jobs/index.js';
 import { TERMINAL_STATUSES } from '../store/index.js';
 import { JOB_ID_PARAMS, notFound } from './jobs-routes.js';
 import type { ServerState } from './lifecycle.js';
-import { pathOf } from './problems.js';
+import { pathOf } from '../http/index.js';
 import { SseStream, parseLastEventId } from './sse.js';
 import { releaseRequestTimeout } from './request-timeout.js';
 

@@ -10,7 +10,7 @@ import {
   type AtGraceEnd,
   type Clock,
 } from '../core/index.js';
-import { sendProblem } from './problems.js';
+import { sendProblem } from '../http/index.js';
 
 /** Something long-lived the server must end before it can close (an SSE stream). */
 export interface Closable {

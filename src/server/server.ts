@@ -1,18 +1,18 @@
 import { fastify, type FastifyInstance } from 'fastify';
-import { installEdge } from '../http/index.js';
-import { eventsRoute } from './events-route.js';
-import { healthRoutes } from './health.js';
-import { jobRoutes } from './jobs-routes.js';
-import { installLifecycle } from './lifecycle.js';
-import { resolveServerOptions, type ServerOptions } from './options.js';
-import { installRequestTimeout } from './request-timeout.js';
 import {
   drainRefusedBody,
   handleClientError,
   handleError,
   handleFrameworkError,
   handleNotFound,
-} from './problems.js';
+  installEdge,
+} from '../http/index.js';
+import { eventsRoute } from './events-route.js';
+import { healthRoutes } from './health.js';
+import { jobRoutes } from './jobs-routes.js';
+import { installLifecycle } from './lifecycle.js';
+import { resolveServerOptions, type ServerOptions } from './options.js';
+import { installRequestTimeout } from './request-timeout.js';
 
 /**
  * Builds Breakwater's HTTP app (DESIGN: "server/"), not listening yet: call `app.listen({ port, host })`

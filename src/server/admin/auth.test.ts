@@ -1,7 +1,7 @@
 import { fastify, type FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../core/index.js';
-import { handleError } from '../problems.js';
+import { handleError } from '../../http/index.js';
 import { createAdminAuth, isLoopbackHost, readCookie, type AdminAuth } from './auth.js';
 
 const TOKEN = 'test-admin-token-0123456789';

@@ -1,3 +1,9 @@
+/**
+ * problem+json for every route (RFC 9457, through core `toProblem`): the error handler, the not-found handler,
+ * Fastify's framework and client errors, and the 413 drain. Capabilities throw `BreakwaterError`; the edge
+ * answers. A route whose clients read another shape (the AI gateway's OpenAI-style `error` member, MCP's
+ * JSON-RPC errors) renders it from the same `BreakwaterError`.
+ */
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import {
@@ -11,9 +17,7 @@ import {
   toProblem,
   type ErrorCode,
 } from '../core/index.js';
-
-/** Methods whose repetition has no further effect (RFC 9110, section 9.2.1: safe methods). */
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
+import { isSafeMethod } from './methods.js';
 
 /**
  * Any failure of a request as the {@link BreakwaterError} its client sees:
@@ -34,7 +38,7 @@ export function toHttpError(error: unknown, method = 'GET'): BreakwaterError {
   const fst = error as Partial<FastifyError> | null;
   const code = typeof fst?.code === 'string' ? fst.code : undefined;
   if (isRequestTimeout(error)) {
-    const safe = SAFE_METHODS.has(method.toUpperCase());
+    const safe = isSafeMethod(method);
     return new BreakwaterError(safe ? 'timeout' : 'outcome_unknown', {
       message: safe
         ? 'The server did not finish answering in time; try again shortly.'

@@ -1,0 +1,77 @@
+/**
+ * The gateway's front door, assembled (docs/security.md): which credentials it accepts, its auth mode, and
+ * the names, origins and proxies it trusts. Kept apart from gateway.ts so that file stays about the order
+ * things start and stop in.
+ */
+import { createAuthenticator, isLoopbackName, type Authenticator, type AuthMode } from '../http/index.js';
+
+/** What the front door is built from (options first, then the environment). */
+export interface GatewayAuthInput {
+  /** The interface the gateway listens on. */
+  host: string;
+  adminToken: string | undefined;
+  /** `--insecure-no-auth`: serve anyone without a credential (default false). */
+  insecureNoAuth: boolean | undefined;
+  allowedHosts: readonly string[] | undefined;
+  allowedOrigins: readonly string[] | undefined;
+  trustedProxies: readonly string[] | undefined;
+  env: NodeJS.ProcessEnv;
+}
+
+/** The front door of one gateway. */
+export interface GatewayAuth {
+  readonly mode: AuthMode;
+  readonly authenticator: Authenticator;
+  readonly allowedHosts: readonly string[];
+  readonly allowedOrigins: readonly string[];
+  readonly trustedProxies: readonly string[];
+  /** One line for the start banner: who may call. */
+  readonly summary: string;
+}
+
+/**
+ * Decides the auth mode and builds the credential check: `insecure` when asked; `credentials` when any
+ * credential is configured (the admin token); else `loopback`.
+ * @throws Error (`code: 'ERR_BREAKWATER_NO_AUTH'`) when the gateway would listen on a non-loopback interface
+ *   in loopback mode: without a credential it would serve nobody there, and a proxy in front would make
+ *   everyone look local. Pass `insecureNoAuth` (`--insecure-no-auth`) to serve anyone on purpose.
+ */
+export function gatewayAuth(input: GatewayAuthInput): GatewayAuth {
+  const list = (option: readonly string[] | undefined, variable: string): readonly string[] =>
+    option ??
+    (input.env[variable] ?? '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== '');
+  const configured = input.adminToken !== undefined;
+  const mode: AuthMode = input.insecureNoAuth === true ? 'insecure' : configured ? 'credentials' : 'loopback';
+  if (mode === 'loopback' && !listensOnLoopbackOnly(input.host)) {
+    const error = new Error(
+      `refusing to listen on ${input.host} without credentials: configure one (BREAKWATER_ADMIN_TOKEN, an API key from 'breakwater keys create') or pass --insecure-no-auth to serve anyone (docs/security.md)`,
+    );
+    (error as Error & { code: string }).code = 'ERR_BREAKWATER_NO_AUTH';
+    throw error;
+  }
+  const authenticator = createAuthenticator({ mode, adminToken: input.adminToken });
+  return {
+    mode,
+    authenticator,
+    allowedHosts: list(input.allowedHosts, 'BREAKWATER_ALLOWED_HOSTS'),
+    allowedOrigins: list(input.allowedOrigins, 'BREAKWATER_ALLOWED_ORIGINS'),
+    trustedProxies: list(input.trustedProxies, 'BREAKWATER_TRUSTED_PROXIES'),
+    summary: SUMMARIES[mode],
+  };
+}
+
+const SUMMARIES: Record<AuthMode, string> = {
+  loopback:
+    'this machine only: no credentials configured (create an API key with `breakwater keys create`; docs/security.md)',
+  credentials: 'credentials required (API keys, the admin token)',
+  insecure: 'ANYONE may call: --insecure-no-auth is set',
+};
+
+/** True when `host` is a loopback interface (a wildcard such as `0.0.0.0` or `::` is not). */
+function listensOnLoopbackOnly(host: string): boolean {
+  const name = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host.toLowerCase();
+  return isLoopbackName(name);
+}
