@@ -55,14 +55,28 @@ const AUDITED_ROUTES: Readonly<Record<string, string>> = {
   '/admin/login': 'admin.login',
 };
 
-/** Audits each admin action over HTTP that succeeded (actor: the client's address). */
+/**
+ * Audits each admin action over HTTP that succeeded, and each refused admin login (`admin.login_failed` for
+ * a wrong token, `admin.login_throttled` for one refused by the throttle). The actor is the caller's
+ * principal (`key:<id>`, `admin`, `local`; `http:<address>` for a caller the edge did not name), the client
+ * address is in `data.ip`; the presented token never is.
+ */
 export function auditAdminActions(http: FastifyInstance, audit: AuditLog): void {
   http.addHook('onResponse', async (request, reply) => {
-    const action = AUDITED_ROUTES[request.routeOptions.url ?? ''];
-    if (action === undefined || request.method !== 'POST' || reply.statusCode >= 400) return;
+    const route = request.routeOptions.url ?? '';
+    let action = AUDITED_ROUTES[route];
+    if (action === undefined || request.method !== 'POST') return;
+    if (reply.statusCode >= 400) {
+      if (route !== '/admin/login') return;
+      if (reply.statusCode === 401) action = 'admin.login_failed';
+      else if (reply.statusCode === 429) action = 'admin.login_throttled';
+      else return;
+    }
+    const principal = (request.principal as { id?: string } | null)?.id;
+    const actor = principal === undefined || principal === 'stranger' ? `http:${request.ip}` : principal;
     await audit
-      .record({ actor: `http:${request.ip}`, action, target: request.url.split('?', 1)[0]! })
-      .catch((error: unknown) => warnAuditFailed(action, error));
+      .record({ actor, action, target: request.url.split('?', 1)[0]!, data: { ip: request.ip } })
+      .catch((error: unknown) => warnAuditFailed(action!, error));
   });
 }
 

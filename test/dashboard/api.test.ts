@@ -85,6 +85,13 @@ describe('admin auth over HTTP', () => {
     const form = await call(`${gw.url}/admin/login`);
     expect([form.status, form.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);
     expect(form.body).toContain('<form id="login" method="post" action="/admin/login">');
+    // No other page may frame the dashboard (clickjacking).
+    for (const answer of [form, page]) {
+      expect([
+        answer.headers.get('content-security-policy'),
+        answer.headers.get('x-frame-options'),
+      ]).toEqual(["frame-ancestors 'none'", 'DENY']);
+    }
   });
 
   it('the login form sets an HttpOnly SameSite=Strict cookie; the cookie reads, and writes with the page header', async () => {
@@ -143,9 +150,9 @@ describe('admin auth over HTTP', () => {
       204,
       'breakwater_admin=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict',
     ]);
-    // The audit log names the login and the isolate (failed attempts are not actions).
+    // The audit log names the wrong login first, then the logins and the isolate.
     const actions = (await adminAudit(gw)).map((r) => r.action);
-    expect(actions).toEqual(['admin.login', 'admin.breaker_isolate', 'admin.login']);
+    expect(actions).toEqual(['admin.login_failed', 'admin.login', 'admin.breaker_isolate', 'admin.login']);
   });
 
   it('without a token: loopback clients only (403 otherwise), on the dashboard and the older admin routes alike', async () => {

@@ -57,7 +57,7 @@ describe('GiftGenius audit log', () => {
         ['mcp:checkout', 'operation.succeeded', 'POST commerce /orders'],
         ['webhook:payments', 'webhook.accepted', 'payments/evt_audit_1'],
         ['worker', 'job.completed', inbox!.jobId],
-        ['http:127.0.0.1', 'admin.job_cancel', `/jobs/${jobId}/cancel`],
+        ['local', 'admin.job_cancel', `/jobs/${jobId}/cancel`],
         ['worker', 'job.canceled', jobId],
       ]),
     );

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../core/index.js';
 import { handleError } from '../../http/index.js';
 import { createAdminAuth, isLoopbackHost, readCookie, type AdminAuth } from './auth.js';
+import { createLoginThrottle } from './throttle.js';
 
 const TOKEN = 'test-admin-token-0123456789';
 const T0 = Date.UTC(2026, 0, 1, 12);
@@ -98,6 +99,32 @@ describe('admin auth, token mode', () => {
     expect(sameOrigin.statusCode).toBe(200);
   });
 
+  it('throttles wrong tokens per address: the 3rd failure within the window blocks every token, right or wrong, until it clears', async () => {
+    const clock = new FakeClock(T0);
+    const limited = createAdminAuth({
+      token: TOKEN,
+      clock,
+      throttle: createLoginThrottle({ maxFailures: 3, windowMs: 60_000, clock }),
+    });
+    const s = app(limited);
+    const as = (address: string, token: string) =>
+      s.inject({ url: '/admin/x', remoteAddress: address, headers: { authorization: `Bearer ${token}` } });
+    for (let i = 0; i < 3; i++)
+      expect((await as('198.51.100.1', 'wrong-token-xxxxxxxx')).statusCode).toBe(401);
+    const blocked = await as('198.51.100.1', TOKEN);
+    expect([blocked.statusCode, blocked.headers['retry-after'], blocked.json().reason]).toEqual([
+      429,
+      '60',
+      'login_throttled',
+    ]);
+    // Another address is not affected.
+    expect((await as('198.51.100.2', TOKEN)).statusCode).toBe(200);
+    clock.tick(59_999);
+    expect((await as('198.51.100.1', TOKEN)).statusCode).toBe(429);
+    clock.tick(1);
+    expect((await as('198.51.100.1', TOKEN)).statusCode).toBe(200);
+  });
+
   it('refuses a short token at construction without printing it', () => {
     expect(() => createAdminAuth({ token: 'short-secret' })).toThrow(
       "createAdminAuth: token must be a string of at least 16 characters without whitespace (BREAKWATER_ADMIN_TOKEN), got '12 characters'",
@@ -130,6 +157,9 @@ describe('admin auth, loopback mode (no token)', () => {
     expect([proxied.statusCode, proxied.json().reason]).toEqual([403, 'forwarded']);
     const standard = await server.inject({ url: '/admin/x', headers: { forwarded: 'for=203.0.113.9' } });
     expect([standard.statusCode, standard.json().reason]).toEqual([403, 'forwarded']);
+    // nginx's usual header alone, without X-Forwarded-For.
+    const realIp = await server.inject({ url: '/admin/x', headers: { 'x-real-ip': '203.0.113.9' } });
+    expect([realIp.statusCode, realIp.json().reason]).toEqual([403, 'forwarded']);
     expect(auth.verifyToken('anything-at-all-really')).toBe(false);
     expect(() => auth.sessionCookie(false)).toThrow(/no token is configured/);
   });
@@ -147,8 +177,16 @@ describe('admin auth, loopback mode (no token)', () => {
       ].map(isLoopbackHost),
     ).toEqual([true, true, true, true, true, true, true]);
     expect(
-      ['example.com', '127.0.0.1.evil.example', '[::2]:80', '10.0.0.1', undefined].map(isLoopbackHost),
-    ).toEqual([false, false, false, false, false]);
+      [
+        'example.com',
+        '127.0.0.1.evil.example',
+        '[::2]:80',
+        '10.0.0.1',
+        undefined,
+        '[::1]evil.example',
+        'localhost:80@evil.example',
+      ].map(isLoopbackHost),
+    ).toEqual([false, false, false, false, false, false, false]);
     expect(readCookie('a=1; breakwater_admin=v.s; b=2', 'breakwater_admin')).toBe('v.s');
     expect(readCookie('a=1', 'breakwater_admin')).toBeUndefined();
   });

@@ -9,8 +9,11 @@
  *   every instance with the same token, and a new token ends every session.
  * - **Loopback mode** (no token): only clients on this machine are answered (403 otherwise), and only when
  *   the `Host` header names this machine too (`localhost`, `127.x.x.x`, `[::1]`): a page from elsewhere that
- *   rebinds its DNS name to 127.0.0.1 is refused. A request carrying `X-Forwarded-For` or `Forwarded` came
- *   through a proxy (which may well run on this machine) and is refused too.
+ *   rebinds its DNS name to 127.0.0.1 is refused. A request carrying any proxy header (`X-Forwarded-For`,
+ *   `Forwarded`, `X-Real-IP`, `Via`, …: http/proxy.ts) came through a proxy, which may well run on this
+ *   machine, and is refused too.
+ * - Wrong tokens are counted per client address ({@link LoginThrottle}): past the limit, every token that
+ *   address presents is refused with 429 for a while.
  *
  * Cross-site requests: a state-changing request (any method but GET, HEAD, OPTIONS) whose `Sec-Fetch-Site` is
  * `cross-site`/`same-site`, or whose `Origin` is not the `Host` it was sent to, is refused (403) in both modes;
@@ -28,6 +31,14 @@ import {
   POSITIVE,
   type Clock,
 } from '../../core/index.js';
+import {
+  isLocalClient,
+  isLoopbackAddress,
+  isLoopbackName,
+  isSafeMethod,
+  parseHost,
+} from '../../http/index.js';
+import { createLoginThrottle, type LoginThrottle } from './throttle.js';
 
 /** Options of {@link createAdminAuth}; validated at once (a RangeError names the option). */
 export interface AdminAuthOptions {
@@ -38,6 +49,8 @@ export interface AdminAuthOptions {
   token?: string;
   /** How long a login session lasts, ms (default 43 200 000: 12 h). */
   sessionTtlMs?: number;
+  /** Counts wrong tokens per client address (default {@link createLoginThrottle} with its defaults). */
+  throttle?: LoginThrottle;
   clock?: Clock;
 }
 
@@ -72,9 +85,9 @@ export interface AdminAuth {
   sessionCookie(secure: boolean): string;
   /** The `Set-Cookie` value that ends a session. */
   clearCookie(secure: boolean): string;
+  /** The throttle of wrong tokens (the login route counts its failures in it too). */
+  readonly throttle: LoginThrottle;
 }
-
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Creates the admin check.
@@ -102,6 +115,7 @@ export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
     POSITIVE,
   );
   const clock = clockOption(owner, options.clock);
+  const throttle = options.throttle ?? createLoginThrottle({ clock });
   const tokenDigest = token === undefined ? undefined : digest(token);
 
   const verifyToken = (candidate: unknown): boolean =>
@@ -124,7 +138,8 @@ export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
   };
 
   const check = (request: FastifyRequest, reply?: FastifyReply): AdminAccess => {
-    const write = !SAFE_METHODS.has(request.method);
+    // TRACE is safe but never a page's request: treated as a write, as before.
+    const write = !isSafeMethod(request.method) || request.method.toUpperCase() === 'TRACE';
     if (write) refuseCrossSite(request);
     if (token === undefined) {
       if (!isLoopbackAddress(request.socket.remoteAddress)) {
@@ -134,7 +149,7 @@ export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
         );
       }
       // A proxy on this machine makes every client look local; what it forwarded is not from here.
-      if (request.headers['x-forwarded-for'] !== undefined || request.headers.forwarded !== undefined) {
+      if (!isLocalClient(request)) {
         throw forbidden(
           'Without BREAKWATER_ADMIN_TOKEN the admin API answers only clients on this machine, not requests forwarded by a proxy; set BREAKWATER_ADMIN_TOKEN.',
           'forwarded',
@@ -150,8 +165,10 @@ export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
     }
     const authorization = request.headers.authorization;
     if (authorization !== undefined) {
+      throttle.refuseIfBlocked(request.ip);
       const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
       if (match !== null && verifyToken(match[1])) return 'bearer';
+      throttle.recordFailure(request.ip);
       throw unauthorized(reply, 'The admin token is wrong.', 'invalid_token');
     }
     if (validSession(readCookie(request.headers.cookie, ADMIN_AUTH_DEFAULTS.cookieName))) {
@@ -184,6 +201,7 @@ export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
       return cookie(`${expiresAt}.${sign(expiresAt)}`, Math.floor(ttlMs / 1000), secure);
     },
     clearCookie: (secure) => cookie('', 0, secure),
+    throttle,
   };
 }
 
@@ -242,21 +260,13 @@ function unauthorized(reply: FastifyReply | undefined, message: string, reason: 
   return new BreakwaterError('unauthorized', { status: 401, message, details: { reason } });
 }
 
-/** True for an IPv4 or IPv6 loopback address (IPv4-mapped too). */
-export function isLoopbackAddress(address: string | undefined): boolean {
-  if (address === undefined) return false;
-  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
+/**
+ * True when a `Host` header names this machine: `localhost` (and `*.localhost`), `127.x.x.x`, `[::1]`, as a
+ * whole `host[:port]` (so `[::1]evil.example` is not).
+ */
+export function isLoopbackHost(host: string | undefined): boolean {
+  const parsed = host === undefined ? undefined : parseHost(host);
+  return parsed !== undefined && isLoopbackName(parsed.name);
 }
 
-/** True when a `Host` header names this machine: `localhost` (and `*.localhost`), `127.x.x.x`, `[::1]`. */
-export function isLoopbackHost(host: string | undefined): boolean {
-  if (host === undefined) return false;
-  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
-  const lower = name.toLowerCase();
-  return (
-    lower === 'localhost' ||
-    lower.endsWith('.localhost') ||
-    lower === '[::1]' ||
-    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(lower)
-  );
-}
+export { isLoopbackAddress };

@@ -20,6 +20,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BreakwaterError, isBreakwaterError } from '../../core/index.js';
+import { viaTls } from '../../http/index.js';
 import {
   JOB_STATUSES,
   OPERATION_STATES,
@@ -62,9 +63,23 @@ interface ListQuery {
 /** How each request in flight was let in (the overview tells the page). */
 const accessOf = new WeakMap<FastifyRequest, AdminAccess>();
 
+/**
+ * Headers of every dashboard and admin answer: no framing by another page (clickjacking: CSP
+ * `frame-ancestors 'none'`, and `X-Frame-Options` for older browsers), no content sniffing, no referrer.
+ */
+export const ADMIN_SECURITY_HEADERS = {
+  'content-security-policy': "frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+} as const;
+
 /** Mounts the dashboard, its files, the login form and the admin API. */
 export function adminRoutes(options: AdminRoutesOptions): (app: FastifyInstance) => Promise<void> {
   return async (app) => {
+    app.addHook('onSend', async (_request, reply) => {
+      void reply.headers(ADMIN_SECURITY_HEADERS);
+    });
     await app.register(async (pub) => publicRoutes(pub, options));
     await app.register(async (api) => apiRoutes(api, options));
   };
@@ -112,15 +127,17 @@ async function publicRoutes(app: FastifyInstance, options: AdminRoutesOptions): 
         details: { reason: 'no_token_configured' },
       });
     }
+    auth.throttle.refuseIfBlocked(request.ip);
     const token = (request.body as { token?: unknown } | undefined)?.token;
     if (!auth.verifyToken(token)) {
+      auth.throttle.recordFailure(request.ip);
       void reply.header('www-authenticate', 'Bearer realm="breakwater-admin"');
       throw new BreakwaterError('unauthorized', {
         message: 'The admin token is wrong.',
         details: { reason: 'invalid_token' },
       });
     }
-    void reply.header('set-cookie', auth.sessionCookie(request.protocol === 'https'));
+    void reply.header('set-cookie', auth.sessionCookie(viaTls(request)));
     void reply.header('cache-control', 'no-store');
     // A plain form post (no script) lands on the dashboard; the page's own fetch gets JSON.
     if (request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') === true) {
@@ -133,7 +150,7 @@ async function publicRoutes(app: FastifyInstance, options: AdminRoutesOptions): 
     refuseCrossSite(request);
     return reply
       .code(204)
-      .header('set-cookie', auth.clearCookie(request.protocol === 'https'))
+      .header('set-cookie', auth.clearCookie(viaTls(request)))
       .send();
   });
 }
