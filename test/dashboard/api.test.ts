@@ -87,10 +87,10 @@ describe('admin auth over HTTP', () => {
     expect(form.body).toContain('<form id="login" method="post" action="/admin/login">');
     // No other page may frame the dashboard (clickjacking).
     for (const answer of [form, page]) {
-      expect([
-        answer.headers.get('content-security-policy'),
-        answer.headers.get('x-frame-options'),
-      ]).toEqual(["frame-ancestors 'none'", 'DENY']);
+      expect([answer.headers.get('content-security-policy'), answer.headers.get('x-frame-options')]).toEqual([
+        "frame-ancestors 'none'",
+        'DENY',
+      ]);
     }
   });
 
