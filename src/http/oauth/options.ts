@@ -75,13 +75,19 @@ export interface OAuthOptions {
   resourceName?: string;
   /** `resource_documentation` of the metadata document: a URL of a page about the gateway. */
   resourceDocumentation?: string;
-  /** Time source for `exp`/`nbf` and the discovery retry delay (default the system clock). */
+  /** Time source for `exp`/`nbf`, the key refresh and the retry delays (default the system clock). */
   clock?: Clock;
   /** The fetch for discovery and the JWKS (default `globalThis.fetch`). */
   fetch?: typeof fetch;
-  /** How long fetched keys are used before they are fetched again, in ms (default 600 000; jose's). */
+  /**
+   * How often the keys are fetched again, in ms (default 600 000). The refresh runs in the background: requests
+   * keep using the keys held, also while the key server is down.
+   */
   jwksCacheMaxAgeMs?: number;
-  /** Least time between two key fetches caused by an unknown `kid`, in ms (default 30 000; jose's). */
+  /**
+   * Least time between two key fetches caused by a token with an unknown `kid` (a key rotation), in ms
+   * (default 30 000, jose's): a stream of tokens with made-up `kid`s cannot turn into a stream of fetches.
+   */
   jwksCooldownMs?: number;
   /** Timeout of one metadata or key fetch, in ms (integer, default 5 000). */
   fetchTimeoutMs?: number;
@@ -94,8 +100,8 @@ export const OAUTH_DEFAULTS = Object.freeze({
   jwksCacheMaxAgeMs: 600_000,
   jwksCooldownMs: 30_000,
   fetchTimeoutMs: 5_000,
-  /** After a failed metadata discovery, requests fail fast for this long before it is tried again. */
-  discoveryRetryMs: 5_000,
+  /** After a failed metadata discovery or key refresh, how long until it is tried again. */
+  retryAfterFailureMs: 5_000,
 });
 
 /** {@link OAuthOptions} checked, with every default filled in. */

@@ -2,19 +2,11 @@
  * The gateway as an OAuth 2.1 resource server (the MCP authorization spec, 2025-11-25): bearer JWTs checked
  * against the authorization server's keys with `jose`, turned into a core `Principal`.
  */
-import {
-  createRemoteJWKSet,
-  customFetch,
-  jwtVerify,
-  type FetchImplementation,
-  type JWTPayload,
-  type JWTVerifyGetKey,
-  type RemoteJWKSet,
-} from 'jose';
+import { jwtVerify, type JWTPayload } from 'jose';
 import { BreakwaterError, isBreakwaterError, type Principal } from '../../core/index.js';
 import { bearerChallenge, isJwtShaped } from './challenge.js';
-import { discoverJwksUri } from './discovery.js';
-import { OAUTH_DEFAULTS, parseUrl, resolveOAuthOptions, type OAuthOptions } from './options.js';
+import { KeySetUnavailable, createKeySource, jwksUnavailable } from './keys.js';
+import { parseUrl, resolveOAuthOptions, type OAuthOptions } from './options.js';
 import { isScopeToken, principalScopes } from './scopes.js';
 
 /**
@@ -109,41 +101,16 @@ export function createOAuthVerifier(options: OAuthOptions): OAuthVerifier {
   /** The token scopes of each principal this verifier made, for the 403 challenge. */
   const tokenScopesOf = new WeakMap<Principal, readonly string[]>();
 
-  let jwks: RemoteJWKSet | undefined;
-  let discovering: Promise<RemoteJWKSet> | undefined;
-  let failure: { error: BreakwaterError; untilMs: number } | undefined;
-
-  const remoteSet = (url: string): RemoteJWKSet =>
-    createRemoteJWKSet(new URL(url), {
-      timeoutDuration: config.fetchTimeoutMs,
-      cacheMaxAge: config.jwksCacheMaxAgeMs,
-      cooldownDuration: config.jwksCooldownMs,
-      [customFetch]: config.fetch as FetchImplementation,
-    });
-  if (config.jwksUrl !== undefined) jwks = remoteSet(config.jwksUrl);
-
-  /** The key set, discovering its URL once; a failed discovery is retried after a short delay, not per request. */
-  const keySet = async (): Promise<RemoteJWKSet> => {
-    if (jwks !== undefined) return jwks;
-    if (failure !== undefined && clock.now() < failure.untilMs) throw failure.error;
-    discovering ??= discoverJwksUri(issuer, config.fetch, config.fetchTimeoutMs)
-      .then((url) => (jwks = remoteSet(url)))
-      .catch((error: unknown) => {
-        failure = { error: error as BreakwaterError, untilMs: clock.now() + OAUTH_DEFAULTS.discoveryRetryMs };
-        throw error;
-      })
-      .finally(() => (discovering = undefined));
-    return discovering;
-  };
+  const keys = createKeySource(config);
 
   const verify = async (token: string): Promise<Principal> => {
     if (typeof token !== 'string' || !isJwtShaped(token)) {
       throw invalidToken('malformed', 'The access token is not a signed JWT.');
     }
-    const keys = await keySet();
+    const getKey = await keys.resolver();
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, keyResolver(keys), {
+      ({ payload } = await jwtVerify(token, getKey, {
         issuer,
         algorithms: [...config.algorithms],
         typ: config.tokenType,
@@ -236,11 +203,7 @@ export function createOAuthVerifier(options: OAuthOptions): OAuthVerifier {
     verify,
     metadata: () => document,
     challengeFor,
-    async warmUp() {
-      await (await keySet()).reload().catch((error: unknown) => {
-        throw jwksUnavailable(error);
-      });
-    },
+    warmUp: () => keys.warmUp(),
   });
 }
 
@@ -252,31 +215,6 @@ function metadataLocation(audience: string): { resourceMetadataUrl: string; meta
   return {
     resourceMetadataUrl: `${url.origin}${root}${path}`,
     metadataPaths: path === '' ? [root] : [`${root}${path}`, root],
-  };
-}
-
-/** Marks a key-set failure that is not the token's fault (the key server is down or answers nonsense). */
-class KeySetUnavailable extends Error {}
-
-/**
- * The key resolver for jose: the remote set, with its fetch failures told apart from "no key matches this
- * token" (which is the token's problem).
- */
-function keyResolver(keys: RemoteJWKSet): JWTVerifyGetKey {
-  return async (header, token) => {
-    try {
-      return await keys(header, token);
-    } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (
-        code === 'ERR_JWKS_NO_MATCHING_KEY' ||
-        code === 'ERR_JWKS_MULTIPLE_MATCHING_KEYS' ||
-        code === 'ERR_JOSE_NOT_SUPPORTED'
-      ) {
-        throw error;
-      }
-      throw new KeySetUnavailable('key set unavailable', { cause: error });
-    }
   };
 }
 
@@ -348,16 +286,6 @@ function invalidToken(
   extra: Readonly<Record<string, unknown>> = {},
 ): BreakwaterError {
   return new BreakwaterError('unauthorized', { message, details: { reason, ...extra } });
-}
-
-function jwksUnavailable(cause: unknown): BreakwaterError {
-  return new BreakwaterError('upstream_unavailable', {
-    source: 'oauth',
-    message:
-      "The authorization server's keys could not be read, so access tokens cannot be checked; try again shortly.",
-    details: { reason: 'jwks_unavailable' },
-    cause,
-  });
 }
 
 function audiences(aud: JWTPayload['aud']): string[] {
