@@ -41,7 +41,7 @@ const TOKEN_KEY_CODES: ReadonlySet<unknown> = new Set([
 /**
  * Creates the key source. Refreshes run in the background every `jwksCacheMaxAgeMs` (on `config.clock`),
  * started by the first request after that time; a failed refresh keeps the keys held and is tried again
- * after 5 s. jose itself fetches at once (awaited) for a token whose `kid` it does not hold, at most once
+ * 5 s after it started. jose itself fetches at once (awaited) for a token whose `kid` it does not hold, at most once
  * per `jwksCooldownMs`.
  */
 export function createKeySource(config: ResolvedOAuthOptions): KeySource {
@@ -79,9 +79,10 @@ export function createKeySource(config: ResolvedOAuthOptions): KeySource {
 
   const refreshInBackground = (keys: RemoteJWKSet): void => {
     if (keys.jwks() === undefined || keys.reloading || clock.now() < refreshDueMs) return;
-    refreshDueMs = clock.now() + config.jwksCacheMaxAgeMs;
+    const startedMs = clock.now();
+    refreshDueMs = startedMs + config.jwksCacheMaxAgeMs;
     keys.reload().catch(() => {
-      refreshDueMs = clock.now() + OAUTH_DEFAULTS.retryAfterFailureMs;
+      refreshDueMs = startedMs + OAUTH_DEFAULTS.retryAfterFailureMs;
     });
   };
 
