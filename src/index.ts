@@ -162,6 +162,30 @@ export {
   type ErrorResultOptions,
   type DurableEventStoreOptions,
 } from './mcp/index.js';
+export {
+  PRINCIPALS,
+  PrincipalContext,
+  SCOPES,
+  canAccess,
+  hasScope,
+  type Principal,
+  type PrincipalAiLimits,
+  type PrincipalKind,
+  type Scope,
+} from './core/index.js';
+export {
+  DEFAULT_ACCESS,
+  createAuthenticator,
+  createOAuthVerifier,
+  oauthMetadataRoutes,
+  type AuthMode,
+  type Authenticator,
+  type AuthenticatorOptions,
+  type CredentialVerifier,
+  type OAuthOptions,
+  type OAuthVerifier,
+  type RouteAccess,
+} from './http/index.js';
 export { defineApp, loadApp, type AppContext, type AppParts, type BreakwaterApp } from './cli/app.js';
 export { startGateway, GATEWAY_DEFAULTS, type Gateway, type GatewayOptions } from './cli/gateway.js';
 export { startWorker, type WorkerOptions, type WorkerProcess } from './cli/worker.js';

@@ -4,6 +4,13 @@
  * things start and stop in.
  */
 import { createAuthenticator, isLoopbackName, type Authenticator, type AuthMode } from '../http/index.js';
+import { createOAuthVerifier, type OAuthOptions, type OAuthVerifier } from '../http/oauth/index.js';
+
+/**
+ * The OAuth resource server's settings (`GatewayOptions.oauth`): {@link OAuthOptions} with `audience` optional
+ * (default: the public URL's `/mcp`, the canonical MCP URL clients ask tokens for).
+ */
+export type GatewayOAuthOptions = Omit<OAuthOptions, 'audience' | 'clock'> & { audience?: string };
 
 /** What the front door is built from (options first, then the environment). */
 export interface GatewayAuthInput {
@@ -12,6 +19,10 @@ export interface GatewayAuthInput {
   adminToken: string | undefined;
   /** `--insecure-no-auth`: serve anyone without a credential (default false). */
   insecureNoAuth: boolean | undefined;
+  /** The gateway's public URL (the default OAuth audience is its `/mcp`). */
+  publicUrl: string;
+  /** OAuth settings; default from `BREAKWATER_OAUTH_ISSUER` (and `_AUDIENCE`, `_JWKS_URL`). */
+  oauth: GatewayOAuthOptions | undefined;
   allowedHosts: readonly string[] | undefined;
   allowedOrigins: readonly string[] | undefined;
   trustedProxies: readonly string[] | undefined;
@@ -22,6 +33,8 @@ export interface GatewayAuthInput {
 export interface GatewayAuth {
   readonly mode: AuthMode;
   readonly authenticator: Authenticator;
+  /** The OAuth verifier, when an issuer is configured (its metadata routes must be mounted). */
+  readonly oauth: OAuthVerifier | undefined;
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
   readonly trustedProxies: readonly string[];
@@ -43,7 +56,12 @@ export function gatewayAuth(input: GatewayAuthInput): GatewayAuth {
       .split(',')
       .map((entry) => entry.trim())
       .filter((entry) => entry !== '');
-  const configured = input.adminToken !== undefined;
+  const oauthOptions = input.oauth ?? oauthFromEnv(input.env);
+  const oauth =
+    oauthOptions === undefined
+      ? undefined
+      : createOAuthVerifier({ ...oauthOptions, audience: oauthOptions.audience ?? `${input.publicUrl}/mcp` });
+  const configured = input.adminToken !== undefined || oauth !== undefined;
   const mode: AuthMode = input.insecureNoAuth === true ? 'insecure' : configured ? 'credentials' : 'loopback';
   if (mode === 'loopback' && !listensOnLoopbackOnly(input.host)) {
     const error = new Error(
@@ -52,10 +70,11 @@ export function gatewayAuth(input: GatewayAuthInput): GatewayAuth {
     (error as Error & { code: string }).code = 'ERR_BREAKWATER_NO_AUTH';
     throw error;
   }
-  const authenticator = createAuthenticator({ mode, adminToken: input.adminToken });
+  const authenticator = createAuthenticator({ mode, adminToken: input.adminToken, oauth });
   return {
     mode,
     authenticator,
+    oauth,
     allowedHosts: list(input.allowedHosts, 'BREAKWATER_ALLOWED_HOSTS'),
     allowedOrigins: list(input.allowedOrigins, 'BREAKWATER_ALLOWED_ORIGINS'),
     trustedProxies: list(input.trustedProxies, 'BREAKWATER_TRUSTED_PROXIES'),
@@ -66,7 +85,7 @@ export function gatewayAuth(input: GatewayAuthInput): GatewayAuth {
 const SUMMARIES: Record<AuthMode, string> = {
   loopback:
     'this machine only: no credentials configured (create an API key with `breakwater keys create`; docs/security.md)',
-  credentials: 'credentials required (API keys, the admin token)',
+  credentials: 'credentials required (API keys, OAuth access tokens, the admin token)',
   insecure: 'ANYONE may call: --insecure-no-auth is set',
 };
 
@@ -74,4 +93,17 @@ const SUMMARIES: Record<AuthMode, string> = {
 function listensOnLoopbackOnly(host: string): boolean {
   const name = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host.toLowerCase();
   return isLoopbackName(name);
+}
+
+/** OAuth settings from `BREAKWATER_OAUTH_ISSUER`, `BREAKWATER_OAUTH_AUDIENCE`, `BREAKWATER_OAUTH_JWKS_URL`. */
+function oauthFromEnv(env: NodeJS.ProcessEnv): GatewayOAuthOptions | undefined {
+  const issuer = env.BREAKWATER_OAUTH_ISSUER?.trim();
+  if (issuer === undefined || issuer === '') return undefined;
+  const audience = env.BREAKWATER_OAUTH_AUDIENCE?.trim();
+  const jwksUrl = env.BREAKWATER_OAUTH_JWKS_URL?.trim();
+  return {
+    issuer,
+    ...(audience === undefined || audience === '' ? {} : { audience }),
+    ...(jwksUrl === undefined || jwksUrl === '' ? {} : { jwksUrl }),
+  };
 }

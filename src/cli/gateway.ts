@@ -28,8 +28,9 @@ import type { AppParts, BreakwaterApp } from './app.js';
 import { assembleAi } from './gateway-ai.js';
 import { auditAdminActions, auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
 import { adminToken, gatewayAdminAuth, gatewayDashboard } from './gateway-admin.js';
-import { gatewayAuth } from './gateway-auth.js';
+import { gatewayAuth, type GatewayOAuthOptions } from './gateway-auth.js';
 import type { AuthMode } from '../http/index.js';
+import { oauthMetadataRoutes } from '../http/oauth/index.js';
 
 /** Options of {@link startGateway}. */
 export interface GatewayOptions {
@@ -91,6 +92,12 @@ export interface GatewayOptions {
   allowedOrigins?: readonly string[];
   /** Proxies whose `X-Forwarded-*` headers are believed, addresses or CIDRs (default `$BREAKWATER_TRUSTED_PROXIES`). */
   trustedProxies?: readonly string[];
+  /**
+   * Accept OAuth access tokens (the MCP authorization spec: the gateway as a resource server) from this
+   * issuer. Default from `$BREAKWATER_OAUTH_ISSUER` (`_AUDIENCE`, `_JWKS_URL`); the audience defaults to the
+   * public URL's `/mcp`. See docs/security.md.
+   */
+  oauth?: GatewayOAuthOptions;
 }
 
 /** Defaults of {@link GatewayOptions}. */
@@ -155,15 +162,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // Checked before anything opens: a bad token is a startup error that names the variable.
   const token = adminToken(options.adminToken, env);
   const adminAuth = gatewayAdminAuth(token, clock);
-  const front = gatewayAuth({
-    host,
-    adminToken: token,
-    insecureNoAuth: options.insecureNoAuth,
-    allowedHosts: options.allowedHosts,
-    allowedOrigins: options.allowedOrigins,
-    trustedProxies: options.trustedProxies,
-    env,
-  });
   const ownsStore = typeof options.store !== 'object';
   const store =
     typeof options.store === 'object' ? options.store : await openStore({ url: options.store, clock });
@@ -178,6 +176,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const listenPort = port === 0 ? await freePort(host) : port;
     const url = `http://${urlHost(host)}:${listenPort}`;
     const publicUrl = options.publicUrl ?? url;
+    const front = gatewayAuth({
+      host,
+      publicUrl,
+      adminToken: token,
+      insecureNoAuth: options.insecureNoAuth,
+      oauth: options.oauth,
+      allowedHosts: options.allowedHosts,
+      allowedOrigins: options.allowedOrigins,
+      trustedProxies: options.trustedProxies,
+      env,
+    });
     const { audit, operations } = operationsRuntime(store, clock, env, log, options.operationsCheckEveryMs);
     // Runs just before the store closes: records still queued are appended, not rejected.
     cleanups.push(() => audit.flush());
@@ -279,6 +288,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         ...(gatewayAi?.routes ?? []),
         metrics.routes,
         dashboard.routes,
+        ...(front.oauth === undefined ? [] : [oauthMetadataRoutes(front.oauth)]),
       ],
       shutdownGraceMs: graceMs,
       authenticator: front.authenticator,

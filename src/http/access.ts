@@ -17,6 +17,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Who may call this route (see src/http/access.ts). */
     access?: RouteAccess;
+    /**
+     * Serve pages of any origin (the `Origin` check is skipped; `Host` still is): only for public documents
+     * a browser client must read before it has a credential, such as the OAuth resource metadata.
+     */
+    anyOrigin?: boolean;
   }
 }
 
@@ -50,4 +55,13 @@ export function accessOf(request: FastifyRequest): RouteAccess {
     if (pattern.endsWith('*') ? url.startsWith(pattern.slice(0, -1)) : url === pattern) return access;
   }
   return ADMIN_ONLY;
+}
+
+/** Route patterns served to any origin by default: discovery documents (RFC 9728, RFC 8615). */
+const ANY_ORIGIN_PREFIX = '/.well-known/';
+
+/** True when the route a request matched is served to pages of any origin (see `anyOrigin`). */
+export function anyOrigin(request: FastifyRequest): boolean {
+  const options = request.routeOptions;
+  return options.config?.anyOrigin ?? options.url?.startsWith(ANY_ORIGIN_PREFIX) === true;
 }

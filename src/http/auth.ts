@@ -31,10 +31,12 @@ export interface CredentialVerifier {
   verify(value: string): Promise<Principal>;
 }
 
-/** An OAuth resource server's verifier: {@link CredentialVerifier} plus where its metadata is. */
+/** An OAuth resource server's verifier (`createOAuthVerifier`): it also writes the challenges. */
 export interface OAuthCredentialVerifier extends CredentialVerifier {
   /** The URL of the protected resource metadata (RFC 9728), for `WWW-Authenticate: … resource_metadata`. */
   readonly resourceMetadataUrl: string;
+  /** The `WWW-Authenticate` value for an authorization failure, or undefined for another error. */
+  challengeFor(error: unknown, principal?: Principal): string | undefined;
 }
 
 /** Options of {@link createAuthenticator}. */
@@ -62,8 +64,13 @@ export interface Authenticator {
    * `anonymous` in insecure mode, else undefined (the request needs a credential).
    */
   withoutCredential(request: FastifyRequest): Principal | undefined;
-  /** The `WWW-Authenticate` value of a 401 or 403 (RFC 6750 section 3; RFC 9728 section 5.1). */
-  challenge(error?: { code: string; description?: string; scope?: string }): string;
+  /**
+   * The `WWW-Authenticate` value of a 401 or 403 refusal `error` (RFC 6750 section 3; RFC 9728 section 5.1):
+   * the OAuth verifier's when one is configured (it names its metadata and the scopes to ask for), else
+   * `Bearer realm="breakwater"` with `error` (`invalid_token`, `invalid_request`, `insufficient_scope`) and
+   * `scope` from the refusal's `details`.
+   */
+  challenge(error: BreakwaterError, principal?: Principal): string;
 }
 
 /** Longest credential value read (a JWT with many claims fits; anything longer is not one). */
@@ -76,14 +83,16 @@ export function createAuthenticator(options: AuthenticatorOptions = {}): Authent
     options.adminToken === undefined || options.adminToken === '' ? undefined : digest(options.adminToken);
   const { apiKeys, oauth } = options;
 
-  const challenge: Authenticator['challenge'] = (error) => {
+  const challenge: Authenticator['challenge'] = (error, principal) => {
+    const theirs = oauth?.challengeFor(error, principal);
+    if (theirs !== undefined) return theirs;
+    const reason = error.details?.reason;
     const parts = ['realm="breakwater"'];
-    if (oauth !== undefined) parts.push(`resource_metadata="${oauth.resourceMetadataUrl}"`);
-    if (error !== undefined) {
-      parts.push(`error="${error.code}"`);
-      if (error.description !== undefined) parts.push(`error_description="${quoted(error.description)}"`);
-      if (error.scope !== undefined) parts.push(`scope="${error.scope}"`);
-    }
+    if (reason === 'insufficient_scope') parts.push('error="insufficient_scope"');
+    else if (reason === 'invalid_request') parts.push('error="invalid_request"');
+    else if (error.status === 401 && reason !== 'credentials_missing') parts.push('error="invalid_token"');
+    const scope = error.details?.scope;
+    if (typeof scope === 'string') parts.push(`scope="${quoted(scope)}"`);
     return `Bearer ${parts.join(', ')}`;
   };
 

@@ -4,8 +4,15 @@
  * is set; the handler, and everything it awaits, runs under `PrincipalContext` with that principal.
  */
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
-import { BreakwaterError, PRINCIPALS, PrincipalContext, hasScope, type Principal } from '../core/index.js';
-import { accessOf } from './access.js';
+import {
+  BreakwaterError,
+  PRINCIPALS,
+  PrincipalContext,
+  hasScope,
+  isBreakwaterError,
+  type Principal,
+} from '../core/index.js';
+import { accessOf, anyOrigin } from './access.js';
 import { createAuthenticator, type Authenticator } from './auth.js';
 import { checkHostAndOrigin, hostRules, type HostRefusal, type HostRules } from './host.js';
 import './request.js';
@@ -48,7 +55,11 @@ export function installEdge(app: FastifyInstance, options: EdgeOptions & { publi
 
 function edgeCheck(rules: HostRules, authenticator: Authenticator): onRequestHookHandler {
   return async (request, reply) => {
-    const refusal = checkHostAndOrigin(rules, request.headers.host, request.headers.origin);
+    const refusal = checkHostAndOrigin(
+      rules,
+      request.headers.host,
+      anyOrigin(request) ? undefined : request.headers.origin,
+    );
     if (refusal !== undefined) throw hostRefused(refusal);
     const access = accessOf(request);
     if (access === 'public' || access === 'self') {
@@ -59,11 +70,9 @@ function edgeCheck(rules: HostRules, authenticator: Authenticator): onRequestHoo
     try {
       principal = await authenticator.fromCredential(request);
     } catch (error) {
-      const reason = (error as BreakwaterError).details?.reason;
-      void reply.header(
-        'www-authenticate',
-        authenticator.challenge({ code: reason === 'invalid_request' ? 'invalid_request' : 'invalid_token' }),
-      );
+      if (isBreakwaterError(error) && error.code === 'unauthorized') {
+        void reply.header('www-authenticate', authenticator.challenge(error));
+      }
       throw error;
     }
     principal ??= authenticator.withoutCredential(request);
@@ -76,21 +85,23 @@ function edgeCheck(rules: HostRules, authenticator: Authenticator): onRequestHoo
           details: { reason: 'loopback_only' },
         });
       }
-      void reply.header('www-authenticate', authenticator.challenge());
-      throw new BreakwaterError('unauthorized', {
+      const missing = new BreakwaterError('unauthorized', {
         status: 401,
         message: 'This endpoint needs a credential: send Authorization: Bearer <API key or access token>.',
         details: { reason: 'credentials_missing' },
       });
+      void reply.header('www-authenticate', authenticator.challenge(missing));
+      throw missing;
     }
     if (!access.some((scope) => hasScope(principal, scope))) {
       const scope = access.join(' ');
-      void reply.header('www-authenticate', authenticator.challenge({ code: 'insufficient_scope', scope }));
-      throw new BreakwaterError('unauthorized', {
+      const refused = new BreakwaterError('unauthorized', {
         status: 403,
         message: `This credential may not call this endpoint: it needs the scope ${access.join(' or ')}.`,
-        details: { reason: 'insufficient_scope', scope },
+        details: { reason: 'insufficient_scope', scope, required: [...access] },
       });
+      void reply.header('www-authenticate', authenticator.challenge(refused, principal));
+      throw refused;
     }
     request.principal = principal;
   };

@@ -43,3 +43,14 @@ export {
   sendProblem,
   toHttpError,
 } from './problems.js';
+export {
+  assertCanCallTool,
+  canCallTool,
+  createOAuthVerifier,
+  oauthMetadataRoutes,
+  requiredScopesFor,
+  type OAuthOptions,
+  type OAuthVerifier,
+  type ProtectedResourceMetadata,
+  type ScopedTool,
+} from './oauth/index.js';
