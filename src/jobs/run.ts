@@ -69,6 +69,22 @@ const MAX_ERROR_MESSAGE = 1_000;
  * extending the lease only up to `abortedAt + leaseMs`; then they stop and the run is abandoned. The lease
  * lapses at that time at the latest, another claim may take the job (counting an attempt), and this run's late
  * settle is then rejected by the fencing token. Until then no second run of the job can start anywhere.
+ *
+ * A run never starts its handler on a lease that has lapsed, or that would lapse before its first heartbeat:
+ * the handler starts at once only while `leaseExpiresAt - now > heartbeatMs` (the claim's expiry, on the
+ * runtime's clock, which must be the store's). Otherwise time passed between the claim and the run (a slow
+ * commit, a GC pause, a busy event loop) and the run first renews the lease with one fenced heartbeat:
+ * - renewed, with more than `heartbeatMs` left once the answer is read: the handler starts (a cancel request
+ *   seen on the renewal ends the job `canceled` without calling it);
+ * - lost (another process reclaimed the job meanwhile: its token is newer): the handler is never called and
+ *   nothing is written; the other run owns the job;
+ * - the renewal failed, the answer came too late to leave a usable lease, or the worker is stopping: the
+ *   lease is released (`pending` again, due now, the attempt not counted) and the handler is not called.
+ * Such a run emits neither `onStarted` nor `onRunEnded`; it logs `job run not started` (`warn`, with `outcome`
+ * `lost`, `released` or `canceled`, and the `reason`). The lease is a lock in BullMQ's sense (renewed well
+ * before it lapses; once lapsed, another worker may take the job and run it again), so a handler must never
+ * begin under one that may already be another worker's. The worker, for its part, never reclaims a job whose
+ * run it holds (`worker.ts`).
  */
 export class JobRun {
   readonly jobId: string;
@@ -99,8 +115,8 @@ export class JobRun {
   /** Set when a shutdown gave the lease back without writing an end (see {@link writeEnd}). */
   private releasedLease = false;
   private settled = false;
-  /** When the run started, on the runtime's clock (one clock read per run, for the run events). */
-  private readonly startedAt: number;
+  /** When the handler started, on the runtime's clock (one clock read per run, for the run events). */
+  private startedAt = 0;
   /** The run's span (the API's no-op span when no SDK records). */
   private readonly span: Span;
   private heartbeatTimer: TimerHandle | undefined;
@@ -119,29 +135,109 @@ export class JobRun {
     this.lease = { id: claim.job.id, token: claim.token };
     this.released = new Promise<void>((resolve) => (this.resolveReleased = resolve));
     this.handlerSettled = new Promise<void>((resolve) => (this.resolveHandlerSettled = resolve));
-    const timeoutMs = claim.job.timeoutMs ?? jobType.timeoutMs;
+    const now = deps.clock.now();
+    // A claim always carries its expiry; a missing one is treated as lapsed.
+    const leaseLeftMs = (claim.job.leaseExpiresAt ?? now) - now;
+    const run =
+      leaseLeftMs > deps.heartbeatMs
+        ? () => {
+            this.begin(now);
+            return this.execute();
+          }
+        : () => this.renewThenExecute();
+    const observed = observeRun(claim.job, jobType);
+    this.span = observed.span;
+    // Detached: a run must not carry the fields of the request whose enqueue woke the worker.
+    this.finished = LogContext.runDetached(observed.fields, () =>
+      withSpan(this.span, run, observed.parent),
+    ).then(() => this.resolveReleased());
+  }
+
+  /** Starts the run's clocks (timeout, heartbeats) and announces it; the handler is called right after. */
+  private begin(now: number): void {
+    const { clock, starts } = this.deps;
+    const job = this.claim.job;
+    const timeoutMs = job.timeoutMs ?? this.jobType.timeoutMs;
     if (timeoutMs !== undefined) {
-      this.timeoutTimer = deps.clock.setTimeout(() => this.onTimeout(timeoutMs), timeoutMs);
+      this.timeoutTimer = clock.setTimeout(() => this.onTimeout(timeoutMs), timeoutMs);
     }
     this.scheduleHeartbeat();
-    this.startedAt = deps.clock.now();
-    if (deps.starts.hasListeners) {
-      const job = claim.job;
-      deps.starts.emit({
+    this.startedAt = now;
+    if (starts.hasListeners) {
+      starts.emit({
         jobId: job.id,
         type: job.type,
         attempt: job.attempts,
         runAt: job.runAt,
         createdAt: job.createdAt,
-        startedAt: this.startedAt,
+        startedAt: now,
       });
     }
-    const observed = observeRun(claim.job, jobType);
-    this.span = observed.span;
-    // Detached: a run must not carry the fields of the request whose enqueue woke the worker.
-    this.finished = LogContext.runDetached(observed.fields, () =>
-      withSpan(this.span, () => this.execute(), observed.parent),
-    ).then(() => this.resolveReleased());
+  }
+
+  /**
+   * The lease lapsed, or would before the first heartbeat, by the time the run got to start (see the class
+   * docs): renew it with one fenced heartbeat and start the handler only on a lease that is again this run's
+   * with more than `heartbeatMs` left; otherwise end in a known state without calling the handler.
+   */
+  private async renewThenExecute(): Promise<void> {
+    const { store, clock, leaseMs, heartbeatMs } = this.deps;
+    let reason: 'lease_lost' | 'renewal_failed' | 'renewal_late' | undefined = 'renewal_failed';
+    try {
+      const askedAt = clock.now();
+      const answer = await store.heartbeat(this.lease, leaseMs);
+      if (!answer.ok) {
+        this.leaseLost = true;
+        reason = 'lease_lost';
+      } else {
+        if (answer.cancelRequested) this.requestCancel();
+        // The store set the expiry from its clock, read after `askedAt`: at least askedAt + leaseMs.
+        reason = askedAt + leaseMs - clock.now() > heartbeatMs ? undefined : 'renewal_late';
+      }
+    } catch (error) {
+      this.deps.warn(`renewing the lapsed lease of job ${this.jobId} before its run failed`, error);
+    }
+    if (reason === undefined && this.abortReason === undefined) {
+      this.begin(clock.now());
+      return this.execute();
+    }
+    await this.endUnstarted(reason ?? (this.cancelRequested ? 'canceled' : 'shutdown'));
+  }
+
+  /**
+   * Ends a run whose handler was never called: a cancel request ends the job `canceled`; otherwise the lease,
+   * unless lost, is released (the attempt not counted). Logs `job run not started`.
+   */
+  private async endUnstarted(
+    reason: 'lease_lost' | 'renewal_failed' | 'renewal_late' | 'canceled' | 'shutdown',
+  ): Promise<void> {
+    const { store, ends, log } = this.deps;
+    this.settled = true;
+    this.resolveHandlerSettled();
+    let outcome: JobRunOutcome = 'lost';
+    if (!this.leaseLost) {
+      try {
+        if (this.cancelRequested) {
+          const event = await store.finishCanceled(this.lease);
+          if (event !== undefined) {
+            outcome = 'canceled';
+            if (ends.hasListeners) ends.emit(event);
+          }
+        } else if (await store.release(this.lease)) {
+          outcome = 'released';
+        }
+      } catch (error) {
+        // The job stays leased until its lease lapses; a reclaim then runs it (counting an attempt).
+        this.deps.warn(`giving back the lease of job ${this.jobId} failed`, error);
+      }
+    }
+    endRunSpan(this.span, outcome, undefined);
+    const job = this.claim.job;
+    log.write(
+      outcome === 'canceled' ? 'info' : 'warn',
+      { job_id: job.id, job_type: job.type, attempt: job.attempts, outcome, reason },
+      'job run not started',
+    );
   }
 
   /** A cancel request reached this process: abort the handler (it ends `canceled`). */
