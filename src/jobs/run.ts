@@ -2,8 +2,6 @@ import type { Span } from '@opentelemetry/api';
 import {
   BreakwaterError,
   checkedJson,
-  classify,
-  isBreakwaterError,
   LogContext,
   withSpan,
   type Clock,
@@ -11,10 +9,12 @@ import {
   type Log,
   type TimerHandle,
 } from '../core/index.js';
-import type { Claim, JobError, JobEvent, JobStore, LeaseRef } from '../store/index.js';
+import type { Claim, JobEvent, JobStore, LeaseRef } from '../store/index.js';
 import { withoutCarrier } from './carrier.js';
 import { endRunSpan, logRunEnd, observeRun } from './observe-run.js';
 import { ProgressThrottle } from './progress.js';
+import { failureOf } from './run-failure.js';
+import { endUnstarted, leaseIsLive, renewBeforeStart, type NotStartedReason } from './run-start.js';
 import type { JobContext, JobRunEndedEvent, JobRunOutcome, JobStartedEvent } from './types.js';
 import type { JobType } from './validate.js';
 
@@ -35,9 +35,6 @@ export interface RunDeps {
   /** Where the run's end is logged. */
   log: Log;
 }
-
-/** Longest stored error message, in characters. */
-const MAX_ERROR_MESSAGE = 1_000;
 
 /**
  * One run of one claimed job: calls the handler, heartbeats its lease, enforces its timeout, follows cancel
@@ -70,21 +67,13 @@ const MAX_ERROR_MESSAGE = 1_000;
  * lapses at that time at the latest, another claim may take the job (counting an attempt), and this run's late
  * settle is then rejected by the fencing token. Until then no second run of the job can start anywhere.
  *
- * A run never starts its handler on a lease that has lapsed, or that would lapse before its first heartbeat:
- * the handler starts at once only while `leaseExpiresAt - now > heartbeatMs` (the claim's expiry, on the
- * runtime's clock, which must be the store's). Otherwise time passed between the claim and the run (a slow
- * commit, a GC pause, a busy event loop) and the run first renews the lease with one fenced heartbeat:
- * - renewed, with more than `heartbeatMs` left once the answer is read: the handler starts (a cancel request
- *   seen on the renewal ends the job `canceled` without calling it);
- * - lost (another process reclaimed the job meanwhile: its token is newer): the handler is never called and
- *   nothing is written; the other run owns the job;
- * - the renewal failed, the answer came too late to leave a usable lease, or the worker is stopping: the
- *   lease is released (`pending` again, due now, the attempt not counted) and the handler is not called.
- * Such a run emits neither `onStarted` nor `onRunEnded`; it logs `job run not started` (`warn`, with `outcome`
- * `lost`, `released` or `canceled`, and the `reason`). The lease is a lock in BullMQ's sense (renewed well
- * before it lapses; once lapsed, another worker may take the job and run it again), so a handler must never
- * begin under one that may already be another worker's. The worker, for its part, never reclaims a job whose
- * run it holds (`worker.ts`).
+ * A run never starts its handler on a lease that has lapsed, or that would lapse before its first heartbeat
+ * (`run-start.ts`): it starts at once while more than `heartbeatMs` of the claim's lease is left; otherwise
+ * it first renews the lease with one fenced heartbeat and starts only if that left it a live lease. Lost,
+ * failed or late, the handler is never called: the lease is left to its new owner, or released (the attempt
+ * not counted), or a cancel seen there ends the job `canceled`; the run emits neither `onStarted` nor
+ * `onRunEnded` and logs `job run not started`. The worker, for its part, never reclaims a job whose run it
+ * holds (`worker.ts`).
  */
 export class JobRun {
   readonly jobId: string;
@@ -136,15 +125,12 @@ export class JobRun {
     this.released = new Promise<void>((resolve) => (this.resolveReleased = resolve));
     this.handlerSettled = new Promise<void>((resolve) => (this.resolveHandlerSettled = resolve));
     const now = deps.clock.now();
-    // A claim always carries its expiry; a missing one is treated as lapsed.
-    const leaseLeftMs = (claim.job.leaseExpiresAt ?? now) - now;
-    const run =
-      leaseLeftMs > deps.heartbeatMs
-        ? () => {
-            this.begin(now);
-            return this.execute();
-          }
-        : () => this.renewThenExecute();
+    const run = leaseIsLive(claim.job, now, deps.heartbeatMs)
+      ? () => {
+          this.begin(now);
+          return this.execute();
+        }
+      : () => this.renewThenExecute();
     const observed = observeRun(claim.job, jobType);
     this.span = observed.span;
     // Detached: a run must not carry the fields of the request whose enqueue woke the worker.
@@ -176,68 +162,28 @@ export class JobRun {
   }
 
   /**
-   * The lease lapsed, or would before the first heartbeat, by the time the run got to start (see the class
-   * docs): renew it with one fenced heartbeat and start the handler only on a lease that is again this run's
-   * with more than `heartbeatMs` left; otherwise end in a known state without calling the handler.
+   * The lease lapsed, or would before the first heartbeat, by the time the run got to start: renew it and
+   * start the handler only on a lease that is again this run's, live; otherwise end without calling it
+   * (`run-start.ts`).
    */
   private async renewThenExecute(): Promise<void> {
-    const { store, clock, leaseMs, heartbeatMs } = this.deps;
-    let reason: 'lease_lost' | 'renewal_failed' | 'renewal_late' | undefined = 'renewal_failed';
-    try {
-      const askedAt = clock.now();
-      const answer = await store.heartbeat(this.lease, leaseMs);
-      if (!answer.ok) {
-        this.leaseLost = true;
-        reason = 'lease_lost';
-      } else {
-        if (answer.cancelRequested) this.requestCancel();
-        // The store set the expiry from its clock, read after `askedAt`: at least askedAt + leaseMs.
-        reason = askedAt + leaseMs - clock.now() > heartbeatMs ? undefined : 'renewal_late';
-      }
-    } catch (error) {
-      this.deps.warn(`renewing the lapsed lease of job ${this.jobId} before its run failed`, error);
-    }
-    if (reason === undefined && this.abortReason === undefined) {
-      this.begin(clock.now());
+    const renewal = await renewBeforeStart(this.deps, this.lease, this.deps.warn);
+    if (renewal.kind === 'lost') this.leaseLost = true;
+    else if (renewal.cancelRequested) this.requestCancel();
+    if (renewal.kind === 'renewed' && this.abortReason === undefined) {
+      this.begin(this.deps.clock.now());
       return this.execute();
     }
-    await this.endUnstarted(reason ?? (this.cancelRequested ? 'canceled' : 'shutdown'));
-  }
-
-  /**
-   * Ends a run whose handler was never called: a cancel request ends the job `canceled`; otherwise the lease,
-   * unless lost, is released (the attempt not counted). Logs `job run not started`.
-   */
-  private async endUnstarted(
-    reason: 'lease_lost' | 'renewal_failed' | 'renewal_late' | 'canceled' | 'shutdown',
-  ): Promise<void> {
-    const { store, ends, log } = this.deps;
     this.settled = true;
     this.resolveHandlerSettled();
-    let outcome: JobRunOutcome = 'lost';
-    if (!this.leaseLost) {
-      try {
-        if (this.cancelRequested) {
-          const event = await store.finishCanceled(this.lease);
-          if (event !== undefined) {
-            outcome = 'canceled';
-            if (ends.hasListeners) ends.emit(event);
-          }
-        } else if (await store.release(this.lease)) {
-          outcome = 'released';
-        }
-      } catch (error) {
-        // The job stays leased until its lease lapses; a reclaim then runs it (counting an attempt).
-        this.deps.warn(`giving back the lease of job ${this.jobId} failed`, error);
-      }
-    }
+    const reason: NotStartedReason =
+      renewal.kind !== 'renewed' ? NOT_RENEWED[renewal.kind] : this.cancelRequested ? 'canceled' : 'shutdown';
+    const outcome = await endUnstarted(this.deps, this.claim.job, this.lease, {
+      leaseLost: this.leaseLost,
+      cancelRequested: this.cancelRequested,
+      reason,
+    });
     endRunSpan(this.span, outcome, undefined);
-    const job = this.claim.job;
-    log.write(
-      outcome === 'canceled' ? 'info' : 'warn',
-      { job_id: job.id, job_type: job.type, attempt: job.attempts, outcome, reason },
-      'job run not started',
-    );
   }
 
   /** A cancel request reached this process: abort the handler (it ends `canceled`). */
@@ -450,28 +396,15 @@ export class JobRun {
 
   private async fail(cause: unknown): Promise<JobEvent | undefined> {
     const { store, clock } = this.deps;
-    const c = classify(cause);
-    const error: JobError = {
-      code: isBreakwaterError(cause) ? cause.code : c.code,
-      message: messageOf(cause),
-      kind: c.kind,
-    };
-    if (isBreakwaterError(cause)) {
-      error.userFacing = true;
-      const dependencyCode = cause.details?.['dependency_code'];
-      if (typeof dependencyCode === 'string') error.dependencyCode = dependencyCode;
-      if (cause.outcome === 'unknown') error.outcome = 'unknown';
-    }
     const { attempts, maxAttempts } = this.claim.job;
-    // `retryable`, not just `transient`: our own rate/spend limits and an unknown outcome of a write
-    // (a POST cut off mid-flight) are never repeated blindly (DESIGN: "Classification").
-    if (!c.retryable || attempts >= maxAttempts) return store.fail(this.lease, error);
-    const planned = this.jobType.backoff.next(attempts, 0);
-    const hintMs = Math.min(c.retryAfterMs ?? 0, MAX_RETRY_HINT_MS);
-    const delayMs = Math.max(Number.isFinite(planned) && planned > 0 ? planned : 0, hintMs);
-    return store.fail(this.lease, error, clock.now() + Math.ceil(delayMs));
+    const { error, retryInMs } = failureOf(cause, attempts, maxAttempts, this.jobType.backoff);
+    if (retryInMs === undefined) return store.fail(this.lease, error);
+    return store.fail(this.lease, error, clock.now() + retryInMs);
   }
 }
+
+/** Why a renewal before the start did not start the handler. */
+const NOT_RENEWED = { lost: 'lease_lost', failed: 'renewal_failed', late: 'renewal_late' } as const;
 
 const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['job.completed', 'job.failed', 'job.canceled']);
 
@@ -482,19 +415,3 @@ const RUN_OUTCOMES: Readonly<Partial<Record<string, JobRunOutcome>>> = {
   'job.retrying': 'retrying',
   'job.canceled': 'canceled',
 };
-
-/** A retry hint (`Retry-After`) is honoured up to one hour: a larger one would park the job for good. */
-const MAX_RETRY_HINT_MS = 3_600_000;
-
-/**
- * The message as stored: at most {@link MAX_ERROR_MESSAGE} characters, and a time-relative hint ("try again
- * in about 30 seconds") made general ("try again shortly"): the message is read long after it was written
- * (`get_job_status`, the dashboard, `jobs show`), when the count would be wrong.
- */
-function messageOf(error: unknown): string {
-  const text = (error instanceof Error ? error.message : String(error)).replace(
-    /try again in about \d+ (?:seconds?|minutes?)/g,
-    'try again shortly',
-  );
-  return text.length > MAX_ERROR_MESSAGE ? `${text.slice(0, MAX_ERROR_MESSAGE - 1)}…` : text;
-}
