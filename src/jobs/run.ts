@@ -2,8 +2,6 @@ import type { Span } from '@opentelemetry/api';
 import {
   BreakwaterError,
   checkedJson,
-  classify,
-  isBreakwaterError,
   LogContext,
   withSpan,
   type Clock,
@@ -11,10 +9,12 @@ import {
   type Log,
   type TimerHandle,
 } from '../core/index.js';
-import type { Claim, JobError, JobEvent, JobStore, LeaseRef } from '../store/index.js';
+import type { Claim, JobEvent, JobStore, LeaseRef } from '../store/index.js';
 import { withoutCarrier } from './carrier.js';
 import { endRunSpan, logRunEnd, observeRun } from './observe-run.js';
 import { ProgressThrottle } from './progress.js';
+import { failureOf } from './run-failure.js';
+import { endUnstarted, leaseIsLive, renewBeforeStart, type NotStartedReason } from './run-start.js';
 import type { JobContext, JobRunEndedEvent, JobRunOutcome, JobStartedEvent } from './types.js';
 import type { JobType } from './validate.js';
 
@@ -35,9 +35,6 @@ export interface RunDeps {
   /** Where the run's end is logged. */
   log: Log;
 }
-
-/** Longest stored error message, in characters. */
-const MAX_ERROR_MESSAGE = 1_000;
 
 /**
  * One run of one claimed job: calls the handler, heartbeats its lease, enforces its timeout, follows cancel
@@ -69,6 +66,14 @@ const MAX_ERROR_MESSAGE = 1_000;
  * extending the lease only up to `abortedAt + leaseMs`; then they stop and the run is abandoned. The lease
  * lapses at that time at the latest, another claim may take the job (counting an attempt), and this run's late
  * settle is then rejected by the fencing token. Until then no second run of the job can start anywhere.
+ *
+ * A run never starts its handler on a lease that has lapsed, or that would lapse before its first heartbeat
+ * (`run-start.ts`): it starts at once while more than `heartbeatMs` of the claim's lease is left; otherwise
+ * it first renews the lease with one fenced heartbeat and starts only if that left it a live lease. Lost,
+ * failed or late, the handler is never called: the lease is left to its new owner, or released (the attempt
+ * not counted), or a cancel seen there ends the job `canceled`; the run emits neither `onStarted` nor
+ * `onRunEnded` and logs `job run not started`. The worker, for its part, never reclaims a job whose run it
+ * holds (`worker.ts`).
  */
 export class JobRun {
   readonly jobId: string;
@@ -99,8 +104,8 @@ export class JobRun {
   /** Set when a shutdown gave the lease back without writing an end (see {@link writeEnd}). */
   private releasedLease = false;
   private settled = false;
-  /** When the run started, on the runtime's clock (one clock read per run, for the run events). */
-  private readonly startedAt: number;
+  /** When the handler started, on the runtime's clock (one clock read per run, for the run events). */
+  private startedAt = 0;
   /** The run's span (the API's no-op span when no SDK records). */
   private readonly span: Span;
   private heartbeatTimer: TimerHandle | undefined;
@@ -119,29 +124,66 @@ export class JobRun {
     this.lease = { id: claim.job.id, token: claim.token };
     this.released = new Promise<void>((resolve) => (this.resolveReleased = resolve));
     this.handlerSettled = new Promise<void>((resolve) => (this.resolveHandlerSettled = resolve));
-    const timeoutMs = claim.job.timeoutMs ?? jobType.timeoutMs;
+    const now = deps.clock.now();
+    const run = leaseIsLive(claim.job, now, deps.heartbeatMs)
+      ? () => {
+          this.begin(now);
+          return this.execute();
+        }
+      : () => this.renewThenExecute();
+    const observed = observeRun(claim.job, jobType);
+    this.span = observed.span;
+    // Detached: a run must not carry the fields of the request whose enqueue woke the worker.
+    this.finished = LogContext.runDetached(observed.fields, () =>
+      withSpan(this.span, run, observed.parent),
+    ).then(() => this.resolveReleased());
+  }
+
+  /** Starts the run's clocks (timeout, heartbeats) and announces it; the handler is called right after. */
+  private begin(now: number): void {
+    const { clock, starts } = this.deps;
+    const job = this.claim.job;
+    const timeoutMs = job.timeoutMs ?? this.jobType.timeoutMs;
     if (timeoutMs !== undefined) {
-      this.timeoutTimer = deps.clock.setTimeout(() => this.onTimeout(timeoutMs), timeoutMs);
+      this.timeoutTimer = clock.setTimeout(() => this.onTimeout(timeoutMs), timeoutMs);
     }
     this.scheduleHeartbeat();
-    this.startedAt = deps.clock.now();
-    if (deps.starts.hasListeners) {
-      const job = claim.job;
-      deps.starts.emit({
+    this.startedAt = now;
+    if (starts.hasListeners) {
+      starts.emit({
         jobId: job.id,
         type: job.type,
         attempt: job.attempts,
         runAt: job.runAt,
         createdAt: job.createdAt,
-        startedAt: this.startedAt,
+        startedAt: now,
       });
     }
-    const observed = observeRun(claim.job, jobType);
-    this.span = observed.span;
-    // Detached: a run must not carry the fields of the request whose enqueue woke the worker.
-    this.finished = LogContext.runDetached(observed.fields, () =>
-      withSpan(this.span, () => this.execute(), observed.parent),
-    ).then(() => this.resolveReleased());
+  }
+
+  /**
+   * The lease lapsed, or would before the first heartbeat, by the time the run got to start: renew it and
+   * start the handler only on a lease that is again this run's, live; otherwise end without calling it
+   * (`run-start.ts`).
+   */
+  private async renewThenExecute(): Promise<void> {
+    const renewal = await renewBeforeStart(this.deps, this.lease, this.deps.warn);
+    if (renewal.kind === 'lost') this.leaseLost = true;
+    else if (renewal.cancelRequested) this.requestCancel();
+    if (renewal.kind === 'renewed' && this.abortReason === undefined) {
+      this.begin(this.deps.clock.now());
+      return this.execute();
+    }
+    this.settled = true;
+    this.resolveHandlerSettled();
+    const reason: NotStartedReason =
+      renewal.kind !== 'renewed' ? NOT_RENEWED[renewal.kind] : this.cancelRequested ? 'canceled' : 'shutdown';
+    const outcome = await endUnstarted(this.deps, this.claim.job, this.lease, {
+      leaseLost: this.leaseLost,
+      cancelRequested: this.cancelRequested,
+      reason,
+    });
+    endRunSpan(this.span, outcome, undefined);
   }
 
   /** A cancel request reached this process: abort the handler (it ends `canceled`). */
@@ -354,28 +396,15 @@ export class JobRun {
 
   private async fail(cause: unknown): Promise<JobEvent | undefined> {
     const { store, clock } = this.deps;
-    const c = classify(cause);
-    const error: JobError = {
-      code: isBreakwaterError(cause) ? cause.code : c.code,
-      message: messageOf(cause),
-      kind: c.kind,
-    };
-    if (isBreakwaterError(cause)) {
-      error.userFacing = true;
-      const dependencyCode = cause.details?.['dependency_code'];
-      if (typeof dependencyCode === 'string') error.dependencyCode = dependencyCode;
-      if (cause.outcome === 'unknown') error.outcome = 'unknown';
-    }
     const { attempts, maxAttempts } = this.claim.job;
-    // `retryable`, not just `transient`: our own rate/spend limits and an unknown outcome of a write
-    // (a POST cut off mid-flight) are never repeated blindly (DESIGN: "Classification").
-    if (!c.retryable || attempts >= maxAttempts) return store.fail(this.lease, error);
-    const planned = this.jobType.backoff.next(attempts, 0);
-    const hintMs = Math.min(c.retryAfterMs ?? 0, MAX_RETRY_HINT_MS);
-    const delayMs = Math.max(Number.isFinite(planned) && planned > 0 ? planned : 0, hintMs);
-    return store.fail(this.lease, error, clock.now() + Math.ceil(delayMs));
+    const { error, retryInMs } = failureOf(cause, attempts, maxAttempts, this.jobType.backoff);
+    if (retryInMs === undefined) return store.fail(this.lease, error);
+    return store.fail(this.lease, error, clock.now() + retryInMs);
   }
 }
+
+/** Why a renewal before the start did not start the handler. */
+const NOT_RENEWED = { lost: 'lease_lost', failed: 'renewal_failed', late: 'renewal_late' } as const;
 
 const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['job.completed', 'job.failed', 'job.canceled']);
 
@@ -386,19 +415,3 @@ const RUN_OUTCOMES: Readonly<Partial<Record<string, JobRunOutcome>>> = {
   'job.retrying': 'retrying',
   'job.canceled': 'canceled',
 };
-
-/** A retry hint (`Retry-After`) is honoured up to one hour: a larger one would park the job for good. */
-const MAX_RETRY_HINT_MS = 3_600_000;
-
-/**
- * The message as stored: at most {@link MAX_ERROR_MESSAGE} characters, and a time-relative hint ("try again
- * in about 30 seconds") made general ("try again shortly"): the message is read long after it was written
- * (`get_job_status`, the dashboard, `jobs show`), when the count would be wrong.
- */
-function messageOf(error: unknown): string {
-  const text = (error instanceof Error ? error.message : String(error)).replace(
-    /try again in about \d+ (?:seconds?|minutes?)/g,
-    'try again shortly',
-  );
-  return text.length > MAX_ERROR_MESSAGE ? `${text.slice(0, MAX_ERROR_MESSAGE - 1)}…` : text;
-}

@@ -47,6 +47,15 @@ export interface WorkerDeps {
  * A slot is freed when its handler settles (before its settle is written), not when its run gives up the lease: a handler that ignores its
  * aborted signal keeps holding its slot in this process (the job itself may be reclaimed elsewhere once the
  * lease lapses, see `run.ts`), so this process never runs more than `concurrency` handlers of a type.
+ *
+ * No worker reclaims a job whose run it holds. Every claim and `nextRunAt` names the jobs this worker runs
+ * (from the claim until the run has told the store its end) as `exclude`, and the store leaves their leases
+ * alone, even lapsed ones: a worker that stalled past its own lease (a GC pause, a slow fsync, a busy event
+ * loop) would otherwise hand itself a second run of the job while the first still ran, and burn an attempt.
+ * Graphile Worker has the same rule in another form (a job locked by a worker is never fetched again until
+ * that lock is released or is hours old). Another process may still reclaim the job once the lease lapsed
+ * (to it this worker looks dead); the run then learns it from its next heartbeat or, when the lapse came
+ * before its handler started, before starting it (`run.ts`), and the fencing token refuses its writes.
  */
 export class Worker {
   /** Runs per type until they have finished (told the store), for cancel requests and `stop()`. */
@@ -195,7 +204,8 @@ export class Worker {
       const free = jobType.concurrency - (this.busy.get(jobType.type) ?? 0);
       if (free <= 0) continue;
       try {
-        const claims = await store.claim({ owner, types: [jobType.type], limit: free, leaseMs });
+        const exclude = this.held([jobType.type]);
+        const claims = await store.claim({ owner, types: [jobType.type], limit: free, leaseMs, exclude });
         for (const claim of claims) this.startRun(claim, jobType);
         if (claims.length < free) hungry.push(jobType.type);
       } catch (error) {
@@ -204,7 +214,7 @@ export class Worker {
     }
     if (hungry.length === 0 || this.stopping) return;
     try {
-      const next = await store.nextRunAt(hungry);
+      const next = await store.nextRunAt(hungry, this.held(hungry));
       if (next !== null) {
         if (next <= this.deps.clock.now()) this.pumpAgain = true;
         else this.wakeAtTime(next);
@@ -212,6 +222,16 @@ export class Worker {
     } catch (error) {
       this.deps.warn('reading the next run time failed', error);
     }
+  }
+
+  /** Ids of the jobs of `types` this worker runs (claimed, end not yet written): what its claims exclude. */
+  private held(types: readonly string[]): string[] | undefined {
+    let ids: string[] | undefined;
+    for (const type of types) {
+      const set = this.running.get(type);
+      if (set !== undefined) for (const run of set) (ids ??= []).push(run.jobId);
+    }
+    return ids;
   }
 
   private startRun(claim: Claim, jobType: JobType): void {

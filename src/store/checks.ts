@@ -130,12 +130,24 @@ export function pageLimit(limit: number | undefined, fallback: number, max: numb
 export function checkClaim(claim: IdempotencyClaim): IdempotencyClaim {
   const owner = 'idempotency.begin';
   if (typeof claim !== 'object' || claim === null) throw invalidOption(owner, 'claim', 'an object', claim);
+  const lockMs = finite(owner, 'lockMs', claim.lockMs, POSITIVE);
+  const ttlMs = finite(owner, 'ttlMs', claim.ttlMs, POSITIVE);
+  // The same rule as operations' checkIdempotencyLifetimes (store cannot import it): a record that expires
+  // under its running owner is replaced by the next request, which runs again (issue 28).
+  if (!(ttlMs > lockMs)) {
+    throw invalidOption(
+      owner,
+      'ttlMs',
+      `greater than lockMs (${lockMs} ms): a record must outlive the lock of the run that holds it`,
+      ttlMs,
+    );
+  }
   return {
     scope: storeKey(owner, 'scope', claim.scope, MAX_IDEMPOTENCY_KEY_LENGTH),
     key: storeKey(owner, 'key', claim.key, MAX_IDEMPOTENCY_KEY_LENGTH),
     fingerprint: storeKey(owner, 'fingerprint', claim.fingerprint, MAX_IDEMPOTENCY_KEY_LENGTH),
-    lockMs: finite(owner, 'lockMs', claim.lockMs, POSITIVE),
-    ttlMs: finite(owner, 'ttlMs', claim.ttlMs, POSITIVE),
+    lockMs,
+    ttlMs,
   };
 }
 

@@ -660,6 +660,80 @@ export function jobStoreContract(
       });
     });
 
+    describe('claim with exclude (the runs the caller holds)', () => {
+      it('an excluded expired lease is neither reclaimed nor touched; another claimer still reclaims it', async () => {
+        const held = await enqueue({ type: 'a' });
+        const lost = await enqueue({ type: 'a' });
+        await claimOne('w1', ['a'], 1_000);
+        await claimOne('w9', ['a'], 1_000);
+        const fresh = await enqueue({ type: 'a' });
+        clock.tick(1_001);
+        const before = await mustGet(held.id);
+        const claims = await store.claim({
+          owner: 'w1',
+          types: ['a'],
+          limit: 10,
+          leaseMs: 1_000,
+          exclude: [held.id],
+        });
+        expect(claims.map((c) => [c.job.id, c.job.attempts, c.token])).toEqual([
+          [lost.id, 2, 2],
+          [fresh.id, 1, 1],
+        ]);
+        expect(await mustGet(held.id)).toEqual(before);
+        expect(await eventTypes(held.id)).toEqual(['job.started']);
+        // The held run may still renew its lapsed lease: its token is current.
+        expect(await store.heartbeat({ id: held.id, token: 1 }, 1_000)).toEqual({
+          ok: true,
+          cancelRequested: false,
+        });
+        clock.tick(1_001);
+        const reclaim = await claimOne('w2', ['a']);
+        expect(reclaim.job).toMatchObject({ id: held.id, attempts: 2, leaseOwner: 'w2', leaseToken: 2 });
+      });
+
+      it('an excluded expired lease with a cancel request or no attempts left is not ended under its run', async () => {
+        const canceled = await enqueue({ maxAttempts: 3 });
+        const exhausted = await enqueue({ maxAttempts: 1 });
+        const first = await claimOne('w1', [], 1_000);
+        const second = await claimOne('w1', [], 1_000);
+        await store.cancel(canceled.id);
+        clock.tick(1_001);
+        const exclude = [canceled.id, exhausted.id];
+        expect(await store.claim({ owner: 'w1', types: [], limit: 10, leaseMs: 1_000, exclude })).toEqual([]);
+        expect(await mustGet(canceled.id)).toMatchObject({
+          status: 'in_progress',
+          attempts: 1,
+          finishedAt: null,
+        });
+        expect(await mustGet(exhausted.id)).toMatchObject({
+          status: 'in_progress',
+          attempts: 1,
+          finishedAt: null,
+        });
+        // Their runs end them.
+        await store.finishCanceled(leaseOf(first));
+        await store.complete(leaseOf(second), 'done');
+        expect(await eventTypes(canceled.id)).toEqual(['job.started', 'job.canceled']);
+        expect(await mustGet(exhausted.id)).toMatchObject({ status: 'completed', result: 'done' });
+      });
+
+      it('an empty exclude changes nothing; a pending job is never excluded', async () => {
+        const job = await enqueue();
+        const claims = await store.claim({
+          owner: 'w1',
+          types: [],
+          limit: 1,
+          leaseMs: 1_000,
+          exclude: [job.id],
+        });
+        expect(claims.map((c) => c.job.id)).toEqual([job.id]);
+        clock.tick(1_001);
+        const again = await store.claim({ owner: 'w2', types: [], limit: 1, leaseMs: 1_000, exclude: [] });
+        expect(again.map((c) => [c.job.id, c.token])).toEqual([[job.id, 2]]);
+      });
+    });
+
     describe('complete', () => {
       it('writes job.completed { result } and stores the result', async () => {
         const job = await enqueue();
@@ -1203,6 +1277,20 @@ export function jobStoreContract(
         const reclaim = await claimOne('w2', ['a']);
         expect(reclaim.job).toMatchObject({ id: running.id, attempts: 2, leaseOwner: 'w2' });
         expect(await store.nextRunAt(['a'])).toBe(start + 6_000 + LEASE_MS);
+      });
+
+      it('leaves out the leases of exclude (the runs the caller holds), as a claim with it would', async () => {
+        const held = await enqueue({ type: 'a' });
+        const other = await enqueue({ type: 'a' });
+        await claimOne('w1', ['a'], 1_000);
+        await claimOne('w1', ['a'], 5_000);
+        await enqueue({ type: 'a', runAt: start + 9_000 });
+        expect(await store.nextRunAt(['a'])).toBe(start + 1_000);
+        expect(await store.nextRunAt(['a'], [held.id])).toBe(start + 5_000);
+        expect(await store.nextRunAt([], [held.id])).toBe(start + 5_000);
+        expect(await store.nextRunAt(['a'], [held.id, other.id])).toBe(start + 9_000);
+        expect(await store.nextRunAt([], [held.id, other.id])).toBe(start + 9_000);
+        expect(await store.nextRunAt(['a'], [])).toBe(start + 1_000);
       });
 
       it('ignores finished jobs and leases that ended', async () => {

@@ -225,8 +225,8 @@ export function idempotencyContract(name: string, backend: FacetBackend): void {
     });
 
     it('an expired in-progress record cannot be completed or released by its old owner', async () => {
-      const record = await acquire({ ttlMs: 1_000, lockMs: 5_000 });
-      h.clock.tick(1_000);
+      const record = await acquire({ ttlMs: 5_000, lockMs: 1_000 });
+      h.clock.tick(5_000);
       expect(await h.store.idempotency.complete(record, RESPONSE)).toBe(false);
       expect(await h.store.idempotency.release(record)).toBe(false);
     });
@@ -246,8 +246,8 @@ export function idempotencyContract(name: string, backend: FacetBackend): void {
     });
 
     it('prune deletes expired records only, at most limit at a time, and counts them', async () => {
-      for (let i = 0; i < 3; i++) await acquire({ key: `short-${i}`, ttlMs: 1_000 });
-      for (let i = 0; i < 2; i++) await acquire({ key: `long-${i}`, ttlMs: 5_000 });
+      for (let i = 0; i < 3; i++) await acquire({ key: `short-${i}`, ttlMs: 1_000, lockMs: 500 });
+      for (let i = 0; i < 2; i++) await acquire({ key: `long-${i}`, ttlMs: 5_000, lockMs: 500 });
       expect(await h.store.idempotency.prune()).toBe(0);
       h.clock.tick(1_000);
       expect(await h.store.idempotency.prune(2)).toBe(2);
@@ -259,7 +259,7 @@ export function idempotencyContract(name: string, backend: FacetBackend): void {
       expect(await h.store.idempotency.prune(1)).toBe(1);
       expect(await h.store.idempotency.prune(1000)).toBe(1);
       // A replaced record is live again and never pruned.
-      await acquire({ key: 'long-0', ttlMs: 100 });
+      await acquire({ key: 'long-0', ttlMs: 100, lockMs: 50 });
       expect(await h.store.idempotency.prune()).toBe(0);
     });
 
@@ -278,6 +278,9 @@ export function idempotencyContract(name: string, backend: FacetBackend): void {
         { lockMs: Number.NaN },
         { ttlMs: 0 },
         { ttlMs: Infinity },
+        // A record must outlive the lock of its run (issue 28): ttlMs > lockMs.
+        { ttlMs: LOCK_MS },
+        { ttlMs: 1_000 },
         { scope: 42 as unknown as string },
       ];
       for (const overrides of bad) {
@@ -288,6 +291,18 @@ export function idempotencyContract(name: string, backend: FacetBackend): void {
       ).toMatchObject({ outcome: 'acquired' });
       expect(await h.store.idempotency.get('token:abc', 'key-1')).toBeUndefined();
       expect(await h.store.idempotency.prune()).toBe(0);
+    });
+
+    it('begin names the rule when ttlMs is not greater than lockMs', async () => {
+      await expect(h.store.idempotency.begin(claim({ lockMs: 60_000, ttlMs: 1_000 }))).rejects.toThrow(
+        new RangeError(
+          'idempotency.begin: ttlMs must be greater than lockMs (60000 ms): a record must outlive the lock of the run that holds it, got 1000',
+        ),
+      );
+      expect(await h.store.idempotency.begin(claim({ lockMs: 60_000, ttlMs: 60_001 }))).toMatchObject({
+        outcome: 'acquired',
+        record: { lockedUntil: h.start + 60_000, expiresAt: h.start + 60_001 },
+      });
     });
 
     it('complete refuses a bad response with a RangeError and changes nothing', async () => {

@@ -64,7 +64,11 @@ export interface IdempotencyClaim {
   fingerprint: string;
   /** How long the caller's run may hold the record before another request may take it over, ms (> 0). */
   lockMs: number;
-  /** How long the record lives from its creation, ms (> 0; DESIGN default 24 h). */
+  /**
+   * How long the record lives from its creation, ms (> `lockMs`; DESIGN default 24 h). A record must outlive
+   * the lock of its run: one that expired counts as absent, so the next request with the key would run again
+   * while the first still runs, and neither response would be replayed.
+   */
   ttlMs: number;
 }
 
@@ -85,8 +89,8 @@ export interface IdempotencyStore {
    * Claims `(scope, key)` for a run, or reports why not. An expired record (`expiresAt` passed) counts as
    * absent and is replaced. An `in_progress` record with the same fingerprint whose `lockedUntil` passed is
    * taken over: a new token, `lockedUntil` renewed, `takenOver: true` (its old owner's `complete` then fails).
-   * @throws RangeError for a scope, key or fingerprint that is empty, too long or holds NUL, or a `lockMs` /
-   *   `ttlMs` that is not a positive finite number; nothing written.
+   * @throws RangeError for a scope, key or fingerprint that is empty, too long or holds NUL, a `lockMs` /
+   *   `ttlMs` that is not a positive finite number, or a `ttlMs` not greater than `lockMs`; nothing written.
    */
   begin(claim: IdempotencyClaim): Promise<IdempotencyBegin>;
 

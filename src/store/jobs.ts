@@ -220,12 +220,20 @@ export interface JobStore {
    *
    * An expired lease whose job had a cancel request becomes `canceled` (`job.canceled`), and one whose job
    * has no attempts left becomes `failed` with error `lease_expired` (`job.failed`); neither is returned.
+   *
+   * `exclude` names jobs whose runs the caller holds (a worker's running jobs, see `jobs/worker.ts`): their
+   * expired leases are left exactly as they are, neither reclaimed nor ended, so a worker paused past its own
+   * lease (a GC pause, a slow fsync, a busy event loop) never hands itself a second run of a job it runs, and
+   * never burns an attempt doing so. Other claimers (other processes) still reclaim them: to them the lease
+   * lapsed. Pending jobs are never excluded.
    */
   claim(options: {
     owner: string;
     types: readonly string[];
     limit: number;
     leaseMs: number;
+    /** Ids of jobs the caller runs: their expired leases are neither reclaimed nor ended. Default none. */
+    exclude?: readonly string[];
   }): Promise<Claim[]>;
 
   /**
@@ -286,8 +294,10 @@ export interface JobStore {
    * worker's job becomes reclaimable then, unless a heartbeat renews it first). When to look again; a time
    * not after now means work is due now. A job blocked by its ordering key is left out (its blocker counts
    * instead, when of the given types): the job it waits for announces its end with `job_available` for it.
+   * The leases of `exclude` (jobs the caller runs, as in {@link JobStore.claim}) are left out: a claim with
+   * the same `exclude` would not take them, so counting them would make the caller look again at once, forever.
    */
-  nextRunAt(types: readonly string[]): Promise<number | null>;
+  nextRunAt(types: readonly string[], exclude?: readonly string[]): Promise<number | null>;
 
   /** Subscribes to {@link StoreNotification}s. */
   subscribe(listener: (notification: StoreNotification) => void): Disposable;

@@ -32,7 +32,13 @@ import {
 import type { IdempotencyRef, IdempotencyStore, StoredResponse } from '../../store/index.js';
 import { checkFingerprintFields, requestFingerprint, type FingerprintFields } from './fingerprint.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from './key.js';
-import { IDEMPOTENCY_DEFAULTS, finishIdempotent, startIdempotent, storedBody } from './run.js';
+import {
+  IDEMPOTENCY_DEFAULTS,
+  checkIdempotencyLifetimes,
+  finishIdempotent,
+  startIdempotent,
+  storedBody,
+} from './run.js';
 import { defaultIdempotencyScope } from './scope.js';
 
 /** A route's `config.idempotency`: `true` for the plugin's defaults, or overrides. */
@@ -45,7 +51,7 @@ export interface IdempotencyRouteConfig {
   scope?: (request: FastifyRequest) => string;
   /** ms, > 0 (default: the plugin's; {@link IDEMPOTENCY_DEFAULTS}). */
   lockMs?: number;
-  /** ms, > 0 (default: the plugin's; {@link IDEMPOTENCY_DEFAULTS}). */
+  /** ms, > `lockMs` (default: the plugin's; {@link IDEMPOTENCY_DEFAULTS}; see `checkIdempotencyLifetimes`). */
   ttlMs?: number;
 }
 
@@ -92,7 +98,15 @@ interface RouteSettings {
 }
 
 type RequestState =
-  | { kind: 'run'; ref: IdempotencyRef; failure: { error: unknown } | undefined; settled: boolean }
+  | {
+      kind: 'run';
+      ref: IdempotencyRef;
+      /** When the record expires (the store's clock): a settle refused after it found an expired record. */
+      expiresAt: number;
+      route: RouteSettings;
+      failure: { error: unknown } | undefined;
+      settled: boolean;
+    }
   | { kind: 'answered' };
 
 /**
@@ -179,10 +193,17 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyPl
         void reply.code(response.status).headers(response.headers).header(IDEMPOTENT_REPLAYED_HEADER, 'true');
         return reply.send(response.body === '' ? undefined : storedBody(response));
       }
-      states.set(request, { kind: 'run', ref: start.ref, failure: undefined, settled: false });
+      states.set(request, {
+        kind: 'run',
+        ref: start.ref,
+        expiresAt: start.expiresAt,
+        route,
+        failure: undefined,
+        settled: false,
+      });
       if (start.takenOver) {
         request.log.warn(
-          { idempotency_scope: start.ref.scope },
+          { idempotency_scope: start.ref.scope, lock_ms: route.lockMs },
           'idempotency key taken over after its lock ran out',
         );
       }
@@ -217,15 +238,26 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyPl
 
   const settle = async (
     request: FastifyRequest,
-    state: { ref: IdempotencyRef; failure: { error: unknown } | undefined },
+    state: Extract<RequestState, { kind: 'run' }>,
     response: StoredResponse | undefined,
   ): Promise<void> => {
     try {
       const settled = await finishIdempotent(store, state.ref, response, state.failure);
       if (settled === 'not_owner') {
-        request.log.warn(
-          'idempotency key was taken over while this request ran: its response was not stored',
-        );
+        // Two ways to lose a record: it expired (ttlMs; an expired record is replaced, never taken over), or,
+        // still live, another request took it over once this run outlived its lock (lockMs).
+        const scope = state.ref.scope;
+        if (clock.now() >= state.expiresAt) {
+          request.log.warn(
+            { idempotency_scope: scope, ttl_ms: state.route.ttlMs },
+            'idempotency record expired before this request finished: its response was not stored',
+          );
+        } else {
+          request.log.warn(
+            { idempotency_scope: scope, lock_ms: state.route.lockMs },
+            'idempotency key was taken over after its lock ran out: this response was not stored',
+          );
+        }
       }
     } catch (error) {
       // The work is done and the client should get its answer; a retry after the lock runs out may run again.
@@ -248,14 +280,21 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyPl
   });
 }
 
+/**
+ * A route's settings: `config` over `base`, checked.
+ * @throws RangeError naming `owner` and the option; `ttlMs` when it is not greater than the `lockMs` it goes
+ *   with, whichever of the two the route set ({@link checkIdempotencyLifetimes}).
+ */
 function settings(owner: string, config: IdempotencyRouteConfig, base: RouteSettings): RouteSettings {
   checkFingerprintFields(owner, 'fields', config.fields);
+  const lockMs = config.lockMs === undefined ? base.lockMs : finite(owner, 'lockMs', config.lockMs, POSITIVE);
+  const ttlMs = config.ttlMs === undefined ? base.ttlMs : finite(owner, 'ttlMs', config.ttlMs, POSITIVE);
   return {
     required: config.required === undefined ? base.required : bool(owner, 'required', config.required),
     fields: config.fields ?? base.fields,
     scope: optionalFn(owner, 'scope', config.scope) ?? base.scope,
-    lockMs: config.lockMs === undefined ? base.lockMs : finite(owner, 'lockMs', config.lockMs, POSITIVE),
-    ttlMs: config.ttlMs === undefined ? base.ttlMs : finite(owner, 'ttlMs', config.ttlMs, POSITIVE),
+    lockMs,
+    ttlMs: checkIdempotencyLifetimes(owner, lockMs, ttlMs),
   };
 }
 

@@ -176,10 +176,51 @@ describe('runIdempotent on the SQLite store', () => {
   });
 
   it('starts afresh once the record expired', async () => {
-    await runIdempotent(claim({ ttlMs: 1000 }), answer(created));
+    await runIdempotent(claim({ lockMs: 500, ttlMs: 1000 }), answer(created));
     clock.tick(1000);
-    expect((await runIdempotent(claim({ ttlMs: 1000 }), answer(created))).replayed).toBe(false);
+    expect((await runIdempotent(claim({ lockMs: 500, ttlMs: 1000 }), answer(created))).replayed).toBe(false);
     expect(runs).toBe(2);
+  });
+
+  it('refuses a ttlMs that is not greater than lockMs: a record must outlive the lock of its run (issue 28)', async () => {
+    // ttlMs 1000 under the default 60 s lock: a 2 s run would outlive its record, and every retry would run.
+    await expect(runIdempotent(claim({ ttlMs: 1000 }), answer(created))).rejects.toThrow(
+      new RangeError(
+        'runIdempotent: ttlMs must be greater than lockMs (60000 ms): a record must outlive the lock of the run that holds it, got 1000',
+      ),
+    );
+    await expect(runIdempotent(claim({ lockMs: 5000, ttlMs: 5000 }), answer(created))).rejects.toThrow(
+      'runIdempotent: ttlMs must be greater than lockMs (5000 ms)',
+    );
+    expect(runs).toBe(0);
+    expect(await store.idempotency.get('token:a', 'k1')).toBeUndefined();
+    expect((await runIdempotent(claim({ lockMs: 5000, ttlMs: 5001 }), answer(created))).settled).toBe(
+      'stored',
+    );
+  });
+
+  it('three requests with one key and a 2 s run, at the tightest lifetimes allowed: one run, one 409, one replay', async () => {
+    const lifetimes = { lockMs: 2_001, ttlMs: 2_002 };
+    let finish!: () => void;
+    const first = runIdempotent(claim(lifetimes), async () => {
+      runs++;
+      await new Promise<void>((resolve) => (finish = resolve));
+      return created;
+    });
+    await clock.tickAsync(1_000);
+    await expect(runIdempotent(claim(lifetimes), answer(created))).rejects.toMatchObject({
+      code: 'idempotency_in_progress',
+      retryAfterMs: 1_000,
+    });
+    await clock.tickAsync(1_000);
+    finish();
+    expect(await first).toMatchObject({ replayed: false, settled: 'stored' });
+    await clock.tickAsync(1);
+    expect(await runIdempotent(claim(lifetimes), answer(created))).toMatchObject({
+      replayed: true,
+      response: stored201,
+    });
+    expect(runs).toBe(1);
   });
 
   it('stores bytes as base64 and gives them back as a Buffer', async () => {

@@ -9,6 +9,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   clockOption,
   finite,
+  invalidOption,
   isBreakwaterError,
   toProblem,
   type Clock,
@@ -20,7 +21,8 @@ import type { IdempotencyRef, IdempotencyStore, StoredResponse } from '../../sto
  * - `lockMs` 60 s: how long a run holds its key before another request may take it over (its owner is
  *   presumed dead). Twice DESIGN's hard maximum request deadline (30 s), so a live run is never taken over;
  *   the store has no heartbeat, so a run longer than `lockMs` may run twice.
- * - `ttlMs` 24 h: how long a key and its stored response live (DESIGN defaults table).
+ * - `ttlMs` 24 h: how long a key and its stored response live (DESIGN defaults table). Must be greater than
+ *   `lockMs` ({@link checkIdempotencyLifetimes}).
  */
 export const IDEMPOTENCY_DEFAULTS = { lockMs: 60_000, ttlMs: 86_400_000 } as const;
 
@@ -43,6 +45,26 @@ export interface IdempotentResponse {
   body?: string | Uint8Array | null;
 }
 
+/**
+ * The rule between the two lifetimes: `ttlMs > lockMs`. A record that expired counts as absent, so one that
+ * expires while its run still holds the lock is replaced by the next request with the key, which runs again,
+ * at the same time; the first run's response is then never stored (its token no longer owns the key), and a
+ * record that lives shorter than its run is never replayed at all. With `ttlMs: 1000` under the default 60 s
+ * lock and a 2 s handler, three requests with one key ran three times, two at once (issue 28). The lock is the
+ * longest a run may hold its key, so a record that outlives it outlives every run that is not presumed dead.
+ * @returns `ttlMs`.
+ * @throws RangeError naming `owner` and `ttlMs` (`…: ttlMs must be greater than lockMs (60000 ms): …`).
+ */
+export function checkIdempotencyLifetimes(owner: string, lockMs: number, ttlMs: number): number {
+  if (ttlMs > lockMs) return ttlMs;
+  throw invalidOption(
+    owner,
+    'ttlMs',
+    `greater than lockMs (${lockMs} ms): a record must outlive the lock of the run that holds it`,
+    ttlMs,
+  );
+}
+
 /** Where and under which key a run is claimed. */
 export interface IdempotencyClaimOptions {
   store: IdempotencyStore;
@@ -54,7 +76,7 @@ export interface IdempotencyClaimOptions {
   fingerprint: string;
   /** See {@link IDEMPOTENCY_DEFAULTS}; ms, > 0. */
   lockMs?: number;
-  /** See {@link IDEMPOTENCY_DEFAULTS}; ms, > 0. */
+  /** See {@link IDEMPOTENCY_DEFAULTS}; ms, > `lockMs` ({@link checkIdempotencyLifetimes}). */
   ttlMs?: number;
   /** Reads `now()` for the 409's `retry_after_ms` (default the system clock; pass the store's clock). */
   clock?: Clock;
@@ -62,12 +84,19 @@ export interface IdempotencyClaimOptions {
 
 /** What {@link startIdempotent} decided. */
 export type IdempotentStart =
-  /** Run now, then {@link finishIdempotent} with `ref`. */
-  | { outcome: 'acquired'; ref: IdempotencyRef; takenOver: boolean }
+  /**
+   * Run now, then {@link finishIdempotent} with `ref`. `takenOver`: the key was taken from a run whose lock
+   * ran out. `expiresAt` (ms since the epoch, the store's clock): when the record is forgotten; a run still
+   * going then no longer owns it (see {@link IdempotentResult.settled}).
+   */
+  | { outcome: 'acquired'; ref: IdempotencyRef; takenOver: boolean; expiresAt: number }
   /** Answer `response` again, marked replayed. */
   | { outcome: 'replay'; response: StoredResponse };
 
-/** How a run's record was settled: kept with its response, deleted for a retry, or lost to a takeover. */
+/**
+ * How a run's record was settled: kept with its response (`stored`), deleted for a retry (`released`), or no
+ * longer the run's (`not_owner`: taken over after its lock ran out, or expired; see {@link IdempotentResult}).
+ */
 export type IdempotentSettlement = 'stored' | 'released' | 'not_owner';
 
 /** What {@link runIdempotent} resolves. */
@@ -77,8 +106,9 @@ export interface IdempotentResult {
   replayed: boolean;
   /**
    * For a run that ran: `stored`, `released` (a retry-safe answer, see {@link RETRY_SAFE_STATUSES}),
-   * `not_owner` (the lock ran out and another request took the key over; its response is the stored one),
-   * or `failed` when the store could not be written (`settleError` says why; the run's response is still
+   * `not_owner` (the run outlived its lock and another request took the key over, whose response is the
+   * stored one; or it outlived the record's `ttlMs`, so the record expired and nothing is stored), or
+   * `failed` when the store could not be written (`settleError` says why; the run's response is still
    * answered, since the work is done). Undefined for a replay.
    */
   settled?: IdempotentSettlement | 'failed';
@@ -89,12 +119,18 @@ export interface IdempotentResult {
  * Claims the key. The lower half of {@link runIdempotent}, for callers that run the request themselves
  * (the Fastify route option).
  * @throws BreakwaterError `idempotency_in_progress` (409, `retryAfterMs` the time until the running owner's
- *   lock expires, at most {@link IN_PROGRESS_RETRY_MS}) or `idempotency_key_mismatch` (422, the key was used with another fingerprint); RangeError for a
- *   bad option or a scope/key/fingerprint the store refuses; the store's error when it cannot be reached.
+ *   lock expires, at most {@link IN_PROGRESS_RETRY_MS}) or `idempotency_key_mismatch` (422, the key was used
+ *   with another fingerprint); RangeError for a bad option (`ttlMs` not greater than `lockMs` included, see
+ *   {@link checkIdempotencyLifetimes}) or a scope/key/fingerprint the store refuses, nothing written; the
+ *   store's error when it cannot be reached.
  */
 export async function startIdempotent(options: IdempotencyClaimOptions): Promise<IdempotentStart> {
   const lockMs = finite('runIdempotent', 'lockMs', options.lockMs ?? IDEMPOTENCY_DEFAULTS.lockMs, POSITIVE);
-  const ttlMs = finite('runIdempotent', 'ttlMs', options.ttlMs ?? IDEMPOTENCY_DEFAULTS.ttlMs, POSITIVE);
+  const ttlMs = checkIdempotencyLifetimes(
+    'runIdempotent',
+    lockMs,
+    finite('runIdempotent', 'ttlMs', options.ttlMs ?? IDEMPOTENCY_DEFAULTS.ttlMs, POSITIVE),
+  );
   const clock = clockOption('runIdempotent', options.clock);
   const { scope, key, fingerprint } = options;
   const begun = await options.store.begin({ scope, key, fingerprint, lockMs, ttlMs });
@@ -104,6 +140,7 @@ export async function startIdempotent(options: IdempotencyClaimOptions): Promise
         outcome: 'acquired',
         ref: { scope, key, token: begun.record.token },
         takenOver: begun.takenOver,
+        expiresAt: begun.record.expiresAt,
       };
     case 'completed':
       if (begun.record.response === null) throw new Error('a completed idempotency record has no response');

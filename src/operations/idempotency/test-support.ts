@@ -405,6 +405,97 @@ export function idempotencyRouteSuite(open: (clock: FakeClock) => Promise<Store>
     });
   });
 
+  describe('record lifetime (issue 28: a ttlMs shorter than the run defeated idempotency)', () => {
+    /** An app whose warn lines are kept, with one `POST /slow` route held until `release()`. */
+    async function loggedApp(options: { lockMs: number; ttlMs: number }) {
+      const lines: { msg: string; [field: string]: unknown }[] = [];
+      const logged = fastify({
+        logger: { level: 'warn', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+      });
+      registerIdempotency(logged, { store: store.idempotency, clock, ...options });
+      let slowRuns = 0;
+      let release!: () => void;
+      let inside!: () => void;
+      const started = new Promise<void>((resolve) => (inside = resolve));
+      logged.post('/slow', { config: { idempotency: true } }, async () => {
+        const run = ++slowRuns;
+        if (run === 1) {
+          inside();
+          await new Promise<void>((resolve) => (release = resolve));
+        }
+        return { run };
+      });
+      await logged.ready();
+      const send = () =>
+        logged.inject({ method: 'POST', url: '/slow', headers: { 'idempotency-key': 'k' }, payload: {} });
+      return { app: logged, lines, send, started, release: () => release(), runs: () => slowRuns };
+    }
+
+    it('refuses ttlMs 1000 under the default 60 s lock, at registration and on a route', async () => {
+      const other = fastify();
+      expect(() => registerIdempotency(other, { store: store.idempotency, ttlMs: 1_000 })).toThrow(
+        new RangeError(
+          'registerIdempotency: ttlMs must be greater than lockMs (60000 ms): a record must outlive the lock of the run that holds it, got 1000',
+        ),
+      );
+      registerIdempotency(other, { store: store.idempotency, ttlMs: 120_000 });
+      expect(() => other.post('/a', { config: { idempotency: { ttlMs: 1_000 } } }, async () => 'a')).toThrow(
+        'registerIdempotency (route POST /a): ttlMs must be greater than lockMs (60000 ms)',
+      );
+      // A route's lock is checked against the lifetime it inherits.
+      expect(() =>
+        other.post('/b', { config: { idempotency: { lockMs: 120_000 } } }, async () => 'b'),
+      ).toThrow(
+        'registerIdempotency (route POST /b): ttlMs must be greater than lockMs (120000 ms): a record must outlive the lock of the run that holds it, got 120000',
+      );
+      other.post('/c', { config: { idempotency: { lockMs: 5_000, ttlMs: 5_001 } } }, async () => 'c');
+      await other.close();
+    });
+
+    it('a record that expires under a run (a run longer than its lock and its ttl) is logged as expired, not taken over', async () => {
+      const slow = await loggedApp({ lockMs: 1_000, ttlMs: 2_000 });
+      try {
+        const first = slow.send();
+        await slow.started;
+        await clock.tickAsync(2_000);
+        slow.release();
+        expect((await first).json()).toEqual({ run: 1 });
+        const notStored = slow.lines.filter((l) => l.msg.includes('not stored'));
+        expect(notStored).toEqual([
+          expect.objectContaining({
+            level: 40,
+            msg: 'idempotency record expired before this request finished: its response was not stored',
+            idempotency_scope: 'anonymous',
+            ttl_ms: 2_000,
+          }),
+        ]);
+        expect(slow.lines.some((l) => l.msg.includes('taken over'))).toBe(false);
+      } finally {
+        await slow.app.close();
+      }
+    });
+
+    it('a record taken over after its lock ran out is logged as taken over', async () => {
+      const slow = await loggedApp({ lockMs: 1_000, ttlMs: 60_000 });
+      try {
+        const first = slow.send();
+        await slow.started;
+        await clock.tickAsync(1_000);
+        const takeover = await slow.send();
+        expect(takeover.json()).toEqual({ run: 2 });
+        slow.release();
+        expect((await first).json()).toEqual({ run: 1 });
+        expect(slow.lines.map((l) => [l.level, l.msg, l['lock_ms']])).toEqual([
+          [40, 'idempotency key taken over after its lock ran out', 1_000],
+          [40, 'idempotency key was taken over after its lock ran out: this response was not stored', 1_000],
+        ]);
+        expect((await slow.send()).json()).toEqual({ run: 2 });
+      } finally {
+        await slow.app.close();
+      }
+    });
+  });
+
   describe('registration', () => {
     it('refuses set-cookie as a replay header, and a bad route config when the route is declared', async () => {
       const other = fastify();

@@ -4,8 +4,8 @@ import { toJob, type JobRow } from './rows.js';
 
 /**
  * Leases up to `limit` due jobs of `types` (every type when empty) to `owner`, in one statement: the
- * `claim_jobs` function (migration 8; a function so that its plan never depends on the table's statistics,
- * see there).
+ * `claim_jobs` function (migration 9, `claim-function.ts`; a function so that its plan never depends on the
+ * table's statistics, see there).
  *
  * Due means `pending` with `run_at <= now`, or `in_progress` with `lease_expires_at <= now` (the worker
  * holding it died or stalled). Expired leases split three ways, as the contract says:
@@ -15,6 +15,7 @@ import { toJob, type JobRow } from './rows.js';
  *   batch of dead leases never crowds out claimable jobs: `claim({ limit: 1 })` still returns the due job
  *   behind them.
  * - `candidates`: the others are reclaimed like pending jobs, the lost run counting as an attempt.
+ * Both scans pass over the jobs of `exclude` (the runs the caller holds), whose leases stay as they are.
  *
  * A pending job blocked by its ordering key (the condition of `ordering.ts`) is passed over; a reclaim never is (its job
  * already holds its key's turn). Reaping an expired keyed job may unblock the next one: the
@@ -32,15 +33,21 @@ import { toJob, type JobRow } from './rows.js';
  */
 export async function claim(
   db: Db,
-  options: { owner: string; types: readonly string[]; limit: number; leaseMs: number },
+  options: {
+    owner: string;
+    types: readonly string[];
+    limit: number;
+    leaseMs: number;
+    exclude?: readonly string[];
+  },
 ): Promise<Claim[]> {
   // Expired leases are reaped even with limit 0, which claims nothing else; LIMIT NULL is no limit.
   const limit = options.limit === Infinity ? null : options.limit > 0 ? Math.floor(options.limit) : 0;
   const now = ms(db.clock.now());
   const result = await query<JobRow>(
     db.pool,
-    `SELECT * FROM ${db.claimJobs}($1, $2, $3, $4, $5) ORDER BY priority DESC, run_at, id`,
-    [now, [...options.types], limit, options.owner, ms(options.leaseMs)],
+    `SELECT * FROM ${db.claimJobs}($1, $2, $3, $4, $5, $6) ORDER BY priority DESC, run_at, id`,
+    [now, [...options.types], limit, options.owner, ms(options.leaseMs), [...(options.exclude ?? [])]],
   );
   return result.rows.map((row) => ({ job: toJob(row), token: row.lease_token }));
 }

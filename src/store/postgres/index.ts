@@ -188,6 +188,7 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
     types: readonly string[];
     limit: number;
     leaseMs: number;
+    exclude?: readonly string[];
   }): Promise<Claim[]> {
     return this.open().then(() => claim(this.db, options));
   }
@@ -236,8 +237,8 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
     return this.open().then(() => stats(this.db));
   }
 
-  nextRunAt(types: readonly string[]): Promise<number | null> {
-    return this.open().then(() => nextRunAt(this.db, types));
+  nextRunAt(types: readonly string[], exclude?: readonly string[]): Promise<number | null> {
+    return this.open().then(() => nextRunAt(this.db, types, exclude));
   }
 
   appendStreamEvent(streamId: string, message: unknown): Promise<string> {

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { claimJobsWithExclude } from './claim-function.js';
 import { quoteIdent, withTransaction } from './db.js';
 
 /**
@@ -459,6 +460,13 @@ const MIGRATIONS: readonly Migration[] = [
       END
       $fn$;
     `,
+  },
+  {
+    version: 9,
+    name: 'claim excluding the runs the caller holds',
+    // A new overload beside migration 8's five-argument function, which stays for the processes of the
+    // previous release still claiming during a rolling upgrade.
+    sql: (s) => claimJobsWithExclude(s),
   },
 ];
 

@@ -42,18 +42,24 @@ export async function stats(db: Db): Promise<JobStats> {
  *
  * A pending job blocked by its ordering key is left out (the claim would pass it over): were it counted, a
  * worker would see work due now, claim nothing and look again at once, forever. Its blocker counts instead,
- * and its end announces the blocked job (`jobs_ordering_successor`).
+ * and its end announces the blocked job (`jobs_ordering_successor`). For the same reason the leases of
+ * `exclude` (the caller's own runs, which its claim leaves alone) are left out.
  */
-export async function nextRunAt(db: Db, types: readonly string[]): Promise<number | null> {
+export async function nextRunAt(
+  db: Db,
+  types: readonly string[],
+  exclude: readonly string[] = [],
+): Promise<number | null> {
   const ofTypes = '(cardinality($1::text[]) = 0 OR type = ANY ($1::text[]))';
   const result = await query<{ next: number | null }>(
     db.pool,
     `SELECT LEAST(
        (SELECT min(run_at) FROM ${db.jobs} j
          WHERE status = 'pending' AND ${ofTypes} AND ${notBlocked(db.jobs, 'j')}),
-       (SELECT min(lease_expires_at) FROM ${db.jobs} WHERE status = 'in_progress' AND ${ofTypes})
+       (SELECT min(lease_expires_at) FROM ${db.jobs}
+         WHERE status = 'in_progress' AND ${ofTypes} AND NOT (id = ANY ($2::text[])))
      ) AS next`,
-    [[...types]],
+    [[...types], [...exclude]],
   );
   return result.rows[0]?.next ?? null;
 }

@@ -12,6 +12,8 @@ export interface ClaimOptions {
   types: readonly string[];
   limit: number;
   leaseMs: number;
+  /** Ids of jobs the caller runs: their expired leases are left as they are (see `JobStore.claim`). */
+  exclude?: readonly string[];
 }
 
 /**
@@ -37,9 +39,10 @@ const CLAIM_ORDER = 'ORDER BY priority DESC, run_at, id';
  *
  * Steps, in that transaction:
  * 1. Expired leases (`in_progress`, `lease_expires_at <= now`) of the wanted types, found through the small
- *    partial index `jobs_lease`. Those that must not run again end here, whatever `limit` is, so they never
- *    linger as running: a cancel request makes them `canceled`, no attempts left makes them `failed` with
- *    `lease_expired`. The rest can be reclaimed.
+ *    partial index `jobs_lease`, less those in `exclude` (runs the caller holds: left untouched; filtered
+ *    here rather than in SQL, expired leases being few). Those that must not run again end here, whatever
+ *    `limit` is, so they never linger as running: a cancel request makes them `canceled`, no attempts left
+ *    makes them `failed` with `lease_expired`. The rest can be reclaimed.
  * 2. Due pending jobs, in claim order through `jobs_claim`, at most `limit`, passing over those blocked by
  *    their ordering key (see `ordering.ts`). The condition is read from the snapshot before any of this
  *    claim's leases, so two jobs of one key never come back from one claim: the later one sees the earlier
@@ -130,10 +133,13 @@ export function prepareClaim(
     return false;
   };
 
-  return ({ owner, types, limit, leaseMs }: ClaimOptions): Claim[] => {
+  return ({ owner, types, limit, leaseMs, exclude }: ClaimOptions): Claim[] => {
     // Everything that can refuse the call, before the first write (batch.ts).
     if (typeof owner !== 'string' || !Number.isFinite(leaseMs)) {
       throw new TypeError('SQLite job store: claim needs an owner string and a finite leaseMs');
+    }
+    if (exclude !== undefined && !Array.isArray(exclude)) {
+      throw new TypeError('SQLite job store: claim exclude must be an array of job ids when given');
     }
     const pendingStatement =
       limit >= 1 ? pendingOf(types.length, Math.min(Math.floor(limit), Number.MAX_SAFE_INTEGER)) : undefined;
@@ -141,7 +147,10 @@ export function prepareClaim(
     const typeParams = types.length <= INLINE_TYPES ? types : [JSON.stringify(types)];
     const expired = expiredOf(types.length).all(now, ...typeParams);
     let reclaimable: Candidate[] | undefined;
+    const held =
+      expired.length > 0 && exclude !== undefined && exclude.length > 0 ? new Set(exclude) : undefined;
     for (const row of expired) {
+      if (held?.has(row[0])) continue;
       if (!endExpired(toJobRecord(row), now)) (reclaimable ??= []).push(row);
     }
     if (pendingStatement === undefined) return [];

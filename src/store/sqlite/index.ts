@@ -224,7 +224,7 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   private readonly retryFailedTx: (id: string) => { job: JobRecord; retried: boolean } | undefined;
   private readonly readEvents: (jobId: string, afterSeq?: number, limit?: number) => JobEvent[];
   private readonly statsTx: () => JobStats;
-  private readonly nextRunAtStmt: (types: readonly string[]) => number | null;
+  private readonly nextRunAtStmt: (types: readonly string[], exclude?: readonly string[]) => number | null;
   private readonly appendStreamEventTx: (streamId: string, message: unknown) => string;
   private readonly streamEventsAfterTx: (eventId: string, limit?: number) => StreamEventsPage | undefined;
   private readonly pruneStreamEventsTx: (olderThanMs?: number) => number;
@@ -357,8 +357,8 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
     return this.read(this.statsTx);
   }
 
-  nextRunAt(types: readonly string[]): Promise<number | null> {
-    return this.read(this.nextRunAtStmt, types);
+  nextRunAt(types: readonly string[], exclude?: readonly string[]): Promise<number | null> {
+    return this.read(this.nextRunAtStmt, types, exclude);
   }
 
   subscribe(listener: (notification: StoreNotification) => void): Disposable {

@@ -56,14 +56,17 @@ export function prepareStats(ctx: SqliteContext): () => JobStats {
  * - leases: the small partial index `jobs_lease`, named with INDEXED BY. Without `ANALYZE` statistics (the
  *   store never gathers them) the planner would take `jobs_run_at` for the `status` equality and sort every
  *   running job; INDEXED BY pins the plan, and makes the statement fail to prepare rather than silently slow
- *   down should a later migration drop the index.
+ *   down should a later migration drop the index. The leases of `exclude` (the caller's own runs) are passed
+ *   over on that walk: at most as many entries as the caller runs jobs.
  *
  * A pending job blocked by its ordering key is left out (the claim would pass it over): were it counted, a
  * worker would see work due now, claim nothing and look again at once, forever. Its blocker counts instead
  * (a pending one by its `run_at`, a running one by its lease), and its end announces the blocked job.
  */
-export function prepareNextRunAt(ctx: SqliteContext): (types: readonly string[]) => number | null {
-  const sql = (filter: string) =>
+export function prepareNextRunAt(
+  ctx: SqliteContext,
+): (types: readonly string[], exclude?: readonly string[]) => number | null {
+  const sql = (filter: string, leaseFilter: string) =>
     `SELECT min(at) AS next FROM (
        SELECT at FROM (
          SELECT run_at AS at FROM jobs AS j INDEXED BY jobs_run_at
@@ -72,16 +75,26 @@ export function prepareNextRunAt(ctx: SqliteContext): (types: readonly string[])
        UNION ALL
        SELECT at FROM (
          SELECT lease_expires_at AS at FROM jobs INDEXED BY jobs_lease
-          WHERE status = 'in_progress' AND lease_expires_at IS NOT NULL ${filter}
+          WHERE status = 'in_progress' AND lease_expires_at IS NOT NULL ${filter} ${leaseFilter}
           ORDER BY lease_expires_at LIMIT 1))`;
-  const all = ctx.db.prepare<[], { next: number | null }>(sql(''));
+  const TYPES = 'AND type IN (SELECT value FROM json_each(?))';
+  const NOT_HELD = 'AND id NOT IN (SELECT value FROM json_each(?))';
+  const all = ctx.db.prepare<[], { next: number | null }>(sql('', ''));
   // The JSON array of types is bound once per half.
-  const ofTypes = ctx.db.prepare<[string, string], { next: number | null }>(
-    sql('AND type IN (SELECT value FROM json_each(?))'),
+  const ofTypes = ctx.db.prepare<[string, string], { next: number | null }>(sql(TYPES, ''));
+  const allNotHeld = ctx.db.prepare<[string], { next: number | null }>(sql('', NOT_HELD));
+  const ofTypesNotHeld = ctx.db.prepare<[string, string, string], { next: number | null }>(
+    sql(TYPES, NOT_HELD),
   );
-  return (types) => {
+  return (types, exclude) => {
     const json = JSON.stringify(types);
-    const row = types.length === 0 ? all.get() : ofTypes.get(json, json);
+    let row: { next: number | null } | undefined;
+    if (exclude === undefined || exclude.length === 0) {
+      row = types.length === 0 ? all.get() : ofTypes.get(json, json);
+    } else {
+      const held = JSON.stringify(exclude);
+      row = types.length === 0 ? allNotHeld.get(held) : ofTypesNotHeld.get(json, json, held);
+    }
     return row?.next ?? null;
   };
 }

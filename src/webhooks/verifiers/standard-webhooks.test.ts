@@ -340,6 +340,60 @@ describe('standardWebhooksVerifier: startup validation', () => {
     );
   });
 
+  describe('secret length: the spec asks for 24 to 64 bytes (issue 28: a truncated secret was accepted)', () => {
+    const ofBytes = (n: number): string => 'whsec_' + Buffer.alloc(n, 0x5a).toString('base64');
+    const refused = (n: number, reason: string): string =>
+      `standardWebhooksVerifier (source 'payments'): secrets[0] must be a 'whsec_' base64 secret, got 'whse…' (${reason})`;
+
+    it.each([
+      [6, '6 bytes after base64 decoding; the Standard Webhooks spec asks for 24 to 64: a truncated paste?'],
+      [
+        23,
+        '23 bytes after base64 decoding; the Standard Webhooks spec asks for 24 to 64: a truncated paste?',
+      ],
+      [65, '65 bytes after base64 decoding; the Standard Webhooks spec asks for 24 to 64'],
+    ])('refuses %i bytes at startup, naming the source', (n, reason) => {
+      expect(optionError(() => standardWebhooksVerifier({ secrets: [ofBytes(n)], source: 'payments' }))).toBe(
+        refused(n, reason),
+      );
+    });
+
+    it('refuses a short secret among rotated ones, by its index', () => {
+      expect(optionError(() => standardWebhooksVerifier({ secrets: [OTHER, ofBytes(16)] }))).toBe(
+        "standardWebhooksVerifier: secrets[1] must be a 'whsec_' base64 secret, got 'whse…' (16 bytes after base64 decoding; the Standard Webhooks spec asks for 24 to 64: a truncated paste?)",
+      );
+    });
+
+    it.each([24, 32, 64])('accepts %i bytes and verifies with them', (n) => {
+      const secret = ofBytes(n);
+      const body = Buffer.from('{"n":1}');
+      const headers = {
+        'webhook-id': 'msg_1',
+        'webhook-timestamp': String(T),
+        'webhook-signature': v1(secret, 'msg_1', T, body),
+      };
+      expect(standardWebhooksVerifier({ secrets: [secret] }).verify(body, headers, T * 1000).eventId).toBe(
+        'msg_1',
+      );
+    });
+  });
+
+  describe("a pasted 'v1,' in front (a signature's version prefix, not part of a secret)", () => {
+    it("a secret with 'v1,' in front is named as such, not as a missing prefix", () => {
+      expect(
+        optionError(() => standardWebhooksVerifier({ secrets: [`v1,${VECTOR.secret}`], source: 'payments' })),
+      ).toBe(
+        "standardWebhooksVerifier (source 'payments'): secrets[0] must be a 'whsec_' base64 secret, got 'v1,w…' (looks like a signature prefix 'v1,' pasted in front of the secret: remove it)",
+      );
+    });
+
+    it('a whole v1 signature pasted as a secret is named as a signature', () => {
+      expect(optionError(() => standardWebhooksVerifier({ secrets: [VECTOR.signature] }))).toBe(
+        "standardWebhooksVerifier: secrets[0] must be a 'whsec_' base64 secret, got 'v1,g…' (looks like a signature 'v1,<base64>', not a secret)",
+      );
+    });
+  });
+
   it('unpadded base64 is accepted and keyed as the library keys it', () => {
     const secret = 'whsec_' + Buffer.alloc(31, 9).toString('base64').replace(/=+$/, '');
     const signed = new Webhook(secret).sign('msg_1', new Date(T * 1000), '{}');

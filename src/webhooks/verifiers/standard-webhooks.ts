@@ -18,8 +18,12 @@ import type { VerifiedWebhook, WebhookHeaders, WebhookVerifier } from './types.j
 export interface StandardWebhooksVerifierOptions {
   /**
    * `whsec_` + base64 secrets (at least one; the current one first, then older ones still accepted during
-   * rotation). The prefix is required here although the library would take a bare base64 key: a secret
-   * pasted without it is more likely a secret from another scheme than a Standard Webhooks one.
+   * rotation), each {@link MIN_SECRET_BYTES} to {@link MAX_SECRET_BYTES} bytes once decoded. The prefix is
+   * required here although the library would take a bare base64 key: a secret pasted without it is more
+   * likely a secret from another scheme than a Standard Webhooks one. Refused at construction (RangeError
+   * naming the source and the entry, never echoing the secret): no prefix, not base64, a length outside the
+   * spec's (a truncated paste, which would otherwise fail every delivery with 401), or a signature's `v1,`
+   * pasted in front.
    */
   secrets: readonly string[];
   /** Accepted distance between `webhook-timestamp` and now, either way, in ms (default 300 000, > 0). */
@@ -30,6 +34,16 @@ export interface StandardWebhooksVerifierOptions {
 
 const FACTORY = 'standardWebhooksVerifier';
 const SECRET_PREFIX = 'whsec_';
+/**
+ * Shortest and longest symmetric signing secret, in bytes after base64 decoding. Standard Webhooks 1.0.0
+ * (spec/standard-webhooks.md, "Signature scheme", the table's "Signing secret" row for `HMAC-SHA256`):
+ * "Random. At least 24 bytes (192 bits, 512 maximum)", the maximum in bits, so 64 bytes.
+ */
+const MIN_SECRET_BYTES = 24;
+/** See {@link MIN_SECRET_BYTES}. */
+const MAX_SECRET_BYTES = 64;
+/** A signature's version prefix (`v1,` for HMAC, `v1a,` for ed25519), as a stray paste may bring along. */
+const SIGNATURE_PREFIX = /^v1a?,/;
 /** HMAC-SHA256 digest size; `v1` signatures are its base64. */
 const V1_BYTES = 32;
 
@@ -56,7 +70,8 @@ const V1_BYTES = 32;
  * The timestamp is checked before the signature (as the library does), so a stale request costs no HMAC;
  * `stale_timestamp` therefore does not mean the signature was valid.
  *
- * @throws RangeError at construction for a bad option (names the option and, with `source`, the source).
+ * @throws RangeError at construction for a bad option (names the option and, with `source`, the source),
+ *   a secret outside {@link MIN_SECRET_BYTES}..{@link MAX_SECRET_BYTES} bytes included.
  */
 export function standardWebhooksVerifier(options: StandardWebhooksVerifierOptions): WebhookVerifier {
   const source = sourceOption(FACTORY, options.source);
@@ -132,8 +147,15 @@ function parseSignatures(by: Rejecter, header: string): Buffer[] {
   return found;
 }
 
-/** The key bytes of a `whsec_` secret, or why it is not one. */
+/** The key bytes of a `whsec_` secret, or why it is not one (never quoting it: errors end up in logs). */
 function parseSecret(secret: string): Buffer | string {
+  const version = SIGNATURE_PREFIX.exec(secret)?.[0];
+  if (version !== undefined) {
+    // `v1,whsec_…` is a secret copied with the start of a signature header; `v1,<base64>` is a signature.
+    return secret.startsWith(SECRET_PREFIX, version.length)
+      ? `looks like a signature prefix '${version}' pasted in front of the secret: remove it`
+      : `looks like a signature '${version}<base64>', not a secret`;
+  }
   if (!secret.startsWith(SECRET_PREFIX)) return `no '${SECRET_PREFIX}' prefix`;
   const encoded = secret.slice(SECRET_PREFIX.length);
   if (encoded === '') return 'empty after the prefix';
@@ -146,5 +168,10 @@ function parseSecret(secret: string): Buffer | string {
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || encoded.replace(/=+$/, '').length % 4 === 1) {
     return 'not base64';
   }
-  return Buffer.from(encoded, 'base64');
+  const key = Buffer.from(encoded, 'base64');
+  if (key.length < MIN_SECRET_BYTES || key.length > MAX_SECRET_BYTES) {
+    const spec = `the Standard Webhooks spec asks for ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES}`;
+    return `${key.length} bytes after base64 decoding; ${spec}${key.length < MIN_SECRET_BYTES ? ': a truncated paste?' : ''}`;
+  }
+  return key;
 }
