@@ -1,5 +1,5 @@
 /**
- * The claim function of migration 9: migration 8's `claim_jobs` with a sixth argument, the ids of the jobs
+ * The claim function of migration 11: migration 8's `claim_jobs` with a sixth argument, the ids of the jobs
  * whose runs the caller holds (`JobStore.claim`'s `exclude`): their expired leases are passed over by both
  * the reaping and the reclaiming scans, so a worker paused past its own lease never hands itself a second run
  * of a job it runs, nor ends it as `lease_expired` under its running handler (docs/jobs.md, "Leases"). Kept

@@ -4,7 +4,7 @@ import { toJob, type JobRow } from './rows.js';
 
 /**
  * Leases up to `limit` due jobs of `types` (every type when empty) to `owner`, in one statement: the
- * `claim_jobs` function (migration 9, `claim-function.ts`; a function so that its plan never depends on the
+ * `claim_jobs` function (migration 11, `claim-function.ts`; a function so that its plan never depends on the
  * table's statistics, see there).
  *
  * Due means `pending` with `run_at <= now`, or `in_progress` with `lease_expires_at <= now` (the worker

@@ -462,7 +462,7 @@ const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    version: 9,
+    version: 11,
     name: 'claim excluding the runs the caller holds',
     // A new overload beside migration 8's five-argument function, which stays for the processes of the
     // previous release still claiming during a rolling upgrade.
