@@ -94,6 +94,14 @@ describe('FakeClock', () => {
     expect(clock.now()).toBe(0);
   });
 
+  it('tickAsync never moves time back past a tick made while promises settled', async () => {
+    const clock = new FakeClock(1_000);
+    const moving = clock.tickAsync(100);
+    clock.tick(500);
+    await moving;
+    expect(clock.now()).toBe(1_500);
+  });
+
   it('tickAsync rejects a negative step', async () => {
     const clock = new FakeClock(0);
     expect(await rejection(clock.tickAsync(-5))).toBeInstanceOf(RangeError);

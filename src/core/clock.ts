@@ -147,11 +147,12 @@ export class FakeClock implements Clock {
     await settle();
     for (let next = this.timers[0]; next !== undefined && next.at <= target; next = this.timers[0]) {
       this.timers.shift();
-      this.current = next.at;
+      // A tick() made while promises settled may have moved time past this timer: never back.
+      this.current = Math.max(this.current, next.at);
       next.callback();
       await settle();
     }
-    this.current = target;
+    this.current = Math.max(this.current, target);
     await settle();
   }
 
