@@ -11,6 +11,7 @@ import { readSpendState, spendWindowStart, type RateRule } from '../../src/ai/in
 import { FakeClock, type Principal } from '../../src/core/index.js';
 import { openSqliteStore } from '../../src/store/index.js';
 import { post } from '../adversarial/ai-support.js';
+import { deploy, routeGateway, sqliteStore, step } from './routes-support.js';
 import { ask, clientFor, keyPrincipal, startGateway, startSim, tempDb, useCleanups } from './support.js';
 
 const defer = useCleanups();
@@ -244,5 +245,48 @@ describe("a key's own AI limits", () => {
     expect(await one()).toBe('429 spend_limited');
     clock.tick(9 * MINUTE); // minute 20: the spend of minute 9 is out of every window that starts now
     expect(await one()).toBe(200);
+  });
+
+  it("through a route: the key's own rules count each step once; the route's conditions see the key's metadata", async () => {
+    const sim = await startSim(defer);
+    const store = await sqliteStore(defer);
+    await deploy(store, 'gifts', {
+      type: 'limit',
+      rule: {
+        kind: 'rate',
+        name: 'route-wide',
+        limit: 100,
+        windowMs: MINUTE,
+        technique: 'fixed',
+        scope: { by: 'provider' },
+      },
+      then: {
+        type: 'conditional',
+        branches: [{ when: { plan: 'pro' }, then: step('pro') }],
+        default: step('basic'),
+      },
+      else: step('cheap'),
+    });
+    const pro = keyPrincipal('pro', {
+      metadata: { plan: 'pro' },
+      ai: { rateRules: [{ limit: 2, windowMs: MINUTE }] },
+    });
+    const { url } = await routeGateway(defer, { sim }, store, {
+      gateway: { clock: new FakeClock() },
+      principals: { pro, other },
+    });
+    const send = (key: string) =>
+      clientFor(url, key)
+        .chat.completions.create(ask('dynamic/gifts'))
+        .withResponse()
+        .then(({ response }) => response.headers.get('x-breakwater-step'))
+        .catch((e: unknown) => `${(e as APIError).status} ${String((e as APIError).code)}`);
+    // Its own limit refuses with a 429 (it is not the route's limit node, whose refusal would divert to else).
+    expect([await send('pro'), await send('pro'), await send('pro')]).toEqual([
+      'pro',
+      'pro',
+      '429 rate_limited',
+    ]);
+    expect(await send('other')).toBe('basic');
   });
 });
