@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BreakwaterError, PRINCIPALS, type Principal } from '../core/index.js';
+import type { BreakwaterError } from '../core/index.js';
+import { PRINCIPALS, type Principal } from '../core/index.js';
 import { callerMetadata, checkModelAllowed, isSharedCaller } from './caller.js';
 
 function key(fields: Partial<Principal> = {}): Principal {

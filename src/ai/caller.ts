@@ -59,14 +59,20 @@ export function callerMetadata(
 
 const EMPTY: Metadata = Object.freeze({});
 
+/** Each `allowedModels` list as a set, made once per list: the check is O(1) per request. */
+const allowedSets = new WeakMap<readonly string[], ReadonlySet<string>>();
+
 /**
  * Refuses `model` (as the client named it: `<provider>/<model>` or `dynamic/<route>`) when the principal's
  * `ai.allowedModels` does not list it. A route's own steps are the operator's choice and are not checked.
  * @throws BreakwaterError `unauthorized` (403, `details.reason: 'model_not_allowed'`, `details.field: 'model'`).
  */
 export function checkModelAllowed(principal: Principal | undefined, model: string): void {
-  const allowed = principal?.ai?.allowedModels;
-  if (allowed === undefined || allowed.includes(model)) return;
+  const list = principal?.ai?.allowedModels;
+  if (list === undefined) return;
+  let allowed = allowedSets.get(list);
+  if (allowed === undefined) allowedSets.set(list, (allowed = new Set(list)));
+  if (allowed.has(model)) return;
   throw new BreakwaterError('unauthorized', {
     status: 403,
     message: `This key may not call the model ${JSON.stringify(model)}.`,
