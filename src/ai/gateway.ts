@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { BreakwaterError, EventSource, type Disposable } from '../core/index.js';
 import { MemoryRateLimitStore } from '../policy/index.js';
 import { splitModel } from './body.js';
+import { checkModelAllowed } from './caller.js';
 import { chatCompletionsRoutes } from './http/routes.js';
 import { counterRateLimitStore } from './limits/counter-rate-limit-store.js';
 import { AiLimits } from './limits/limits.js';
@@ -35,7 +36,9 @@ export interface AiGateway {
   /**
    * Finds the answer to a request as the route does: `dynamic/<name>` through the `routes` resolver (which
    * sets `request.route` to `<name>@<version>` once found), `<provider>/<model>` as one step named `direct`.
-   * @throws BreakwaterError as the client would get it (`details.route` set for a flow).
+   * A `request.principal` whose `ai.allowedModels` does not list `model` is refused first.
+   * @throws BreakwaterError as the client would get it (`details.route` set for a flow; `unauthorized` 403
+   *   `model_not_allowed`).
    */
   answer(request: AiRequest, model: string): Promise<StepAnswer>;
   /** Hears the log line of every request (for metrics per step). A listener that throws breaks nothing. */
@@ -82,6 +85,7 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
     prices,
     ceilingMicroUsd:
       o.data.maxRequestCostUsd === undefined ? undefined : usdToMicro(o.data.maxRequestCostUsd),
+    maxReservedShare: o.data.maxReservedShare,
     clock: o.clock,
   });
   const context: StepContext = {
@@ -101,6 +105,11 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
   // A direct request returns its step's promise as it is: no async frame of its own stays suspended for the
   // provider's whole answer (what a request in flight keeps alive is what the young generation copies).
   const answer = (request: AiRequest, model: string): Promise<StepAnswer> => {
+    try {
+      checkModelAllowed(request.principal, model);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (model.startsWith(DYNAMIC_PREFIX)) return answerFlow(request, model.slice(DYNAMIC_PREFIX.length));
     const target = splitModel(model);
     if (target === undefined) {

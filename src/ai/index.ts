@@ -3,7 +3,8 @@
  * retries and first-byte timeouts, fallbacks, streaming. Imports only core, policy and store.
  *
  * For route flows (`dynamic/<route>`): `executeStep`, `runFallbackChain`, `AiLimits` (a limit check with its
- * own rules: give it its own `keyPrefix`), and the types below.
+ * own rules: give it its own `keyPrefix`), and the types below. For the code that makes API keys:
+ * `parsePrincipalAiLimits` (refuse a key's AI limits the gateway cannot apply when the key is made).
  */
 export { createAiGateway, DIRECT_STEP, DYNAMIC_PREFIX, type AiGateway } from './gateway.js';
 export { AI_GATEWAY_DEFAULTS, type AiGatewayOptions } from './options.js';
@@ -11,7 +12,9 @@ export { executeStep, type StepHistory } from './step/execute.js';
 export { runFallbackChain } from './step/fallback.js';
 export { resolveSettings } from './step/settings.js';
 export {
+  AI_LIMITS_DEFAULTS,
   AiLimits,
+  IN_FLIGHT_RETRY_AFTER_MS,
   rateLimitHeaders,
   type AiLimitsConfig,
   type LimitGrant,
@@ -19,6 +22,9 @@ export {
   type SpendRule,
 } from './limits/limits.js';
 export { scopeKey, type LimitTarget, type RuleScope } from './limits/scope.js';
+export { combineGrants } from './limits/grants.js';
+export { parsePrincipalAiLimits, principalAiLimitsSchema } from './limits/caller-rules.js';
+export { callerMetadata, checkModelAllowed } from './caller.js';
 export { spendWindowStart, readState as readSpendState, type SpendState } from './limits/spend.js';
 export { MemoryCounterStore } from './limits/memory-counters.js';
 export { counterRateLimitStore } from './limits/counter-rate-limit-store.js';
@@ -36,7 +42,9 @@ export {
   formatMicroUsd,
   formatUsd,
   picoToMicro,
+  producedMicroUsd,
   usdToMicro,
+  BYTES_PER_TOKEN,
   type EstimateInput,
   type ModelPrice,
   type PriceTableInput,
@@ -44,7 +52,7 @@ export {
 } from './pricing.js';
 export { ProviderRegistry, type Provider, type ProviderConfig } from './providers.js';
 export { estimateInput, splitModel } from './body.js';
-export { HEADER_BOUNDS, parseMetadata, readRequestHeaders } from './request-headers.js';
+export { HEADER_BOUNDS, parseMetadata, readOverrides, readRequestHeaders } from './request-headers.js';
 export type {
   AiFlow,
   AiLogger,

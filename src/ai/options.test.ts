@@ -37,6 +37,30 @@ describe('createAiGateway options', () => {
     await gateway.close();
   });
 
+  it('maxReservedShare is a share in (0, 1]; spend rules take a fixed or sliding window; principal scopes take no key', () => {
+    expect(error({ maxReservedShare: 0 })).toMatch(/^createAiGateway: maxReservedShare: /);
+    expect(error({ maxReservedShare: 1.5 })).toMatch(/^createAiGateway: maxReservedShare: /);
+    const rule = { name: 's', budgetUsd: 1, windowMs: 1000, scope: { by: 'provider' as const } };
+    expect(error({ spendRules: [{ ...rule, window: 'rolling' as 'sliding' }] })).toMatch(
+      /^createAiGateway: spendRules\.0\.window: /,
+    );
+    expect(
+      error({
+        rateRules: [
+          { name: 'r', limit: 1, windowMs: 1000, technique: 'fixed', scope: { by: 'principal', key: 'k' } },
+        ],
+      }),
+    ).toBe(
+      "createAiGateway: rateRules.0.scope: key is required with by: 'metadata' and not allowed otherwise",
+    );
+    const gateway = createAiGateway({
+      ...base,
+      maxReservedShare: 1,
+      spendRules: [{ ...rule, window: 'sliding', scope: { by: 'principal' } }],
+    });
+    void gateway.close();
+  });
+
   it('names the bad option', () => {
     expect(error({ providers: {} })).toBe('createAiGateway: providers: must name at least one provider');
     expect(error({ providers: { 'a b': { baseUrl: 'http://x' } } })).toMatch(

@@ -30,6 +30,11 @@ export interface AiGatewayOptions {
   rateRules?: readonly RateRule[];
   /** Spend rules, at most 20 (default none). Names unique. */
   spendRules?: readonly SpendRule[];
+  /**
+   * The share of each spend rule's budget one principal's requests in flight may hold in reservations,
+   * 0 < share <= 1 (default 0.25; 1: no cap). See `AiLimitsConfig.maxReservedShare`.
+   */
+  maxReservedShare?: number;
   /** Gateway-wide step settings; request headers override them within bounds (defaults: {@link AI_GATEWAY_DEFAULTS}). */
   defaults?: StepSettings;
   /** Most ms waited between attempts, a provider's `Retry-After` included (default 5 000, at most 60 000). */
@@ -106,12 +111,21 @@ const schema = z.strictObject({
     .optional(),
   rateRules: z.array(z.strictObject(rateRuleFields)).optional(),
   spendRules: z
-    .array(z.strictObject({ name, budgetUsd: usd.positive(), windowMs: windowMsSchema, scope: scopeSchema }))
+    .array(
+      z.strictObject({
+        name,
+        budgetUsd: usd.positive(),
+        windowMs: windowMsSchema,
+        window: z.enum(['fixed', 'sliding']).optional(),
+        scope: scopeSchema,
+      }),
+    )
     .max(AI_GATEWAY_DEFAULTS.maxSpendRules)
     .optional(),
   defaults: z.strictObject(stepSettingsFields).optional(),
   maxRetryDelayMs: z.number().int().min(0).max(60_000).optional(),
   maxRequestCostUsd: usd.positive().optional(),
+  maxReservedShare: z.number().gt(0).max(1).optional(),
   bodyLimitBytes: z.number().int().min(1).optional(),
   answerTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
   maxResponseBytes: z.number().int().min(1).optional(),

@@ -139,3 +139,27 @@ export function estimateMicroUsd(
     answers * input.maxOutputTokens * price.outputPico;
   return picoToMicro(pico);
 }
+
+/** Bytes of text per token assumed by {@link producedMicroUsd}: the usual rule of thumb for English text. */
+export const BYTES_PER_TOKEN = 4;
+
+/**
+ * The cost of what a stream produced when its provider never sent `usage` (its client left, or the provider
+ * broke off, before the usage chunk), micro-USD rounded up:
+ * - prompt: ceil(`promptBytes` / 4) tokens at the dearer of the input and cached prices (the provider read the
+ *   whole prompt);
+ * - completion: ceil(`textBytes` / 4) tokens at the output price, `textBytes` being the UTF-8 bytes of the
+ *   text the stream carried (content, reasoning, refusals, tool call arguments: stream/text-bytes.ts).
+ *
+ * Its bounds: a BPE token is at least one byte, so the real completion count is at most 4 times this one
+ * (text of short tokens: CJK, code, digits), and about this one for English prose; tokens the provider
+ * generated and never streamed (hidden reasoning) or had not yet sent are not seen. The caller caps it at the
+ * reservation, which stays the upper bound.
+ */
+export function producedMicroUsd(promptBytes: number, textBytes: number, price: TokenPrice): number {
+  const promptTokens = Math.ceil(promptBytes / BYTES_PER_TOKEN);
+  const completionTokens = Math.ceil(textBytes / BYTES_PER_TOKEN);
+  return picoToMicro(
+    promptTokens * Math.max(price.inputPico, price.cachedPico) + completionTokens * price.outputPico,
+  );
+}

@@ -33,11 +33,23 @@ export interface RequestHeaderValues {
 const EMPTY_METADATA: Metadata = Object.freeze({});
 
 /**
- * Reads `x-breakwater-request-timeout`, `-max-attempts`, `-retry-delay`, `-backoff` and `-metadata`.
+ * Reads `x-breakwater-request-timeout`, `-max-attempts`, `-retry-delay`, `-backoff` and `-metadata` (as sent,
+ * whoever sends it: the gateway's route reads the metadata through `callerMetadata`, which decides whether
+ * the caller may send it).
  * @throws BreakwaterError `invalid_payload` (400) naming the header when a value is malformed or out of bounds,
  *   or a header is sent twice.
  */
 export function readRequestHeaders(headers: IncomingHeaders): RequestHeaderValues {
+  const overrides = readOverrides(headers);
+  const meta = one(headers, 'x-breakwater-metadata');
+  return { overrides, metadata: meta === undefined ? EMPTY_METADATA : parseMetadata(meta) };
+}
+
+/**
+ * Reads the step settings of `x-breakwater-request-timeout`, `-max-attempts`, `-retry-delay` and `-backoff`.
+ * @throws BreakwaterError `invalid_payload` (400) naming the header, as {@link readRequestHeaders}.
+ */
+export function readOverrides(headers: IncomingHeaders): StepSettings {
   const overrides: StepSettings = {};
   const timeout = one(headers, 'x-breakwater-request-timeout');
   if (timeout !== undefined) {
@@ -59,8 +71,7 @@ export function readRequestHeaders(headers: IncomingHeaders): RequestHeaderValue
     }
     overrides.backoff = kind;
   }
-  const meta = one(headers, 'x-breakwater-metadata');
-  return { overrides, metadata: meta === undefined ? EMPTY_METADATA : parseMetadata(meta) };
+  return overrides;
 }
 
 /**

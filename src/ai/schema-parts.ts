@@ -19,10 +19,13 @@ export const windowMsSchema = z
   .min(1)
   .max(366 * 24 * 3_600_000);
 
-/** What a limit counts per: a provider, a model, or a metadata key (split per value, or one value only). */
+/**
+ * What a limit counts per: a provider, a model, a metadata key or the caller (each split per value, or one
+ * value only).
+ */
 export const scopeSchema = z
   .strictObject({
-    by: z.enum(['provider', 'model', 'metadata']),
+    by: z.enum(['provider', 'model', 'metadata', 'principal']),
     key: metadataKeySchema.optional(),
     value: z.string().min(1).max(HEADER_BOUNDS.metadata.maxValueLength).optional(),
   })

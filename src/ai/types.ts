@@ -4,7 +4,7 @@
  * byte reaches the client. Route flows (`dynamic/<route>`) are built from these with `executeStep` and
  * `runFallbackChain`.
  */
-import type { Clock } from '../core/index.js';
+import type { Clock, Principal } from '../core/index.js';
 import type { AiLimits } from './limits/limits.js';
 import type { PriceTable } from './pricing.js';
 import type { ProviderRegistry } from './providers.js';
@@ -15,7 +15,10 @@ export type BackoffKind = 'constant' | 'linear' | 'exponential';
 /** A metadata value: the `x-breakwater-metadata` header is a JSON object of these. */
 export type MetadataValue = string | number | boolean | null;
 
-/** Request metadata (from `x-breakwater-metadata`), used by rule scopes and route conditions. */
+/**
+ * Request metadata, used by rule scopes and route conditions: the caller's bound metadata, plus what a trusted
+ * backend sent in `x-breakwater-metadata` (see ai/caller.ts).
+ */
 export type Metadata = Readonly<Record<string, MetadataValue>>;
 
 /** Retry and timeout settings of a step; each left out comes from the request headers, then the gateway. */
@@ -62,7 +65,14 @@ export interface AiRequest {
   readonly stream: boolean;
   /** The client asked for the usage chunk (`stream_options.include_usage`); otherwise it is stripped. */
   readonly includeUsage: boolean;
+  /** The caller's metadata (see `callerMetadata`). */
   readonly metadata: Metadata;
+  /**
+   * Who is calling (`request.principal`, set by the HTTP edge): its own allowed models, rate rules and
+   * budgets apply, and spend reservations are capped per principal. Undefined in library use without the
+   * edge: served as `PRINCIPALS.local` (no limits of its own, reservations not capped).
+   */
+  readonly principal?: Principal;
   /** Settings from the `x-breakwater-*` headers. */
   readonly overrides: StepSettings;
   /** Aborts when the client goes away. */

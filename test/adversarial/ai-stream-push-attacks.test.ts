@@ -83,7 +83,7 @@ function cut(bytes: Buffer, rand: () => number, keepCrlf: boolean): Buffer[] {
 /** Runs the splitter over `chunks`; the sink answers false at random (every frame must still be written). */
 function split(chunks: Buffer[], stripUsage: boolean, rand: () => number) {
   const writes: string[] = [];
-  const findings: StreamFindings = { usage: undefined, done: false };
+  const findings: StreamFindings = { usage: undefined, done: false, textBytes: 0 };
   const splitter = new SseFrameSplitter(stripUsage, findings, {
     write: (frames) => (writes.push(frames), rand() < 0.5),
   });
@@ -113,6 +113,7 @@ describe('SseFrameSplitter under any chunking (seeded, against a reference split
         expect(findings, context).toEqual({
           usage: { promptTokens: 3, completionTokens: 7, cachedTokens: 0 },
           done: true,
+          textBytes: 0, // not asked to count
         });
       }
     },
@@ -265,8 +266,9 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
     answer.resume();
     expect(sink.calls).toEqual(['end']);
     expect(sink.ends[0]).toMatchObject({ code: 'canceled' });
-    expect(await answer.done).toMatchObject({ outcome: 'canceled', usage: undefined, settledMicroUsd: 100 });
-    expect(await spend()).toEqual({ spentMicroUsd: 100, reservedMicroUsd: 0 });
+    // Canceled before it was piped: nothing of it was read, so only its prompt (free here) is settled.
+    expect(await answer.done).toMatchObject({ outcome: 'canceled', usage: undefined, settledMicroUsd: 0 });
+    expect(await spend()).toEqual({ spentMicroUsd: 0, reservedMicroUsd: 0 });
     expect(idle()).toEqual([0, 0]);
     await until(() => provider.closed() === 1);
   });
@@ -292,7 +294,14 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
     expect(sink.calls.filter((c) => c === 'end')).toHaveLength(1);
     expect(numbers(sink.frames.join('')).slice(0, 3)).toEqual([0, 1, 2]);
     expect(sink.writes.length).toBeLessThan(30);
-    expect(await spend()).toEqual({ spentMicroUsd: 100, reservedMicroUsd: 0 });
+    // Settled from the frames that came (written, or queued and dropped at the abort), not the reservation
+    // of 100: at least the first 10 ("t0".."t9", 20 bytes: 5 tokens of 2 micro-USD), at most what was sent.
+    const sent = writer!.written();
+    const sentBytes = Array.from({ length: sent }, (_, i) => `t${i}`).join('').length;
+    const { spentMicroUsd, reservedMicroUsd } = await spend();
+    expect(reservedMicroUsd).toBe(0);
+    expect(spentMicroUsd).toBeGreaterThanOrEqual(10);
+    expect(spentMicroUsd).toBeLessThanOrEqual(2 * Math.ceil(sentBytes / 4));
     expect(idle()).toEqual([0, 0]);
     await until(() => provider.closed() === 1);
   });
@@ -316,7 +325,8 @@ describe('StreamAnswer with a hand-written sink (execute.ts, provider-call.ts ov
     expect(sink.calls.slice(-1)).toEqual(['end']);
     expect(sink.ends).toEqual(['clean']);
     expect(await answer.done).toMatchObject({ outcome: 'ok' });
-    expect(await spend()).toEqual({ spentMicroUsd: 100, reservedMicroUsd: 0 }); // no usage: the reservation
+    // No usage: what it carried, "t0".."t9" (20 bytes, 5 tokens of 2 micro-USD), not the reservation of 100.
+    expect(await spend()).toEqual({ spentMicroUsd: 10, reservedMicroUsd: 0 });
   });
 
   it('a body nobody reads yet: the provider is paused (64 KB queued), then read in full, in order', async () => {
@@ -532,9 +542,14 @@ describe('the pushed stream through the gateway (real sockets, Fastify, undici)'
     expect(new Set(logs.map((l) => l.request_id)).size).toBe(24);
     expect(logs.every((l) => l.outcome === 'ok' || l.outcome === 'canceled')).toBe(true);
     expect(logs.filter((l) => l.outcome === 'ok').every((l) => l.cost_usd === '0.000014')).toBe(true);
-    const spent = logs.reduce((sum, l) => sum + (l.cost_usd === null ? 100 : 14), 0);
+    // A stream whose usage came settles 14; one left before it settles what it carried: at most its 20
+    // frames ("t0".."t19", 50 bytes: 13 tokens of 2 micro-USD), never its reservation of 100.
+    const known = logs.filter((l) => l.cost_usd !== null).length;
     const key = `ai:spend:daily:v:raw:${spendWindowStart(clock.now(), DAY)}`;
-    expect(readSpendState(await counters.get(key))).toEqual({ spentMicroUsd: spent, reservedMicroUsd: 0 });
+    const { spentMicroUsd, reservedMicroUsd } = readSpendState(await counters.get(key));
+    expect(reservedMicroUsd).toBe(0);
+    expect(spentMicroUsd).toBeGreaterThanOrEqual(14 * known);
+    expect(spentMicroUsd).toBeLessThanOrEqual(14 * known + 26 * (24 - known));
     expect(gateway.context.providers.get('raw')!.slots!.stats).toEqual({ busy: 0, waiting: 0 });
     expect(clock.pendingTimers()).toBe(0);
   });

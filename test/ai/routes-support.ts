@@ -10,7 +10,7 @@ import {
   type RouteResolver,
   type RouteResolverOptions,
 } from '../../src/ai/routes/index.js';
-import type { Clock } from '../../src/core/index.js';
+import type { Clock, Principal } from '../../src/core/index.js';
 import { openSqliteStore, type Store } from '../../src/store/index.js';
 import { startGateway, tempDb, type RunningGateway } from './support.js';
 export { seeded } from '../support/random.js';
@@ -44,13 +44,23 @@ export async function routeGateway(
   defer: (cleanup: () => unknown) => void,
   sims: Record<string, SimulatedProvider>,
   store: Store,
-  options: { resolver?: Partial<RouteResolverOptions>; gateway?: Partial<AiGatewayOptions> } = {},
+  options: {
+    resolver?: Partial<RouteResolverOptions>;
+    gateway?: Partial<AiGatewayOptions>;
+    /** Principals by bearer key (see `startGateway`). */
+    principals?: Readonly<Record<string, Principal>>;
+  } = {},
 ): Promise<RunningGateway & { resolver: RouteResolver }> {
   const resolver = createRouteResolver({
     routes: store.routes,
     counters: store.counters,
     ...options.resolver,
   });
-  const running = await startGateway(defer, sims, { ...options.gateway, routes: resolver.resolve });
+  const running = await startGateway(
+    defer,
+    sims,
+    { ...options.gateway, routes: resolver.resolve },
+    options.principals,
+  );
   return { ...running, resolver };
 }

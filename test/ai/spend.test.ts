@@ -153,7 +153,7 @@ describe('AI gateway spend rules (SQLite)', () => {
     expect(sim.requests).toHaveLength(1);
   });
 
-  it('a streamed answer settles from its usage chunk; a stream cut off settles the whole reservation', async () => {
+  it('a streamed answer settles from its usage chunk; a stream cut off settles what it carried', async () => {
     const clock = new FakeClock();
     const sim = await startSim(defer, { usage: { promptTokens: 3, completionTokens: 10 } });
     const store = await openSqliteStore({ path: tempDb(defer, 'breakwater-ai'), clock });
@@ -183,8 +183,10 @@ describe('AI gateway spend rules (SQLite)', () => {
     ).rejects.toThrow(/broke off/);
     await until(() => logs.length === 2);
     expect(logs[1]).toMatchObject({ outcome: 'stream_error', cost_usd: null });
+    // Cut after 5 of its 10 words ("A thoughtful gift says you": 26 bytes, 7 tokens at 4 bytes a token, 2
+    // micro-USD each; the prompt is free here), not its whole reservation of 100.
     expect(readSpendState(await store.counters.get(key))).toEqual({
-      spentMicroUsd: 120,
+      spentMicroUsd: 20 + 14,
       reservedMicroUsd: 0,
     });
   });

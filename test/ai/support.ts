@@ -16,6 +16,7 @@ import {
   type AiGatewayOptions,
   type AiRequestLog,
 } from '../../src/ai/index.js';
+import type { Principal, PrincipalAiLimits } from '../../src/core/index.js';
 
 export { useCleanups, tempDb } from '../support/cleanups.js';
 
@@ -46,11 +47,16 @@ export async function startSim(
 /**
  * Starts the gateway on a bare Fastify app (closed after the test). `providers` defaults to one provider
  * `sim` at `sims.sim`; the key comes from `env.SIM_KEY`.
+ *
+ * `principals` stands in for the HTTP edge (src/http): an `onRequest` hook sets `request.principal` to the
+ * principal whose key is the request's `Authorization: Bearer` value, as an API key would; a request with no
+ * matching key gets none (library use).
  */
 export async function startGateway(
   defer: (cleanup: () => unknown) => void,
   sims: Record<string, SimulatedProvider>,
   options: Partial<AiGatewayOptions> = {},
+  principals: Readonly<Record<string, Principal>> = {},
 ): Promise<RunningGateway> {
   const providers =
     options.providers ??
@@ -65,6 +71,12 @@ export async function startGateway(
     logger: { info: (line) => void logs.push(line) },
   });
   const app = fastify();
+  app.addHook('onRequest', (request, _reply, done) => {
+    const bearer = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
+    const principal = bearer === undefined ? undefined : principals[bearer];
+    if (principal !== undefined) request.principal = principal;
+    done();
+  });
   await gateway.routes(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
   defer(async () => {
@@ -79,6 +91,27 @@ export async function startGateway(
   const url = `http://127.0.0.1:${port}`;
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'client-key', maxRetries: 0 });
   return { url, gateway, app, client, logs };
+}
+
+/** The official client for the gateway at `url` with `apiKey` as its bearer token (no retries of its own). */
+export function clientFor(url: string, apiKey: string): OpenAI {
+  return new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 });
+}
+
+/** An API key's principal (`key:<name>`, scope `ai`), as the edge would admit it. */
+export function keyPrincipal(
+  name: string,
+  fields: { metadata?: Record<string, string>; trustedBackend?: boolean; ai?: PrincipalAiLimits } = {},
+): Principal {
+  return Object.freeze({
+    id: `key:${name}`,
+    kind: 'api_key',
+    name,
+    scopes: new Set(['ai']),
+    metadata: Object.freeze({ ...fields.metadata }),
+    trustedBackend: fields.trustedBackend ?? false,
+    ...(fields.ai === undefined ? {} : { ai: fields.ai }),
+  });
 }
 
 /** A one-message request body. */

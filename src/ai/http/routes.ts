@@ -10,9 +10,11 @@ import {
   newId,
   type AtGraceEnd,
   type Clock,
+  type Principal,
 } from '../../core/index.js';
 import { readChatBody } from '../body.js';
-import { readRequestHeaders } from '../request-headers.js';
+import { callerMetadata } from '../caller.js';
+import { readOverrides } from '../request-headers.js';
 import type { AiRequest, AiRequestLog, StepAnswer, StepOutcome } from '../types.js';
 import { inboundTimeout, sendAiProblem, toAiError } from './problems.js';
 import { answerHeaders, pipeStream, sendJson } from './respond.js';
@@ -91,15 +93,19 @@ async function serve(
   let aiRequest: AiRequest | undefined;
   let answer: StepAnswer;
   try {
+    // The edge sets it on a Breakwater server; an app without the edge has none (served as `local`).
+    const principal = (request.principal as Principal | null | undefined) ?? undefined;
+    const metadata = callerMetadata(principal, request.headers['x-breakwater-metadata']);
     const info = readChatBody(request.body);
     stream = info.stream;
-    const { overrides, metadata } = readRequestHeaders(request.headers);
+    const overrides = readOverrides(request.headers);
     aiRequest = {
       id,
       body: request.body as Record<string, unknown>,
       stream,
       includeUsage: info.includeUsage,
       metadata,
+      principal,
       overrides,
       signal,
       receivedAt,

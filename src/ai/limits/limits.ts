@@ -1,21 +1,30 @@
 /**
  * The limit check: rate rules, then spend rules, for one step about to call a provider (DESIGN: "AI
  * gateway"). Both run BEFORE the provider is called, so a refused request costs nothing.
+ *
+ * Spend reservations in flight are capped per caller (`maxReservedShare`, see {@link AiLimitsConfig}): one
+ * principal's requests still running may hold at most that share of a shared budget, so a caller that opens
+ * requests with a large `max_tokens` (and leaves them hanging) locks only its own share, never the budget
+ * other callers need.
  */
-import { BreakwaterError, type Clock } from '../../core/index.js';
+import { BreakwaterError, type Clock, type Principal } from '../../core/index.js';
 import {
   FixedWindow,
   SlidingWindow,
-  rateLimitedError,
   type RateLimitAlgorithm,
   type RateLimitDecision,
   type RateLimitStore,
 } from '../../policy/index.js';
 import type { CounterStore } from '../../store/index.js';
+import { isSharedCaller } from '../caller.js';
 import { estimateMicroUsd, usdToMicro, type EstimateInput, type PriceTable } from '../pricing.js';
-import { scopeKey, type LimitTarget, type RuleScope } from './scope.js';
+import { callerRules } from './caller-rules.js';
+import { rateLimitHeaders, rateRefusal, spendRefusal } from './refusals.js';
+import { encodeValue, scopeKey, type LimitTarget, type RuleScope } from './scope.js';
 import { spendWindowStart } from './spend.js';
-import { counterSpendStore, type SpendStore } from './spend-store.js';
+import { counterSpendStore, type SpendReservation, type SpendStore } from './spend-store.js';
+
+export { IN_FLIGHT_RETRY_AFTER_MS, rateLimitHeaders } from './refusals.js';
 
 /** A rate rule: at most `limit` requests per `windowMs` in each counter of its scope. */
 export interface RateRule {
@@ -27,13 +36,27 @@ export interface RateRule {
   scope: RuleScope;
 }
 
-/** A spend rule: at most `budgetUsd` per fixed window of `windowMs` in each counter of its scope. */
+/**
+ * A spend rule: at most `budgetUsd` per `windowMs` in each counter of its scope.
+ * - `fixed` (default): windows aligned to multiples of `windowMs`; up to twice the budget can be spent
+ *   around a boundary.
+ * - `sliding`: no trailing `windowMs` ever holds more than the budget. Each cost is counted in the window it
+ *   falls in and in the next one, and a window admits a request only while both of its own counts leave room:
+ *   spend frees up between `windowMs` and `2 × windowMs` after it happened (conservative: never above).
+ */
 export interface SpendRule {
   name: string;
   budgetUsd: number;
   windowMs: number;
+  window?: 'fixed' | 'sliding';
   scope: RuleScope;
 }
+
+/** Defaults of {@link AiLimitsConfig}. */
+export const AI_LIMITS_DEFAULTS = {
+  /** A quarter of each shared budget may be held in flight by one principal. */
+  maxReservedShare: 0.25,
+} as const;
 
 /** What {@link AiLimits} is built from (already validated). */
 export interface AiLimitsConfig {
@@ -49,12 +72,32 @@ export interface AiLimitsConfig {
   clock: Clock;
   /** Prefix of every counter key (default `ai`): rules of different owners (routes) do not share counters. */
   keyPrefix?: string;
+  /**
+   * The share (0 < share <= 1) of each spend rule's budget that one principal's requests in flight may hold
+   * in reservations (default {@link AI_LIMITS_DEFAULTS}: 0.25; 1: no cap). Counted per rule, scope value
+   * and window in the spend store, so it holds across processes. Not applied to rules scoped
+   * `{ by: 'principal' }` (a budget of one caller) nor to callers that stand for everyone (`local`,
+   * `anonymous`, no principal): there is no one to share with. A request whose estimate alone is over the
+   * share is refused (`over_share`).
+   */
+  maxReservedShare?: number;
 }
 
-/** One spend reservation held by a grant. */
+/** One spend reservation held by a grant: a budget's (settled with the cost) or a caller's share (released). */
 interface Reservation {
   readonly key: string;
   readonly windowEnd: number;
+  /** A share hold: settled with 0 (only released), whatever the cost. */
+  readonly hold: boolean;
+}
+
+/** One reservation to make, in order. */
+interface Wanted extends Reservation {
+  /** What it may reach: the rule's budget, or the caller's share of it. */
+  readonly budgetMicro: number;
+  /** The rule's whole budget. */
+  readonly ruleBudgetMicro: number;
+  readonly rule: string;
 }
 
 /**
@@ -67,9 +110,9 @@ export interface LimitGrant {
   /** `x-ratelimit-limit/remaining/reset` of the rate rule with the fewest requests left, if any applied. */
   readonly rateHeaders: Readonly<Record<string, string>> | undefined;
   /**
-   * Replaces every reservation with the real cost (micro-USD). `undefined` (usage unknown: a stream cut off,
-   * a body without usage) settles the whole estimate, which never undercounts. Never rejects: a store failure
-   * leaves the reservation counted until its window ends (conservative).
+   * Replaces every reservation with the cost (micro-USD): the real cost, or the step's estimate of what was
+   * produced (see execute.ts). `undefined` settles the whole estimate, which never undercounts. Never rejects:
+   * a store failure leaves the reservation counted until its window ends (conservative).
    */
   settle(costMicroUsd: number | undefined): Promise<void>;
 }
@@ -81,12 +124,17 @@ export const NO_GRANT: LimitGrant = {
   settle: () => Promise.resolve(),
 };
 
+/** Longest encoded principal id kept as it is in a share key (the rest of the key has its own bounds). */
+const MAX_PLAIN_PRINCIPAL = 64;
+
 /** The compiled rules over their stores. */
 export class AiLimits {
   private readonly rate: { rule: RateRule; algorithm: RateLimitAlgorithm }[];
-  private readonly spend: { rule: SpendRule; budgetMicroUsd: number }[];
+  private readonly spend: { rule: SpendRule; budgetMicroUsd: number; shareMicroUsd: number | undefined }[];
   private readonly prefix: string;
   private readonly spendStore: SpendStore;
+  /** Each principal's own rules (`Principal.ai`), compiled once per limits object the principal carries. */
+  private readonly callers = new WeakMap<object, AiLimits | undefined>();
 
   constructor(private readonly config: AiLimitsConfig) {
     this.prefix = config.keyPrefix ?? 'ai';
@@ -98,10 +146,16 @@ export class AiLimits {
           ? new FixedWindow({ limit: rule.limit, windowMs: rule.windowMs })
           : new SlidingWindow({ limit: rule.limit, windowMs: rule.windowMs }),
     }));
-    this.spend = config.spendRules.map((rule) => ({
-      rule,
-      budgetMicroUsd: usdToMicro(rule.budgetUsd),
-    }));
+    const share = config.maxReservedShare ?? AI_LIMITS_DEFAULTS.maxReservedShare;
+    if (!(share > 0 && share <= 1)) {
+      throw new RangeError(`AiLimits: maxReservedShare must be a number > 0 and <= 1, got ${String(share)}`);
+    }
+    this.spend = config.spendRules.map((rule) => {
+      const budgetMicroUsd = usdToMicro(rule.budgetUsd);
+      // A rule of one caller has no one to share with; a share of 1 is no cap.
+      const capped = share < 1 && rule.scope.by !== 'principal';
+      return { rule, budgetMicroUsd, shareMicroUsd: capped ? Math.floor(budgetMicroUsd * share) : undefined };
+    });
   }
 
   /** True when no rule is configured (the check is then free). */
@@ -110,12 +164,33 @@ export class AiLimits {
   }
 
   /**
+   * The principal's own rate rules and budgets (`principal.ai`) over this object's stores, prices and clock
+   * (scoped `{ by: 'principal' }`, see caller-rules.ts), or undefined when it has none. Compiled once per
+   * `principal.ai` object.
+   * @throws RangeError when `principal.ai` holds limits out of bounds (the request then fails closed).
+   */
+  forCaller(principal: Principal | undefined): AiLimits | undefined {
+    const ai = principal?.ai;
+    if (ai === undefined || (ai.rateRules === undefined && ai.budgets === undefined)) return undefined;
+    if (this.callers.has(ai)) return this.callers.get(ai);
+    const rules = callerRules(ai);
+    const own =
+      rules.rateRules.length === 0 && rules.spendRules.length === 0
+        ? undefined
+        : new AiLimits({ ...this.config, ...rules });
+    this.callers.set(ai, own);
+    return own;
+  }
+
+  /**
    * Checks every rate rule whose scope covers `target` (each allowed one counts the request), then reserves
    * the request's estimated maximum cost under every spend rule that covers it.
    *
    * Spend is reserved atomically per rule, scope value and window (see spend.ts); the grant settles it. A
    * crash between reserve and settle leaves the reservation counted until the window ends (conservative:
-   * the budget can be under-used, never overshot).
+   * the budget can be under-used, never overshot). Before a shared budget, the caller's own share of it is
+   * reserved the same way (`maxReservedShare`): one more atomic update per rule, released at settlement.
+   * A sliding rule's reservation is made in its window and the next (one more update).
    *
    * Order and what a refusal leaves: rate rules are checked first (cheap, and a flood is turned away before
    * any budget I/O); a request refused by a spend rule has still counted against the rate rules it passed,
@@ -124,11 +199,11 @@ export class AiLimits {
    * @param estimate the request's size (see `estimateInput`), or a function giving it: it is then read only
    *   when a spend rule applies.
    * @throws BreakwaterError `rate_limited` (429, `retryAfterMs`, `details { limit, remaining, reset_ms, rule }`);
-   *   `spend_limited` (429, `retryAfterMs` to the end of the window, `details { rule }`; no retry hint when the
-   *   estimate alone is over the whole budget); `invalid_payload` (400) when a spend rule applies and the model
-   *   has no price, or the request has no `max_tokens` and no ceiling is configured. The store's error when
-   *   it fails (the spend store's refusal, e.g. `spend_limited` `store_unavailable` from `RedisSpendStore`);
-   *   reservations already made for the request are released first.
+   *   `spend_limited` (429, `details { rule, refusal }`, see refusals.ts for `Retry-After`); `invalid_payload`
+   *   (400) when a spend rule applies and the model has no price, or the request has no `max_tokens` and no
+   *   ceiling is configured. The store's error when it fails (the spend store's refusal, e.g. `spend_limited`
+   *   `store_unavailable` from `RedisSpendStore`); reservations already made for the request are released
+   *   first.
    */
   async acquire(target: LimitTarget, estimate: EstimateInput | (() => EstimateInput)): Promise<LimitGrant> {
     if (this.empty) return NO_GRANT;
@@ -148,19 +223,8 @@ export class AiLimits {
     }
     const rateHeaders = tightest === undefined ? undefined : rateLimitHeaders(tightest);
 
-    const matching: { key: string; windowEnd: number; rule: SpendRule; budgetMicroUsd: number }[] = [];
-    for (const { rule, budgetMicroUsd } of this.spend) {
-      const scope = scopeKey(rule.scope, target);
-      if (scope === undefined) continue;
-      const start = spendWindowStart(now, rule.windowMs);
-      matching.push({
-        key: `${this.prefix}:spend:${rule.name}:${scope}:${start}`,
-        windowEnd: start + rule.windowMs,
-        rule,
-        budgetMicroUsd,
-      });
-    }
-    if (matching.length === 0) return { ...NO_GRANT, rateHeaders };
+    const wanted = this.reservations(target, now);
+    if (wanted.length === 0) return { ...NO_GRANT, rateHeaders };
 
     const price = this.config.prices.price(target.provider, target.model);
     if (price === undefined) {
@@ -180,27 +244,71 @@ export class AiLimits {
     }
 
     const held: Reservation[] = [];
-    for (const m of matching) {
-      let result;
+    for (const w of wanted) {
+      // An estimate over the whole budget is refused as such, not as over the caller's smaller share.
+      const overBudget = w.hold && estimateMicro > w.ruleBudgetMicro;
+      let result: SpendReservation | undefined;
       try {
-        result = await this.spendStore.reserve(m.key, estimateMicro, m.budgetMicroUsd, m.windowEnd, now);
+        if (!overBudget) {
+          result = await this.spendStore.reserve(w.key, estimateMicro, w.budgetMicro, w.windowEnd, now);
+        }
       } catch (error) {
         await this.release(held, estimateMicro);
         throw error;
       }
-      if (!result.ok) {
+      if (result === undefined || !result.ok) {
         await this.release(held, estimateMicro);
-        throw spendRefusal(
-          m.rule.name,
+        throw spendRefusal({
+          rule: w.rule,
           estimateMicro,
-          m.budgetMicroUsd,
-          result.spentMicroUsd,
-          m.windowEnd - now,
-        );
+          budgetMicro: overBudget ? w.ruleBudgetMicro : w.budgetMicro,
+          spentMicro: result?.spentMicroUsd ?? 0,
+          windowLeftMs: w.windowEnd - now,
+          share: w.hold && !overBudget,
+        });
       }
-      held.push({ key: m.key, windowEnd: m.windowEnd });
+      held.push(w);
     }
     return this.grant(held, estimateMicro, rateHeaders);
+  }
+
+  /**
+   * The reservations a request of `target` needs, in the order they are made: for each spend rule that covers
+   * it, the caller's share (when capped), the window's budget, and for a sliding rule the next window's.
+   */
+  private reservations(target: LimitTarget, now: number): Wanted[] {
+    const wanted: Wanted[] = [];
+    const principal = target.principal;
+    const capCaller = !isSharedCaller(principal);
+    for (const { rule, budgetMicroUsd, shareMicroUsd } of this.spend) {
+      const scope = scopeKey(rule.scope, target);
+      if (scope === undefined) continue;
+      const start = spendWindowStart(now, rule.windowMs);
+      const windowEnd = start + rule.windowMs;
+      const base = `${this.prefix}:spend:${rule.name}:${scope}`;
+      if (shareMicroUsd !== undefined && capCaller) {
+        const who = encodeValue(principal!.id, MAX_PLAIN_PRINCIPAL);
+        wanted.push({
+          key: `${this.prefix}:share:${rule.name}:${scope}:${start}:${who}`,
+          windowEnd,
+          hold: true,
+          budgetMicro: shareMicroUsd,
+          ruleBudgetMicro: budgetMicroUsd,
+          rule: rule.name,
+        });
+      }
+      const budget = {
+        hold: false,
+        budgetMicro: budgetMicroUsd,
+        ruleBudgetMicro: budgetMicroUsd,
+        rule: rule.name,
+      };
+      wanted.push({ key: `${base}:${start}`, windowEnd, ...budget });
+      if (rule.window === 'sliding') {
+        wanted.push({ key: `${base}:${windowEnd}`, windowEnd: windowEnd + rule.windowMs, ...budget });
+      }
+    }
+    return wanted;
   }
 
   private grant(
@@ -216,10 +324,11 @@ export class AiLimits {
         if (settled) return;
         settled = true;
         const now = this.config.clock.now();
+        const spent = cost ?? estimateMicro;
         await Promise.all(
           held.map((r) =>
             this.spendStore
-              .settle(r.key, estimateMicro, cost ?? estimateMicro, r.windowEnd, now)
+              .settle(r.key, estimateMicro, r.hold ? 0 : spent, r.windowEnd, now)
               .catch(() => undefined),
           ),
         );
@@ -235,74 +344,4 @@ export class AiLimits {
       ),
     );
   }
-}
-
-/** `x-ratelimit-limit`, `-remaining` and `-reset` (whole seconds until the window is clear, rounded up). */
-export function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
-  return {
-    'x-ratelimit-limit': String(decision.limit),
-    'x-ratelimit-remaining': String(Math.max(0, decision.remaining)),
-    'x-ratelimit-reset': String(Math.ceil(decision.resetMs / 1000)),
-  };
-}
-
-function rateRefusal(decision: RateLimitDecision, rule: string): BreakwaterError {
-  const base = rateLimitedError(decision, rule);
-  return BreakwaterError.withoutStack('rate_limited', {
-    message: `The rate limit "${rule}" (${decision.limit} requests) was reached; try again in ${Math.ceil(decision.retryAfterMs / 1000)} s.`,
-    source: rule,
-    retryAfterMs: decision.retryAfterMs,
-    details: { ...base.details, rule },
-  });
-}
-
-/**
- * `Retry-After` of a refusal made only by reservations of requests in flight (ms): what they do not spend is
- * freed as each one ends, usually within seconds, not at the end of the window.
- */
-export const IN_FLIGHT_RETRY_AFTER_MS = 1_000;
-
-/**
- * The 429 `spend_limited` for one rule, `details.refusal` saying which of three cases it is (not `reason`,
- * which the OpenAI-shaped answer would show as the error's `code` in place of `spend_limited`):
- * - `over_budget`: the estimate alone is over the whole budget; waiting will not help (permanent, no
- *   Retry-After);
- * - `reserved_in_flight`: the money spent leaves room for the estimate, but requests in flight have reserved
- *   it; Retry-After {@link IN_FLIGHT_RETRY_AFTER_MS}, or the window's end when that comes sooner;
- * - `budget_spent`: what was spent leaves no room; Retry-After is the window's end.
- */
-function spendRefusal(
-  rule: string,
-  estimateMicro: number,
-  budgetMicro: number,
-  spentMicro: number,
-  windowLeftMs: number,
-): BreakwaterError {
-  const refuse = (refusal: string, message: string, retryAfterMs: number | undefined) =>
-    BreakwaterError.withoutStack('spend_limited', {
-      message,
-      source: rule,
-      ...(retryAfterMs === undefined ? { kind: 'permanent' as const } : { retryAfterMs }),
-      details: { rule, refusal },
-    });
-  if (estimateMicro > budgetMicro) {
-    return refuse(
-      'over_budget',
-      `This request's estimated maximum cost is over the whole budget of the spend limit "${rule}"; lower max_tokens (or n).`,
-      undefined,
-    );
-  }
-  if (spentMicro + estimateMicro <= budgetMicro) {
-    const retryAfterMs = Math.min(IN_FLIGHT_RETRY_AFTER_MS, windowLeftMs);
-    return refuse(
-      'reserved_in_flight',
-      `The spend limit "${rule}" is reserved by requests still in flight (each holds its maximum cost until it ends); try again in ${Math.ceil(retryAfterMs / 1000)} s.`,
-      retryAfterMs,
-    );
-  }
-  return refuse(
-    'budget_spent',
-    `The spend limit "${rule}" for this period has been reached; try again in ${Math.ceil(windowLeftMs / 1000)} s.`,
-    windowLeftMs,
-  );
 }

@@ -5,24 +5,32 @@
  * - `{ by: 'metadata', key: 'user' }`: one counter per value of metadata `user` (compared as strings; requests
  *   without the key share one counter, so leaving it out does not escape the rule); with `value` too, only
  *   requests whose `user` is that value, in one counter.
+ * - `{ by: 'principal' }`: one counter per caller (`Principal.id`: an API key, an OAuth subject; a request
+ *   without a principal counts as `local`); with `value`, only that principal ("each key gets 100 a minute").
+ *
+ * The metadata is the caller's (see ai/caller.ts): bound to its key or token, added to by a client header only
+ * for a trusted backend.
  */
 import { createHash } from 'node:crypto';
+import { PRINCIPALS, type Principal } from '../../core/index.js';
 import type { Metadata } from '../types.js';
 
 /** Which requests a rule counts. */
 export interface RuleScope {
-  by: 'provider' | 'model' | 'metadata';
+  by: 'provider' | 'model' | 'metadata' | 'principal';
   /** The metadata key (required with `by: 'metadata'`, not allowed otherwise). */
   key?: string;
-  /** Count only requests whose provider, model or metadata value is this one. */
+  /** Count only requests whose provider, model, metadata value or principal id is this one. */
   value?: string;
 }
 
-/** What a scope is matched against: the step about to call a provider, and the request's metadata. */
+/** What a scope is matched against: the step about to call a provider, the request's metadata and caller. */
 export interface LimitTarget {
   provider: string;
   model: string;
   metadata: Metadata;
+  /** Who is calling; undefined (library use without the HTTP edge) counts as `PRINCIPALS.local`. */
+  principal?: Principal;
 }
 
 /** Longest encoded scope value kept as it is in a counter key; a longer one is hashed. */
@@ -41,6 +49,9 @@ export function scopeKey(scope: RuleScope, target: LimitTarget): string | undefi
     case 'model':
       value = `${target.provider}/${target.model}`;
       break;
+    case 'principal':
+      value = (target.principal ?? PRINCIPALS.local).id;
+      break;
     case 'metadata': {
       const raw = target.metadata[scope.key ?? ''];
       value = raw === undefined ? undefined : String(raw);
@@ -49,8 +60,13 @@ export function scopeKey(scope: RuleScope, target: LimitTarget): string | undefi
     }
   }
   if (scope.value !== undefined && value !== scope.value) return undefined;
+  return encodeValue(value, MAX_PLAIN_VALUE);
+}
+
+/** `v:<URI-encoded value>` when that is at most `maxPlain` characters, else `h:<sha256 hex of value>`. */
+export function encodeValue(value: string, maxPlain: number): string {
   const encoded = encodeURIComponent(value);
-  return encoded.length <= MAX_PLAIN_VALUE
+  return encoded.length <= maxPlain
     ? `v:${encoded}`
     : `h:${createHash('sha256').update(value).digest('hex')}`;
 }

@@ -33,6 +33,11 @@ export interface RouteResolverOptions {
    * gateway's `maxRequestCostUsd`). Without it such a request is refused (400) by that rule.
    */
   maxRequestCostUsd?: number;
+  /**
+   * The share of a limit node's budget one principal's requests in flight may hold, 0 < share <= 1 (give the
+   * gateway's `maxReservedShare`; default 0.25).
+   */
+  maxReservedShare?: number;
   /** At most how often the store's revision is read, ms (default 1 000). */
   refreshMs?: number;
   clock?: Clock;
@@ -96,6 +101,10 @@ export function createRouteResolver(options: RouteResolverOptions): RouteResolve
   if (cost !== undefined && !(Number.isFinite(cost) && cost > 0)) {
     throw new RangeError(`${owner}: maxRequestCostUsd must be a number > 0, got ${String(cost)}`);
   }
+  const share = options.maxReservedShare;
+  if (share !== undefined && !(share > 0 && share <= 1)) {
+    throw new RangeError(`${owner}: maxReservedShare must be a number > 0 and <= 1, got ${String(share)}`);
+  }
   const clock = clockOption(owner, options.clock);
   const store = options.routes;
   const counters = options.counters ?? new MemoryCounterStore(clock);
@@ -106,6 +115,7 @@ export function createRouteResolver(options: RouteResolverOptions): RouteResolve
       (options.counters === undefined ? new MemoryRateLimitStore() : counterRateLimitStore(counters)),
     spendStore: options.spendStore,
     ceilingMicroUsd: cost === undefined ? undefined : usdToMicro(cost),
+    ...(share === undefined ? {} : { maxReservedShare: share }),
   };
   const report = (error: unknown, route: string | undefined): void => {
     try {

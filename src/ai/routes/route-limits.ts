@@ -4,9 +4,10 @@
  * The step executor sees one `AiLimits` (a {@link LayeredLimits}); a refusal by a node's rule carries
  * `details.route_limit` (the rule's name) so that node can divert to its `else`.
  */
-import { BreakwaterError, type Clock, type ErrorCode } from '../../core/index.js';
+import { BreakwaterError, type Clock, type ErrorCode, type Principal } from '../../core/index.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../../policy/index.js';
 import type { CounterStore } from '../../store/index.js';
+import { combineGrants } from '../limits/grants.js';
 import { AiLimits, type LimitGrant } from '../limits/limits.js';
 import type { SpendStore } from '../limits/spend-store.js';
 import { MemoryCounterStore } from '../limits/memory-counters.js';
@@ -22,6 +23,8 @@ export interface RouteLimitStores {
   spendStore?: SpendStore;
   /** The estimate of a request without `max_tokens` under a spend rule, micro-USD (undefined: refused). */
   ceilingMicroUsd: number | undefined;
+  /** The share of a node's budget one principal may hold in flight (default: `AiLimits`'s, 0.25). */
+  maxReservedShare?: number;
 }
 
 /** One limit node's rule over the route's counters. */
@@ -52,6 +55,7 @@ export function limitLayer(
       spendStore: stores.spendStore,
       prices,
       ceilingMicroUsd: stores.ceilingMicroUsd,
+      maxReservedShare: stores.maxReservedShare,
       clock,
       keyPrefix: `route:${route}`,
     }),
@@ -85,6 +89,11 @@ export class LayeredLimits extends AiLimits {
     return false;
   }
 
+  /** The caller's own rules live with the gateway's (the base), whatever route layers enclose the step. */
+  override forCaller(principal: Principal | undefined): AiLimits | undefined {
+    return this.base.forCaller(principal);
+  }
+
   override async acquire(
     target: LimitTarget,
     estimate: EstimateInput | (() => EstimateInput),
@@ -105,7 +114,7 @@ export class LayeredLimits extends AiLimits {
       await release();
       throw error;
     }
-    return combine(grants);
+    return combineGrants(grants);
   }
 }
 
@@ -128,24 +137,6 @@ function markRefusal(error: unknown, rule: string): unknown {
     source: error.source,
     details: { ...error.details, route_limit: rule },
   });
-}
-
-/** One grant over several: every reservation settles with the same real cost. */
-function combine(grants: LimitGrant[]): LimitGrant {
-  let rateHeaders: Readonly<Record<string, string>> | undefined;
-  for (const g of grants) {
-    if (g.rateHeaders === undefined) continue;
-    const left = Number(g.rateHeaders['x-ratelimit-remaining']);
-    if (rateHeaders === undefined || left < Number(rateHeaders['x-ratelimit-remaining']))
-      rateHeaders = g.rateHeaders;
-  }
-  return {
-    estimateMicroUsd: Math.max(0, ...grants.map((g) => g.estimateMicroUsd)),
-    rateHeaders,
-    settle: async (cost) => {
-      await Promise.all(grants.map((g) => g.settle(cost)));
-    },
-  };
 }
 
 /** Default stores: this process's memory. */

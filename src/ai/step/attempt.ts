@@ -21,6 +21,12 @@ export interface ChunkReader {
    * is then the abort's reason). Called once, after the last chunk.
    */
   onEnd(error?: unknown): void;
+  /**
+   * A chunk that arrived but is not delivered: the call was aborted while it waited for the reader. Called
+   * for each such chunk, in order, just before `onEnd`; the reader may read it (for what the provider
+   * produced) but not deliver it.
+   */
+  onDropped?(chunk: Buffer): void;
 }
 
 /** A body pushed to one reader: no async iterator, no promise per chunk. */

@@ -6,7 +6,7 @@ import { BreakwaterError } from '../../core/index.js';
 import type { PolicyContext } from '../../policy/index.js';
 import { estimateInput, providerBody } from '../body.js';
 import { NO_GRANT, type LimitGrant } from '../limits/limits.js';
-import { costPico, formatUsd, picoToMicro } from '../pricing.js';
+import { costPico, formatUsd, picoToMicro, producedMicroUsd } from '../pricing.js';
 import { SseFrameSplitter, type StreamFindings } from '../stream/sse.js';
 import type {
   AiRequest,
@@ -20,6 +20,7 @@ import type {
   StepAnswer,
   Usage,
 } from '../types.js';
+import { acquireLimits } from './acquire.js';
 import { callProvider, type ChunkReader, type FirstBytes } from './attempt.js';
 import { providerFailure } from './provider-error.js';
 import { resolveSettings, retryPolicyFor } from './settings.js';
@@ -35,17 +36,20 @@ const NO_HISTORY: StepHistory = { failures: [], attempts: 0 };
 
 /**
  * Runs `step` for `request`:
- * 1. the gateway's rate and spend rules for the step's provider and model (`ctx.limits.acquire`): a refusal
- *    throws before the provider is called;
+ * 1. the caller's own rate rules and budgets (`request.principal.ai`), then the gateway's rate and spend
+ *    rules for the step's provider and model (`ctx.limits`, see step/acquire.ts): a refusal throws before the
+ *    provider is called;
  * 2. calls to the provider under the step's retry policy (see `retryPolicyFor`), each with the first-byte
  *    timeout; a non-streamed answer is read in full within the attempt (a body cut off is retried too);
  * 3. the answer, before anything is written to the client: for a non-streamed one its cost is known and
  *    settled; a streamed one settles when its frames have been read to the end (or failed).
  *
  * Settings: the step's own, else the request's headers, else the gateway's defaults.
- * Spend settlement: the real cost (rounded up to micro-USD); the whole reservation when usage is unknown.
- * A step that fails releases its reservation: provider calls it abandoned (a first-byte timeout) are not
- * counted, though a provider may bill them.
+ * Spend settlement: the real cost from the provider's `usage` (rounded up to micro-USD). Without `usage`, a
+ * stream (whose client left, or whose provider broke off) settles the estimate of what it produced, its
+ * prompt and the text it carried (`producedMicroUsd`), at most its reservation; a non-streamed answer settles
+ * its whole reservation. A step that fails before its first byte releases its reservation: provider calls it
+ * abandoned (a first-byte timeout) are not counted, though a provider may bill them.
  *
  * @throws BreakwaterError with `details.step`, `details.provider` and `details.attempts`: `invalid_payload`
  *   (unknown provider, unpriced model under a spend rule, no `max_tokens` under one), `rate_limited`,
@@ -68,26 +72,13 @@ export async function executeStep(
       0,
     );
   }
-  // No rule configured: no check, and no target, estimate or promise made for one.
+  // No rule configured and none of the caller's own: no check, and no target, estimate or promise made.
   let grant = NO_GRANT;
-  if (!ctx.limits.empty) {
+  if (!ctx.limits.empty || request.principal?.ai !== undefined) {
     try {
-      grant = await ctx.limits.acquire(
-        { provider: step.provider, model: step.model, metadata: request.metadata },
-        () => estimateInput(request),
-      );
+      grant = await acquireLimits(step, request, ctx);
     } catch (error) {
-      throw failed(
-        error instanceof BreakwaterError
-          ? error
-          : new BreakwaterError('upstream_unavailable', {
-              message: "The gateway's limit store is unavailable; try again shortly.",
-              source: 'ai-limits',
-              cause: error,
-            }),
-        step,
-        0,
-      );
+      throw failed(error, step, 0);
     }
   }
 
@@ -104,7 +95,7 @@ export async function executeStep(
   try {
     const bytes = await policy.execute(callOnce, request.signal);
     if (bytes.raw !== undefined) return await jsonAnswer(step, attempts, history, bytes, grant, ctx);
-    return new StreamAnswer(step, attempts, history, bytes, !request.includeUsage, grant, ctx);
+    return new StreamAnswer(step, attempts, history, bytes, request, grant, ctx);
   } catch (error) {
     await grant.settle(0);
     throw failed(providerFailure(error, provider), step, attempts);
@@ -121,7 +112,7 @@ function jsonAnswer(
 ): JsonStepAnswer | Promise<JsonStepAnswer> {
   const raw = bytes.raw!;
   // Only the usage is read; the body goes to the client as it came. Not a JSON object: its cost is unknown.
-  const outcome = stepOutcome('ok', scanUsage(raw), step, grant, ctx);
+  const outcome = stepOutcome('ok', scanUsage(raw), step, grant.estimateMicroUsd, ctx);
   // One object with a fixed shape (the stream's is a class of the same fields, not a spread of a shared base).
   const answer: JsonStepAnswer = {
     kind: 'json',
@@ -138,7 +129,7 @@ function jsonAnswer(
   };
   // No rule configured: nothing to settle, so no promise either.
   if (grant === NO_GRANT) return answer;
-  return grant.settle(knownCost(outcome)).then(() => answer);
+  return grant.settle(outcome.settledMicroUsd).then(() => answer);
 }
 
 /**
@@ -153,7 +144,11 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
   readonly rateHeaders: Readonly<Record<string, string>> | undefined;
   readonly done: Promise<StepOutcome>;
   private resolveDone!: (outcome: StepOutcome) => void;
-  private readonly findings: StreamFindings = { usage: undefined, done: false };
+  private readonly findings: StreamFindings = { usage: undefined, done: false, textBytes: 0 };
+  /** Spend is reserved: the text streamed is counted, for a settlement without `usage`. */
+  private readonly counting: boolean;
+  /** Chunks that arrived but are not delivered (the call was aborted) are read for the count only. */
+  private muted = false;
   private sink: FrameSink | undefined = undefined;
   private splitter: SseFrameSplitter | undefined = undefined;
   private canceled = false;
@@ -169,10 +164,11 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
     readonly attempts: number,
     history: StepHistory,
     private readonly bytes: FirstBytes,
-    private readonly stripUsage: boolean,
+    private readonly request: AiRequest,
     private readonly grant: LimitGrant,
     private readonly ctx: StepContext,
   ) {
+    this.counting = grant.estimateMicroUsd > 0;
     this.failedAttempts = history.attempts;
     this.failures = history.failures;
     this.firstByteMs = bytes.firstByteMs;
@@ -188,9 +184,12 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
       return;
     }
     // Once the sink has ended (a cancel from inside `write`), nothing more is written to it.
-    this.splitter = new SseFrameSplitter(this.stripUsage, this.findings, {
-      write: (frame) => this.sinkEnded || sink.write(frame),
-    });
+    this.splitter = new SseFrameSplitter(
+      !this.request.includeUsage,
+      this.findings,
+      { write: (frame) => this.muted || this.sinkEnded || sink.write(frame) },
+      this.counting,
+    );
     this.bytes.body.read(this);
   }
 
@@ -220,6 +219,16 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
     } finally {
       this.writing = false;
     }
+  }
+
+  /**
+   * @internal A chunk that came from the provider but goes to no one: the call was aborted with it queued
+   * (ChunkReader). Its frames are read for the usage and the text count, and not written.
+   */
+  onDropped(chunk: Buffer): void {
+    if (!this.counting || this.splitter === undefined) return;
+    this.muted = true;
+    this.splitter.push(chunk);
   }
 
   /** @internal The provider's body ended or broke off (ChunkReader). */
@@ -255,29 +264,33 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
     this.finished = true;
     if (result !== 'ok') this.bytes.link.abort();
     this.bytes.link.dispose();
-    this.resolveDone(await settle(result, this.findings.usage, this.step, this.grant, this.ctx));
+    // Without the provider's usage: what the stream produced, never more than was reserved.
+    const grant = this.grant;
+    let unknownMicro = grant.estimateMicroUsd;
+    const price = this.counting ? this.ctx.prices.price(this.step.provider, this.step.model) : undefined;
+    if (this.findings.usage === undefined && price !== undefined) {
+      const produced = producedMicroUsd(
+        estimateInput(this.request).promptBytes,
+        this.findings.textBytes,
+        price,
+      );
+      unknownMicro = Math.min(produced, unknownMicro);
+    }
+    const outcome = stepOutcome(result, this.findings.usage, this.step, unknownMicro, this.ctx);
+    await grant.settle(outcome.settledMicroUsd);
+    this.resolveDone(outcome);
   }
 }
 
-/** Settles the grant with the real cost (or the reservation, cost unknown) and says what was settled. */
-async function settle(
-  outcome: StepOutcome['outcome'],
-  usage: Usage | undefined,
-  step: AiStep,
-  grant: LimitGrant,
-  ctx: StepContext,
-): Promise<StepOutcome> {
-  const result = stepOutcome(outcome, usage, step, grant, ctx);
-  await grant.settle(knownCost(result));
-  return result;
-}
-
-/** What a step's end settles: the real cost of `usage` when it and the model's price are known. */
+/**
+ * What a step's end settles: the real cost of `usage` when it and the model's price are known, else
+ * `unknownMicro` (the reservation, or a stream's estimate of what it produced).
+ */
 function stepOutcome(
   outcome: StepOutcome['outcome'],
   usage: Usage | undefined,
   step: AiStep,
-  grant: LimitGrant,
+  unknownMicro: number,
   ctx: StepContext,
 ): StepOutcome {
   const price = ctx.prices.price(step.provider, step.model);
@@ -286,13 +299,8 @@ function stepOutcome(
     outcome,
     usage,
     costUsd: pico === undefined ? undefined : formatUsd(pico),
-    settledMicroUsd: pico === undefined ? grant.estimateMicroUsd : picoToMicro(pico),
+    settledMicroUsd: pico === undefined ? unknownMicro : picoToMicro(pico),
   };
-}
-
-/** The micro-USD to settle a grant with: the real cost, or undefined (the whole reservation) when unknown. */
-function knownCost(outcome: StepOutcome): number | undefined {
-  return outcome.costUsd === undefined ? undefined : outcome.settledMicroUsd;
 }
 
 /** The client's error, with the step, its provider and the calls it made in `details`. */

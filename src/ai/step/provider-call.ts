@@ -293,13 +293,18 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
     }
   }
 
-  /** The reader's one `onEnd`: clean after the provider's end, else with the failure. */
+  /**
+   * The reader's one `onEnd`: clean after the provider's end, else with the failure. Chunks still queued
+   * (an abort does not wait for them) go to the reader's `onDropped` first.
+   */
   private endReader(): void {
     if (this.readerDone) return;
     this.readerDone = true;
+    const reader = this.reader!;
+    if (reader.onDropped !== undefined) for (const chunk of this.chunks) reader.onDropped(chunk);
     this.chunks.length = 0;
     this.queued = 0;
-    this.reader!.onEnd(this.failed ? this.failure : undefined);
+    reader.onEnd(this.failed ? this.failure : undefined);
   }
 
   onResponseEnd(): void {

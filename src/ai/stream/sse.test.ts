@@ -7,9 +7,9 @@ function frames(
   chunks: Array<string | Buffer>,
   stripUsage = false,
 ): { out: string[]; writes: string[]; findings: StreamFindings } {
-  const findings: StreamFindings = { usage: undefined, done: false };
+  const findings: StreamFindings = { usage: undefined, done: false, textBytes: 0 };
   const writes: string[] = [];
-  const splitter = new SseFrameSplitter(stripUsage, findings, { write: (f) => writes.push(f) > 0 });
+  const splitter = new SseFrameSplitter(stripUsage, findings, { write: (f) => writes.push(f) > 0 }, true);
   for (const c of chunks) splitter.push(typeof c === 'string' ? Buffer.from(c) : c);
   splitter.end();
   return { out: framesOf(writes), writes, findings };
@@ -66,6 +66,7 @@ describe('SseFrameSplitter', () => {
         expect(run.findings).toEqual({
           usage: { promptTokens: 5, completionTokens: 2, cachedTokens: 1 },
           done: true,
+          textBytes: 1, // the `a` of the first frame, whatever the chunking
         });
       }
     }
@@ -74,7 +75,7 @@ describe('SseFrameSplitter', () => {
   it("writes a chunk's whole frames at once; answers the sink's false; the end's write answers too", () => {
     const out: string[] = [];
     let room = 1;
-    const findings: StreamFindings = { usage: undefined, done: false };
+    const findings: StreamFindings = { usage: undefined, done: false, textBytes: 0 };
     const splitter = new SseFrameSplitter(false, findings, { write: (f) => out.push(f) > 0 && room-- > 0 });
     expect(splitter.push(Buffer.from(chunk('a')))).toBe(true);
     expect(splitter.push(Buffer.from(chunk('b') + chunk('c') + 'data: [DO'))).toBe(false);
@@ -93,12 +94,39 @@ describe('SseFrameSplitter', () => {
     expect(findings).toEqual({
       usage: { promptTokens: 5, completionTokens: 2, cachedTokens: 1 },
       done: true,
+      textBytes: 2,
     });
     // `"usage":null` on every chunk and a `usage` inside a string are not a usage object.
     const decoy = 'data: {"choices":[{"delta":{"content":"say \\"usage\\": {"}}],"usage":null}\n\n';
     const kept = frames([decoy + usage.replace('"usage":{', '"usage" :\t{')], true);
     expect(kept.writes).toEqual([decoy]);
     expect(kept.findings.usage?.completionTokens).toBe(2);
+  });
+
+  it('counts the text of content, reasoning, refusals and tool arguments, in UTF-8 bytes as sent, under any chunking', () => {
+    const tool =
+      'data: {"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{\\"q\\":1}"}}]}}]}\n\n';
+    const text = [
+      chunk('é€😀'), // 2 + 3 + 4 bytes
+      'data: {"choices":[{"delta":{"reasoning_content": "hmm"}}]}\n\n', // a space after the colon too
+      'data: {"choices":[{"delta":{"refusal":"no"}}]}\n\n',
+      tool, // {\"q\":1} as sent: 9 characters
+      'data: {"choices":[{"delta":{"content":"say \\"content\\": \\"x\\""}}]}\n\n', // a key inside the text
+      ': comment with "content":"nothing"\n\n', // frames are not parsed: counted too (an overcount)
+      usage,
+      'data: [DONE]',
+    ].join('');
+    const expected = 9 + 3 + 2 + 9 + 22 + 7;
+    const bytes = Buffer.from(text);
+    for (const cut of [1, 2, 3, 7, 64, bytes.length]) {
+      const pieces: Buffer[] = [];
+      for (let i = 0; i < bytes.length; i += cut) pieces.push(bytes.subarray(i, i + cut));
+      expect(frames(pieces).findings.textBytes, `cut ${cut}`).toBe(expected);
+    }
+    // Not asked: nothing counted.
+    const findings: StreamFindings = { usage: undefined, done: false, textBytes: 0 };
+    new SseFrameSplitter(false, findings, { write: () => true }).push(Buffer.from(chunk('abc')));
+    expect(findings.textBytes).toBe(0);
   });
 
   it('readUsage wants whole counts; errorFrame is an OpenAI error event', () => {

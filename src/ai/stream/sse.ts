@@ -5,12 +5,15 @@
  * client did not ask for it, not passed on.
  */
 import type { Usage } from '../types.js';
+import { streamedTextBytes } from './text-bytes.js';
 
 /** What a read of the stream found, filled in as it goes. */
 export interface StreamFindings {
   usage: Usage | undefined;
   /** The provider sent `data: [DONE]`. */
   done: boolean;
+  /** UTF-8 bytes of generated text in the frames read (see text-bytes.ts); counted only when asked. */
+  textBytes: number;
 }
 
 /**
@@ -29,11 +32,13 @@ export class SseFrameSplitter {
    * @param stripUsage leave out the usage-only chunk.
    * @param findings filled in as frames pass.
    * @param out takes whole frames; its false (a full sink) is what `push` and `end` return.
+   * @param countText count `findings.textBytes` (one more pass over each chunk's whole frames).
    */
   constructor(
     private readonly stripUsage: boolean,
     private readonly findings: StreamFindings,
     private readonly out: { write(frames: string): boolean },
+    private readonly countText = false,
   ) {}
 
   /** Splits one chunk. False when its `write` answered false (the chunk's frames are all written still). */
@@ -69,6 +74,7 @@ export class SseFrameSplitter {
       end = buffer.indexOf('\n\n', from);
     }
     if (from > start) out = out === '' ? buffer.slice(start, from) : out + buffer.slice(start, from);
+    if (this.countText && from > 0) this.findings.textBytes += streamedTextBytes(buffer, 0, from);
     this.buffer = from === buffer.length ? '' : buffer.slice(from);
     return out === '' || this.out.write(out);
   }
@@ -77,6 +83,7 @@ export class SseFrameSplitter {
   end(): boolean {
     const rest = (this.buffer + this.decoder.decode().replace(/\r\n?/g, '\n')).replace(/\n+$/, '');
     this.buffer = '';
+    if (this.countText) this.findings.textBytes += streamedTextBytes(rest, 0, rest.length);
     if (rest.trim() === '' || !keep(rest, this.stripUsage, this.findings)) return true;
     return this.out.write(`${rest}\n\n`);
   }

@@ -12,7 +12,7 @@ import {
   type RuleScope,
   type SpendRule,
 } from '../../ai/index.js';
-import type { Clock } from '../../core/index.js';
+import type { Clock, Principal } from '../../core/index.js';
 import type { CounterStore } from '../../store/index.js';
 import { iso } from './views.js';
 
@@ -53,8 +53,9 @@ export interface SpendRuleView {
   window_end: string;
   counters: SpendCounterView[];
   /**
-   * False when the rule keeps one counter per metadata value (`{ by: 'metadata', key }` without `value`):
-   * those values cannot be listed, so only the counter of requests without the key is shown.
+   * False when the rule keeps one counter per metadata value (`{ by: 'metadata', key }` without `value`) or
+   * per principal (`{ by: 'principal' }` without `value`): those values cannot be listed, so only the
+   * counter of requests without the key is shown (none for principals).
    */
   complete: boolean;
 }
@@ -91,7 +92,10 @@ export async function readSpend(source: AdminSpendSource): Promise<SpendRuleView
         window_start: iso(start),
         window_end: iso(start + rule.windowMs),
         counters,
-        complete: !(rule.scope.by === 'metadata' && rule.scope.value === undefined),
+        complete: !(
+          (rule.scope.by === 'metadata' || rule.scope.by === 'principal') &&
+          rule.scope.value === undefined
+        ),
       };
     }),
   );
@@ -116,6 +120,13 @@ function scopeTargets(scope: RuleScope, source: AdminSpendSource): { label: stri
       return scope.value === undefined
         ? keyed(`${name} absent`, '', '', NO_METADATA)
         : keyed(`${name}=${scope.value}`, '', '', { [name]: scope.value });
+    }
+    case 'principal': {
+      // One counter per caller: only a rule filtered on one principal has a counter to show.
+      if (scope.value === undefined) return [];
+      const principal = { id: scope.value } as Principal; // scopeKey reads only its id
+      const key = scopeKey(scope, { provider: '', model: '', metadata: NO_METADATA, principal });
+      return key === undefined ? [] : [{ label: `principal=${scope.value}`, key }];
     }
   }
 }
