@@ -116,7 +116,7 @@ describe('the MCP endpoint over HTTP', () => {
     socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     socket.write(
-      `POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: ${ACCEPT}\r\n` +
+      `POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: ${ACCEPT}\r\n` +
         'Content-Length: 200\r\n\r\n{"jsonrpc":',
     );
     await closed;

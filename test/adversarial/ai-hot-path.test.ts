@@ -204,7 +204,7 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 function rawPost(body: unknown, extra = ''): string {
   const text = JSON.stringify(body);
   return (
-    `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extra}` +
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${extra}` +
     `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`
   );
 }

@@ -131,7 +131,7 @@ function logSink() {
 }
 
 const postHead = (path: string, length: number, extra = ''): string =>
-  `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${extra}\r\n`;
+  `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${extra}\r\n`;
 
 describe('request timeout: hostile clients over real sockets', () => {
   let h: Harness | undefined;
@@ -306,7 +306,7 @@ describe('request timeout: hostile clients over real sockets', () => {
         const body = '{"a":1}';
         client.write(
           method === 'GET'
-            ? 'GET /work/g HTTP/1.1\r\nHost: x\r\n\r\n'
+            ? 'GET /work/g HTTP/1.1\r\nHost: localhost\r\n\r\n'
             : postHead('/work/g', body.length) + body,
         );
         await expect.poll(() => rec.signalOf('g')).toBeDefined();
@@ -358,7 +358,7 @@ describe('request timeout: hostile clients over real sockets', () => {
       const rec = recordingRoutes({ hang: () => true });
       h = await harness({ requestTimeoutMs: TIMEOUT_MS, routes: [rec.routes] });
       const client = await RawClient.open(await listen(h.app));
-      client.write('GET /work/p1 HTTP/1.1\r\nHost: x\r\n\r\nGET /work/p2 HTTP/1.1\r\nHost: x\r\n\r\n');
+      client.write('GET /work/p1 HTTP/1.1\r\nHost: localhost\r\n\r\nGET /work/p2 HTTP/1.1\r\nHost: localhost\r\n\r\n');
       await expect.poll(() => rec.seen.length).toBe(2);
       client.socket.destroy();
       await expect.poll(() => rec.signalOf('p1')!.aborted).toBe(true);
@@ -410,7 +410,7 @@ describe('request timeout: hostile clients over real sockets', () => {
       expect(JSON.parse(answers[1]!.body)).toMatchObject({ code: 'outcome_unknown' });
       expect(h.clock.pendingTimers()).toBe(0);
 
-      client.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      client.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
       answers = await client.untilResponses(3);
       expect(answers.map((a) => a.status)).toEqual([200, 504, 200]);
       await wait(20);
@@ -437,13 +437,13 @@ describe('request timeout: hostile clients over real sockets', () => {
       });
       const client = await RawClient.open(await listen(h.app));
       cleanups.push(() => client.socket.destroy());
-      client.write('GET /boom HTTP/1.1\r\nHost: x\r\n\r\n');
+      client.write('GET /boom HTTP/1.1\r\nHost: localhost\r\n\r\n');
       await untilTimers(h.clock, 1);
       await h.clock.tickAsync(TIMEOUT_MS);
       await client.untilResponses(1);
       resume.open();
       await wait(20);
-      client.write('GET /ok HTTP/1.1\r\nHost: x\r\n\r\n');
+      client.write('GET /ok HTTP/1.1\r\nHost: localhost\r\n\r\n');
       const answers = await client.untilResponses(2);
       expect(answers.map((a) => [a.status, JSON.parse(a.body).code ?? JSON.parse(a.body).ok])).toEqual([
         [504, 'timeout'],

@@ -109,7 +109,7 @@ describe('AI gateway on createServer', () => {
     socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     socket.write(
-      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
         'Content-Length: 100\r\n\r\n{"model":',
     );
     await closed;

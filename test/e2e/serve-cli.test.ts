@@ -147,7 +147,7 @@ describe('breakwater serve and worker', () => {
       slow.on('data', (chunk: Buffer) => (received += chunk.toString()));
       const slowClosed = new Promise<void>((resolve) => slow.once('close', () => resolve()));
       slow.write(
-        'POST /jobs/job_x/cancel HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+        'POST /jobs/job_x/cancel HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
           'Content-Length: 50\r\n\r\n{"a":',
       );
       await slowClosed;

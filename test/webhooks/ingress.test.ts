@@ -170,7 +170,7 @@ describe('POST /webhooks/:source: each answer', () => {
     socket.on('data', (text: string) => (received += text));
     socket.on('error', (error: NodeJS.ErrnoException) => (failure = error.code));
     const head = (path: string, length: number) =>
-      `POST ${path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n` +
+      `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
       `Stripe-Signature: t=1,v1=00\r\nContent-Length: ${length}\r\n\r\n`;
     socket.write(head('/webhooks/payments', 5_000_000));
     await until(
@@ -282,7 +282,7 @@ describe('POST /webhooks/:source: a body that arrives too slowly', () => {
     socket.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     socket.write(
-      `POST /webhooks/payments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nStripe-Signature: t=1,v1=00\r\n\r\n{"id":`,
+      `POST /webhooks/payments HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nStripe-Signature: t=1,v1=00\r\n\r\n{"id":`,
     );
     await closed;
     const [head, body] = raw.split('\r\n\r\n');
