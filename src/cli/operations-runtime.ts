@@ -52,16 +52,25 @@ const AUDITED_ROUTES: Readonly<Record<string, string>> = {
   '/admin/api/breakers/:name/reset': 'admin.breaker_reset',
   '/admin/api/jobs/:id/retry': 'admin.job_retry',
   '/admin/api/operations/:id/reconcile': 'admin.operation_reconcile',
+  '/admin/api/keys': 'admin.key_create',
+  '/admin/api/keys/:id/revoke': 'admin.key_revoke',
   '/admin/login': 'admin.login',
 };
 
-/** Audits each admin action over HTTP that succeeded (actor: the client's address). */
+/**
+ * Audits each admin action over HTTP that succeeded (actor: the client's address; target: the path, or for a
+ * 201 the `Location` of what it created, such as a new API key's). Nothing of the request's or the answer's
+ * body is recorded (a new key's secret is only in the body).
+ */
 export function auditAdminActions(http: FastifyInstance, audit: AuditLog): void {
   http.addHook('onResponse', async (request, reply) => {
     const action = AUDITED_ROUTES[request.routeOptions.url ?? ''];
     if (action === undefined || request.method !== 'POST' || reply.statusCode >= 400) return;
+    const location = reply.getHeader('location');
+    const target =
+      reply.statusCode === 201 && typeof location === 'string' ? location : request.url.split('?', 1)[0]!;
     await audit
-      .record({ actor: `http:${request.ip}`, action, target: request.url.split('?', 1)[0]! })
+      .record({ actor: `http:${request.ip}`, action, target })
       .catch((error: unknown) => warnAuditFailed(action, error));
   });
 }
