@@ -4,6 +4,7 @@
  * stays about the order things start and stop in.
  */
 import type { Clock, Jobs, Store } from '../index.js';
+import { createApiKeys, type ApiKeys } from '../http/keys/index.js';
 import { createAdminAuth, createDashboard, type AdminAuth, type Dashboard } from '../server/index.js';
 import type { AiGateway } from '../ai/index.js';
 import type { OperationLedger } from '../operations/index.js';
@@ -46,6 +47,12 @@ export interface GatewayDashboardParts {
   ai: AiGateway | undefined;
   publicUrl: string;
   clock: Clock;
+  /**
+   * The gateway's API keys, managed at `/admin/api/keys…`: pass the instance the HTTP edge verifies with, so
+   * a revoke there is refused at once (default: one of its own on `store`, whose revocations reach the edge
+   * within its cache time).
+   */
+  keys?: ApiKeys;
 }
 
 /** The dashboard over a gateway's parts: its upstreams, webhook handlers, ingress, AI gateway and store. */
@@ -75,6 +82,7 @@ export function gatewayDashboard(g: GatewayDashboardParts): Dashboard {
             },
           },
     publicUrl: g.publicUrl,
+    keys: g.keys ?? createApiKeys({ store: g.store, clock: g.clock }),
     clock: g.clock,
   });
 }

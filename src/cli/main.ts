@@ -2,7 +2,7 @@
 /**
  * The `breakwater` command: `serve` (the gateway), `worker` (a worker-only process), `jobs` (the queue from a
  * terminal), `webhooks`, `ops` and `audit` (the inbox, the operation ledger and the audit log), `routes` (the AI
- * gateway's versioned routes), `demo` (the policies in four seconds) and `version`. Exit codes: 0 done, 1 failed (a message
+ * gateway's versioned routes), `keys` (API keys), `demo` (the policies in four seconds) and `version`. Exit codes: 0 done, 1 failed (a message
  * says why), 2 bad command line.
  */
 import { readFileSync } from 'node:fs';
@@ -17,6 +17,7 @@ Commands:
   webhooks    list, show or replay stored webhook events (breakwater webhooks --help)
   ops         list, show or reconcile side-effecting operations (breakwater ops --help)
   routes      list, show, create, deploy or roll back AI gateway routes (breakwater routes --help)
+  keys        create, list or revoke API keys (breakwater keys --help)
   audit       verify the tamper-evident audit log, or print its newest records (breakwater audit --help)
   demo        run a resilience pipeline against a flaky in-process service and print what happens
   version     print the version
@@ -69,6 +70,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'routes': {
         const { runRoutesCommand } = await import('./routes-command.js');
         return await runRoutesCommand(rest);
+      }
+      case 'keys': {
+        const { runKeysCommand } = await import('./keys-command.js');
+        return await runKeysCommand(rest);
       }
       case 'audit': {
         const { runAuditCommand } = await import('./audit-command.js');

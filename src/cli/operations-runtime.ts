@@ -52,6 +52,8 @@ const AUDITED_ROUTES: Readonly<Record<string, string>> = {
   '/admin/api/breakers/:name/reset': 'admin.breaker_reset',
   '/admin/api/jobs/:id/retry': 'admin.job_retry',
   '/admin/api/operations/:id/reconcile': 'admin.operation_reconcile',
+  '/admin/api/keys': 'admin.key_create',
+  '/admin/api/keys/:id/revoke': 'admin.key_revoke',
   '/admin/login': 'admin.login',
 };
 
@@ -59,7 +61,9 @@ const AUDITED_ROUTES: Readonly<Record<string, string>> = {
  * Audits each admin action over HTTP that succeeded, and each refused admin login (`admin.login_failed` for
  * a wrong token, `admin.login_throttled` for one refused by the throttle). The actor is the caller's
  * principal (`key:<id>`, `admin`, `local`; `http:<address>` for a caller the edge did not name), the client
- * address is in `data.ip`; the presented token never is.
+ * address is in `data.ip`; the target is the path, or for a 201 the `Location` of what it created (a new API
+ * key's). Nothing of the request's or the answer's body is recorded (a new key's secret is only in the body),
+ * and the presented token never is.
  */
 export function auditAdminActions(http: FastifyInstance, audit: AuditLog): void {
   http.addHook('onResponse', async (request, reply) => {
@@ -74,8 +78,11 @@ export function auditAdminActions(http: FastifyInstance, audit: AuditLog): void 
     }
     const principal = (request.principal as { id?: string } | null)?.id;
     const actor = principal === undefined || principal === 'stranger' ? `http:${request.ip}` : principal;
+    const location = reply.getHeader('location');
+    const target =
+      reply.statusCode === 201 && typeof location === 'string' ? location : request.url.split('?', 1)[0]!;
     await audit
-      .record({ actor, action, target: request.url.split('?', 1)[0]!, data: { ip: request.ip } })
+      .record({ actor, action, target, data: { ip: request.ip } })
       .catch((error: unknown) => warnAuditFailed(action!, error));
   });
 }

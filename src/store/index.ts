@@ -1,8 +1,9 @@
 /**
  * store/: durable state behind one interface per aggregate: jobs and job events, the messages of resumable
  * streams and the webhook inbox as methods of the store; inbound idempotency records, the outbound operation
- * ledger, the audit log, counters and versioned routes as its facets (`store.idempotency`, `store.operations`,
- * `store.audit`, `store.counters`, `store.routes`). Imports only core.
+ * ledger, the audit log, counters, versioned routes, API keys and admin sessions as its facets
+ * (`store.idempotency`, `store.operations`, `store.audit`, `store.counters`, `store.routes`, `store.keys`,
+ * `store.sessions`). Imports only core.
  */
 export * from './jobs.js';
 export {
@@ -61,6 +62,21 @@ export {
   type CounterStore,
 } from './counters.js';
 export { MAX_ROUTE_NAME_LENGTH, type RouteHead, type RouteStore, type RouteVersion } from './routes.js';
+export {
+  API_KEY_BOUNDS,
+  API_KEY_LIST_DEFAULT_LIMIT,
+  API_KEY_LIST_MAX_LIMIT,
+  type ApiKeyFilter,
+  type ApiKeyRecord,
+  type ApiKeyStore,
+  type NewApiKey,
+} from './keys.js';
+export {
+  SESSION_BOUNDS,
+  type AdminSessionRecord,
+  type AdminSessionStore,
+  type NewAdminSession,
+} from './sessions.js';
 export { openSqliteStore, type SqliteStoreOptions } from './sqlite/index.js';
 export { openPostgresStore, type PostgresStoreOptions } from './postgres/index.js';
 export {

@@ -450,7 +450,7 @@ describe('migration 8 on a large version-7 file', () => {
     const after = new Database(file, { readonly: true });
     cleanups.push(() => after.close());
     expect(dump(after)).toEqual(before);
-    expect(versions(after)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(versions(after)).toEqual(MIGRATIONS.map((m) => m.version).sort((x, y) => x - y));
     expect(after.prepare('PRAGMA foreign_key_check').all()).toEqual([]);
   });
 
@@ -465,7 +465,13 @@ describe('migration 8 on a large version-7 file', () => {
     expect(schema(db)).toEqual(before.schema);
     expect(dump(db)).toEqual(before.rows);
     expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
-    expect(migrate(db, T0)).toEqual([8]);
+    expect(
+      migrate(
+        db,
+        T0,
+        MIGRATIONS.filter((m) => m.version <= 8),
+      ),
+    ).toEqual([8]);
     expect(dump(db)).toEqual(before.rows);
   });
 });

@@ -3,6 +3,7 @@
  * charts, and the Fastify plugin that serves it (see routes.ts).
  */
 import { clockOption, type Clock, type Disposable } from '../../core/index.js';
+import type { ApiKeys } from '../../http/keys/index.js';
 import type { Jobs } from '../../jobs/index.js';
 import type { CircuitBreakerPolicy, CircuitStateChange } from '../../policy/index.js';
 import type { OperationStore } from '../../store/index.js';
@@ -46,6 +47,8 @@ export interface DashboardOptions {
   webRoot?: string;
   /** Longest wait of a reconcile, ms (default 5 000). */
   reconcileWaitMs?: number;
+  /** The gateway's API keys, managed at `/admin/api/keys…` (default: no such routes). */
+  keys?: ApiKeys;
   clock?: Clock;
 }
 
@@ -108,6 +111,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     operations: options.operations,
     recoverOperations: options.recoverOperations,
     reconcileWaitMs: options.reconcileWaitMs,
+    keys: options.keys,
     breakers: () => breakers,
     bulkheads: () => bulkheads.map((b) => b.state()),
     webhooks,

@@ -15,6 +15,7 @@
  * | `POST /admin/api/jobs/:id/retry`              | the job, `pending` again                                 |
  * | `GET /admin/api/operations?state=&action=`    | `{ operations, next_before_id }`                         |
  * | `POST /admin/api/operations/:id/reconcile`    | `{ outcome, operation }` (202 while `waiting`)           |
+ * | `GET`/`POST /admin/api/keys…`                 | the API keys (keys.ts), when `keys` is given             |
  *
  * Every route but the login page and the files is behind {@link AdminAuth}. Errors are problem+json.
  */
@@ -30,8 +31,10 @@ import {
 } from '../../store/index.js';
 import { JOB_ID_PARAMS, LIST_LIMITS } from '../jobs-routes.js';
 import { toJobView } from '../views.js';
+import type { ApiKeys } from '../../http/keys/index.js';
 import { reconcileOperation, retryDeadLetter } from './actions.js';
 import { refuseCrossSite, type AdminAccess, type AdminAuth } from './auth.js';
+import { keyAdminRoutes } from './keys.js';
 import { readOverview, type OverviewSources } from './overview.js';
 import type { Series } from './series.js';
 import type { WebFiles } from './static.js';
@@ -47,6 +50,8 @@ export interface AdminRoutesOptions extends OverviewSources {
   recoverOperations?: () => Promise<unknown>;
   /** Longest wait of `POST …/reconcile` when the request names none, ms (default 5 000). */
   reconcileWaitMs?: number;
+  /** The gateway's API keys: mounts `/admin/api/keys…` (keys.ts). */
+  keys?: ApiKeys;
 }
 
 const NAME_PARAMS = {
@@ -82,6 +87,12 @@ export function adminRoutes(options: AdminRoutesOptions): (app: FastifyInstance)
     });
     await app.register(async (pub) => publicRoutes(pub, options));
     await app.register(async (api) => apiRoutes(api, options));
+    const keys = options.keys;
+    if (keys !== undefined) {
+      await app.register(async (child) =>
+        keyAdminRoutes(child, { keys, auth: options.auth, clock: options.clock }),
+      );
+    }
   };
 }
 

@@ -34,11 +34,13 @@ import { appendRunEvent, events } from './events.js';
 import { get, list } from './get.js';
 import { heartbeat } from './heartbeat.js';
 import { PostgresIdempotencyStore } from './idempotency.js';
+import { PostgresApiKeyStore } from './keys.js';
 import { NotificationListener } from './listener.js';
 import { migrate } from './migrate.js';
 import { PostgresOperationStore } from './operations.js';
 import { PostgresRouteStore } from './routes.js';
 import { PgRunner } from './runner.js';
+import { PostgresAdminSessionStore } from './sessions.js';
 import { pruneWatches, unwatchEvents, watchEvents } from './watchers.js';
 import { complete, fail, finishCanceled, release } from './settle.js';
 import { nextRunAt, stats } from './stats.js';
@@ -152,6 +154,8 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
   readonly audit: PostgresAuditStore;
   readonly counters: PostgresCounterStore;
   readonly routes: PostgresRouteStore;
+  readonly keys: PostgresApiKeyStore;
+  readonly sessions: PostgresAdminSessionStore;
   /** Watches of this store not yet unwatched, `[jobId, watcher]`. */
   private readonly watches = new Set<readonly [string, string]>();
 
@@ -169,6 +173,8 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
     this.audit = new PostgresAuditStore(runner);
     this.counters = new PostgresCounterStore(runner);
     this.routes = new PostgresRouteStore(runner);
+    this.keys = new PostgresApiKeyStore(runner);
+    this.sessions = new PostgresAdminSessionStore(runner);
   }
 
   enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {

@@ -9,14 +9,14 @@ import { quoteIdent, withTransaction } from './db.js';
  */
 
 /** One migration: a version (1, 2, …, in order), a name for `schema_migrations`, and its SQL. */
-interface Migration {
+export interface Migration {
   version: number;
   name: string;
   /** The SQL, given the quoted schema name (`"breakwater"`). */
   sql: (schema: string) => string;
 }
 
-const MIGRATIONS: readonly Migration[] = [
+export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'jobs and job events',
@@ -461,6 +461,47 @@ const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  // Version 9 (owners of jobs and operations) comes from another change; versions apply in order of number,
+  // each one once, whichever order they were added in.
+  {
+    version: 10,
+    name: 'api keys and admin sessions',
+    sql: (s) => `
+      -- API keys (issue 28): the secret's SHA-256, never the secret. Looked up by id (the key carries it),
+      -- so one primary-key probe per verification. json (not jsonb) as elsewhere: metadata keeps its order.
+      CREATE TABLE ${s}.api_keys (
+        id text COLLATE "C" PRIMARY KEY,
+        name text NOT NULL,
+        hash text NOT NULL,
+        scopes json NOT NULL,
+        metadata json NOT NULL,
+        trusted_backend boolean NOT NULL,
+        ai json,
+        created_at bigint NOT NULL,
+        expires_at bigint,
+        revoked_at bigint
+      );
+      -- list: newest first, and the page after a key, without a sort (ids in byte order, as on SQLite).
+      CREATE INDEX api_keys_created ON ${s}.api_keys (created_at, id);
+      -- countActive and create's bound: only keys not revoked are indexed, by expiry.
+      CREATE INDEX api_keys_unrevoked ON ${s}.api_keys (expires_at) WHERE revoked_at IS NULL;
+
+      -- Server-side admin sessions: the session id's hash, never the id.
+      CREATE TABLE ${s}.admin_sessions (
+        id_hash text COLLATE "C" PRIMARY KEY,
+        principal_id text NOT NULL,
+        client_address text,
+        created_at bigint NOT NULL,
+        expires_at bigint NOT NULL,
+        revoked_at bigint
+      );
+      -- revokeAll and create's bound per principal: the principal's unrevoked sessions.
+      CREATE INDEX admin_sessions_principal ON ${s}.admin_sessions (principal_id, created_at)
+        WHERE revoked_at IS NULL;
+      -- prune: the expired sessions, oldest first, without a scan.
+      CREATE INDEX admin_sessions_expires_at ON ${s}.admin_sessions (expires_at);
+    `,
+  },
   {
     version: 11,
     name: 'claim excluding the runs the caller holds',
@@ -471,11 +512,11 @@ const MIGRATIONS: readonly Migration[] = [
 ];
 
 /** The newest schema version this code knows. */
-export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+export const LATEST_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 
 /**
- * Brings `schema` up to {@link LATEST_VERSION}: creates the schema when missing, then applies the
- * migrations not yet recorded in `schema_migrations`, all in one transaction.
+ * Brings `schema` up to date: creates the schema when missing, then applies, in order of version, each
+ * migration not yet recorded in `schema_migrations`, all in one transaction.
  *
  * Several processes starting at once would race on CREATE SCHEMA / CREATE TABLE (a unique violation on the
  * catalog) and could apply a migration twice, so the transaction first takes a transaction-scoped advisory
@@ -483,10 +524,16 @@ export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
  * suite) use different keys and never wait on each other.
  *
  * @param nowMs recorded as `applied_at` (the store's clock).
- * @throws Error when the database has a newer schema version than this code knows (a rollback of the code
+ * @param migrations the steps to bring it to (tests pass others).
+ * @throws Error when the database has a schema version this code does not know (a rollback of the code
  * after a migration): running on it could corrupt data.
  */
-export async function migrate(pool: pg.Pool, schema: string, nowMs: number): Promise<void> {
+export async function migrate(
+  pool: pg.Pool,
+  schema: string,
+  nowMs: number,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<void> {
   const s = quoteIdent(schema);
   await withTransaction(pool, async (client) => {
     // Serializes concurrent migrators of this schema until COMMIT; released automatically on ROLLBACK.
@@ -504,18 +551,20 @@ export async function migrate(pool: pg.Pool, schema: string, nowMs: number): Pro
          applied_at bigint NOT NULL
        )`,
     );
-    // The highest applied version; migrations are applied in order, so every lower one is there too.
-    const current = await client.query<{ version: number | null }>(
-      `SELECT max(version) AS version FROM ${s}.schema_migrations`,
-    );
-    const version = current.rows[0]?.version ?? 0;
-    if (version > LATEST_VERSION) {
+    // Every applied version, not only the highest: versions are numbered by separate changes, so a schema
+    // may have 10 without 9 (migrated by a build that had only 10); the missing one is applied now.
+    const current = await client.query<{ version: number }>(`SELECT version FROM ${s}.schema_migrations`);
+    const done = new Set(current.rows.map((row) => row.version));
+    const known = new Set(migrations.map((m) => m.version));
+    const unknown = [...done].filter((version) => !known.has(version)).sort((a, b) => a - b);
+    if (unknown.length > 0) {
       throw new Error(
-        `PostgresJobStore: schema ${schema} is at version ${version}, newer than this code's ${LATEST_VERSION}`,
+        `PostgresJobStore: schema ${schema} has version(s) ${unknown.join(', ')}, unknown to this code ` +
+          `(newest ${Math.max(...known)}): it was migrated by a newer Breakwater`,
       );
     }
-    for (const migration of MIGRATIONS) {
-      if (migration.version <= version) continue;
+    for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+      if (done.has(migration.version)) continue;
       await client.query(migration.sql(s));
       await client.query(
         `INSERT INTO ${s}.schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,

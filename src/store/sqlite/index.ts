@@ -47,11 +47,13 @@ import { prepareAppendEvent, prepareAppendRunEvent, prepareInsert, prepareReadEv
 import { prepareGet, prepareList } from './get.js';
 import { prepareHeartbeat } from './heartbeat.js';
 import { SqliteIdempotencyStore } from './idempotency.js';
+import { SqliteApiKeyStore } from './keys.js';
 import { migrate } from './migrate.js';
 import { SqliteOperationStore } from './operations.js';
 import { prepareNotifySuccessor } from './ordering.js';
 import { SqliteRouteStore } from './routes.js';
 import { SqliteRunner } from './runner.js';
+import { SqliteAdminSessionStore } from './sessions.js';
 import { WalSync } from './wal-sync.js';
 import { prepareComplete, prepareFail, prepareFinishCanceled, prepareRelease } from './settle.js';
 import { prepareNextRunAt, prepareStats } from './stats.js';
@@ -198,6 +200,8 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   readonly audit: SqliteAuditStore;
   readonly counters: SqliteCounterStore;
   readonly routes: SqliteRouteStore;
+  readonly keys: SqliteApiKeyStore;
+  readonly sessions: SqliteAdminSessionStore;
 
   private readonly ctx: SqliteContext;
   /** Runs every operation, the facets' too: the group commit, program order, the closed flag. */
@@ -267,6 +271,8 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
     this.audit = new SqliteAuditStore(this.runner);
     this.counters = new SqliteCounterStore(this.runner);
     this.routes = new SqliteRouteStore(this.runner);
+    this.keys = new SqliteApiKeyStore(this.runner);
+    this.sessions = new SqliteAdminSessionStore(this.runner);
     this.watch = watchMs > 0 ? this.watchOtherConnections(watchMs) : undefined;
     const appendEvent = prepareAppendEvent(ctx);
     const insertEvent = prepareInsert(ctx);

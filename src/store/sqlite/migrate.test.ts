@@ -7,6 +7,9 @@ import { MIGRATIONS, migrate } from './migrate.js';
 
 const NOW = 1_700_000_000_000;
 
+/** The migrations up to 8, whatever later ones exist. */
+const UP_TO_8 = MIGRATIONS.filter((m) => m.version <= 8);
+
 /** Every row of a table, in a stable order (rowid included for tables that have one). */
 function rows(db: Database.Database, sql: string): unknown[] {
   return db.prepare(sql).all();
@@ -127,7 +130,7 @@ describe('SQLite migration 8 (jobs rebuilt)', () => {
     const before = Object.fromEntries(Object.entries(TABLES).map(([name, sql]) => [name, rows(db, sql)]));
     expect((before.jobs as unknown[]).length).toBe(5);
 
-    expect(migrate(db, NOW)).toEqual([8]);
+    expect(migrate(db, NOW, UP_TO_8)).toEqual([8]);
 
     for (const [name, sql] of Object.entries(TABLES)) expect(rows(db, sql)).toEqual(before[name]);
     expect(
@@ -159,7 +162,7 @@ describe('SQLite migration 8 (jobs rebuilt)', () => {
     db.prepare("DELETE FROM jobs WHERE id = 'j3'").run();
     expect(rows(db, "SELECT * FROM job_events WHERE job_id = 'j3'")).toEqual([]);
     // A second run applies nothing.
-    expect(migrate(db, NOW)).toEqual([]);
+    expect(migrate(db, NOW, UP_TO_8)).toEqual([]);
   });
 
   it('a migration that breaks a foreign key rolls back every migration of that open', () => {
@@ -193,5 +196,67 @@ describe('SQLite migration 8 (jobs rebuilt)', () => {
       expect(opcodes).toContain('Halt');
       expect(opcodes).not.toContain('OpenEphemeral');
     }
+  });
+});
+
+describe('SQLite migration 10 (api keys and admin sessions) and versions added out of order', () => {
+  let dir: string;
+  let db: Database.Database;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'breakwater-migrate-'));
+    db = new Database(join(dir, 'jobs.db'));
+  });
+
+  afterEach(() => {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const tables = () =>
+    db
+      .prepare<[], { name: string }>(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name IN ('api_keys', 'admin_sessions') ORDER BY name",
+      )
+      .all()
+      .map((row) => row.name);
+
+  it('applies on a version-8 file and creates both tables with their indexes', () => {
+    expect(migrate(db, NOW, UP_TO_8)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(tables()).toEqual([]);
+    expect(migrate(db, NOW)).toContain(10);
+    expect(tables()).toEqual(['admin_sessions', 'api_keys']);
+    expect(
+      db
+        .prepare<[], { name: string }>(
+          "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('api_keys', 'admin_sessions') AND sql IS NOT NULL ORDER BY name",
+        )
+        .all()
+        .map((row) => row.name),
+    ).toEqual([
+      'admin_sessions_expires_at',
+      'admin_sessions_principal',
+      'api_keys_created',
+      'api_keys_unrevoked',
+    ]);
+    expect(migrate(db, NOW)).toEqual([]);
+  });
+
+  it('a version numbered below one already applied is still applied, once', () => {
+    // As a file migrated by a build that had 10 but not 9, opened by one that has both.
+    const later = { version: 1001, name: 'later', sql: 'CREATE TABLE later (x INTEGER)' };
+    const missed = { version: 1000, name: 'missed', sql: 'CREATE TABLE missed (x INTEGER)' };
+    expect(migrate(db, NOW, [...MIGRATIONS, later])).toContain(1001);
+    expect(migrate(db, NOW, [...MIGRATIONS, later, missed])).toEqual([1000]);
+    expect(migrate(db, NOW, [...MIGRATIONS, later, missed])).toEqual([]);
+  });
+
+  it('a file with a version this code does not know is refused, nothing applied', () => {
+    const newer = { version: 11, name: 'newer', sql: 'CREATE TABLE newer (x INTEGER)' };
+    migrate(db, NOW, [...UP_TO_8, newer]);
+    expect(() => migrate(db, NOW)).toThrow(
+      'SQLite job store: the database has schema version(s) 11, unknown to this version of Breakwater',
+    );
+    expect(tables()).toEqual([]);
   });
 });

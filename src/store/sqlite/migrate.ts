@@ -350,6 +350,51 @@ CREATE INDEX jobs_inbox_backlog ON jobs (inbox_source, status)
 CREATE INDEX jobs_failed_canceled ON jobs (status, id) WHERE status IN ('failed', 'canceled');
 `,
   },
+  // Version 9 (owners of jobs and operations) comes from another change; versions apply in order of number,
+  // each one once, whichever order they were added in.
+  {
+    version: 10,
+    name: 'api keys and admin sessions',
+    sql: `
+-- API keys (issue 28): the secret's SHA-256, never the secret. scopes, metadata and ai are JSON text;
+-- trusted_backend 0/1. Looked up by id (the key carries it), so one primary-key probe per verification.
+CREATE TABLE api_keys (
+  id              TEXT PRIMARY KEY,
+  name            TEXT NOT NULL,
+  hash            TEXT NOT NULL,
+  scopes          TEXT NOT NULL,
+  metadata        TEXT NOT NULL,
+  trusted_backend INTEGER NOT NULL CHECK (trusted_backend = 0 OR trusted_backend = 1),
+  ai              TEXT,
+  created_at      INTEGER NOT NULL,
+  expires_at      INTEGER,
+  revoked_at      INTEGER
+);
+
+-- list: newest first, and the page after a key, without a sort.
+CREATE INDEX api_keys_created ON api_keys (created_at, id);
+
+-- countActive and create's bound: only keys not revoked are indexed, by expiry.
+CREATE INDEX api_keys_unrevoked ON api_keys (expires_at) WHERE revoked_at IS NULL;
+
+-- Server-side admin sessions: the session id's hash, never the id.
+CREATE TABLE admin_sessions (
+  id_hash        TEXT PRIMARY KEY,
+  principal_id   TEXT NOT NULL,
+  client_address TEXT,
+  created_at     INTEGER NOT NULL,
+  expires_at     INTEGER NOT NULL,
+  revoked_at     INTEGER
+) WITHOUT ROWID;
+
+-- revokeAll and create's bound per principal: the principal's unrevoked sessions, oldest first.
+CREATE INDEX admin_sessions_principal ON admin_sessions (principal_id, created_at)
+  WHERE revoked_at IS NULL;
+
+-- prune: the expired sessions, oldest first, without a scan.
+CREATE INDEX admin_sessions_expires_at ON admin_sessions (expires_at);
+`,
+  },
 ];
 
 /**
