@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { toBreakwaterError, toProblem, type Disposable } from '../core/index.js';
 import type { Jobs } from '../jobs/index.js';
 import { TERMINAL_STATUSES } from '../store/index.js';
-import { JOB_ID_PARAMS, notFound } from './jobs-routes.js';
+import { JOB_ID_PARAMS, accessibleJob } from './jobs-routes.js';
 import type { ServerState } from './lifecycle.js';
 import { pathOf } from './problems.js';
 import { SseStream, parseLastEventId } from './sse.js';
@@ -48,8 +48,7 @@ export function eventsRoute(app: FastifyInstance, options: EventsRouteOptions): 
     async (request, reply) => {
       const id = request.params.id;
       const fromSeq = parseLastEventId(request.headers['last-event-id'], request.query.last_event_id);
-      const job = await jobs.get(id);
-      if (job === undefined) throw notFound(id);
+      const job = await accessibleJob(jobs, request, id);
 
       reply.hijack();
       releaseRequestTimeout(request);
