@@ -18,7 +18,7 @@ export function callerPrincipal(given?: Principal): Principal {
 }
 
 /** `job` when `principal` may see it, else undefined (as if it did not exist). */
-export function visibleJob<J extends Pick<JobRecord, 'owner'>>(
+export function jobVisibleTo<J extends Pick<JobRecord, 'owner'>>(
   principal: Principal,
   job: J | undefined,
 ): J | undefined {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BreakwaterError } from '../core/index.js';
-import { callerPrincipal, listOwner, visibleJob, type Jobs } from '../jobs/index.js';
+import { callerPrincipal, listOwner, jobVisibleTo, type Jobs } from '../jobs/index.js';
 import { JOB_STATUSES, MAX_OWNER_LENGTH, type JobRecord, type JobStatus } from '../store/index.js';
 import type { ServerStore } from './options.js';
 import { lastProgress, toJobView, type JobView } from './views.js';
@@ -114,7 +114,7 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
  * @throws BreakwaterError `not_found` when it does not exist or the caller may not see it: the same error.
  */
 export async function accessibleJob(jobs: Jobs, request: FastifyRequest, id: string): Promise<JobRecord> {
-  const job = visibleJob(callerPrincipal(request.principal), await jobs.get(id));
+  const job = jobVisibleTo(callerPrincipal(request.principal), await jobs.get(id));
   if (job === undefined) throw notFound(id);
   return job;
 }
