@@ -1,5 +1,13 @@
 import { SpanKind } from '@opentelemetry/api';
-import { BreakwaterError, EventSource, failSpan, finite, NON_NEGATIVE, tracer } from '../core/index.js';
+import {
+  BreakwaterError,
+  EventSource,
+  failSpan,
+  finite,
+  NON_NEGATIVE,
+  PrincipalContext,
+  tracer,
+} from '../core/index.js';
 import type { JobEvent } from '../store/index.js';
 import { publicRecord, withCarrier } from './carrier.js';
 import { followJob, jobEvents, type FollowDeps } from './follow.js';
@@ -21,6 +29,11 @@ import { Worker } from './worker.js';
  *
  * Store failures the runtime survives (a heartbeat or claim that threw) are reported as process warnings
  * named `BreakwaterJobsWarning` (the error as `cause`); the safety-net poll retries them.
+ *
+ * Ownership (DESIGN: "Identity and ownership"): a job belongs to the principal that enqueued it, the
+ * `owner` enqueue option or, by default, the current principal (`PrincipalContext`), so a tool that enqueues
+ * inside a tool call gives the job to its caller. This API itself checks no access (it is the application's);
+ * the HTTP and MCP fronts do.
  *
  * Observed: an enqueue is traced as `enqueue <type>` (PRODUCER) and each run as `job <type>` (CONSUMER), a
  * child of the enqueue's span in the same trace; the trace context and the enqueuer's `correlation_id` and
@@ -59,7 +72,8 @@ export function createJobs(options: JobsOptions): Jobs {
 
     async enqueue(type, payload, enqueueOptions) {
       const jobType = types.get(type);
-      const job = toNewJob(type, jobType, payload, enqueueOptions, clock.now());
+      const owner = PrincipalContext.get()?.id ?? null;
+      const job = toNewJob(type, jobType, payload, enqueueOptions, clock.now(), owner);
       const span = tracer().startSpan(jobType!.spanNames.enqueue, PRODUCER);
       job.payload = withCarrier(job.payload, span);
       try {

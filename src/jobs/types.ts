@@ -102,6 +102,15 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** Overrides the type's `timeoutMs` (integer > 0). */
   timeoutMs?: number;
+  /**
+   * The principal id that owns the job (core's `Principal.id`, 1..512 characters without NUL), or null for
+   * none; only the owner and `admin` see and cancel the job over HTTP and MCP (DESIGN: "Identity and
+   * ownership"). Default: the current principal, `PrincipalContext.get()?.id`, so a tool or route that
+   * enqueues while serving a request gives the job to its caller; null outside any (a job the gateway makes
+   * for itself: only `admin` sees it). An enqueue that returns an existing job (same idempotency key) leaves
+   * that job's owner as it is.
+   */
+  owner?: string | null;
 }
 
 /** Options of {@link Jobs.stop}. */
@@ -134,7 +143,11 @@ export interface Jobs {
    */
   enqueue(type: string, payload: unknown, options?: EnqueueOptions): Promise<string>;
   get(id: string): Promise<JobRecord | undefined>;
-  /** The store's filter: status, type, `createdBefore`, keyset `beforeId`, `limit`; newest first. */
+  /**
+   * The store's filter: status, type, `owner`, `createdBefore`, keyset `beforeId`, `limit`; newest first. Not
+   * checked against the current principal: this is the application's own view (the HTTP and MCP fronts pass
+   * the caller's `owner` themselves).
+   */
   list(filter?: JobFilter): Promise<JobRecord[]>;
   /**
    * Cancels a pending job at once, or asks a running one to stop (its handler's signal aborts within one

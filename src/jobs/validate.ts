@@ -14,7 +14,7 @@ import {
   type NumberRule,
 } from '../core/index.js';
 import { ExponentialBackoff, type Backoff } from '../policy/index.js';
-import type { JobStore, NewJob } from '../store/index.js';
+import { MAX_OWNER_LENGTH, type JobStore, type NewJob } from '../store/index.js';
 import {
   JOBS_DEFAULTS,
   type DefineJobOptions,
@@ -130,7 +130,8 @@ function badInput(message: string, field: string): BreakwaterError {
 
 /**
  * Checks an enqueue and builds the store's {@link NewJob}. `jobType` is undefined when the type is not
- * defined in this process.
+ * defined in this process. `currentOwner` is the owner when `options.owner` is absent (the current
+ * principal's id, or null).
  * @throws BreakwaterError `invalid_payload` with a message naming the problem and `details.field`.
  */
 export function toNewJob(
@@ -139,6 +140,7 @@ export function toNewJob(
   payload: unknown,
   options: EnqueueOptions | undefined,
   now: number,
+  currentOwner: string | null = null,
 ): NewJob {
   if (jobType === undefined) {
     throw badInput(`Unknown job type ${JSON.stringify(type)}: define it with defineJob first.`, 'type');
@@ -147,6 +149,7 @@ export function toNewJob(
     throw badInput('enqueue options must be an object.', 'options');
   }
   const { idempotencyKey, orderingKey, delayMs, priority, maxAttempts, timeoutMs } = options ?? {};
+  const owner = options?.owner === undefined ? currentOwner : options.owner;
   try {
     checkedJson(payload);
   } catch (error) {
@@ -193,6 +196,20 @@ export function toNewJob(
   if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
     throw badInput(`timeoutMs must be an integer > 0, got ${String(timeoutMs)}.`, 'timeoutMs');
   }
+  if (
+    owner !== null &&
+    !(
+      typeof owner === 'string' &&
+      owner.length > 0 &&
+      owner.length <= MAX_OWNER_LENGTH &&
+      !owner.includes('\0')
+    )
+  ) {
+    throw badInput(
+      `owner must be null or a principal id of 1 to ${MAX_OWNER_LENGTH} characters without NUL.`,
+      'owner',
+    );
+  }
   const job: NewJob = {
     type,
     payload,
@@ -203,5 +220,6 @@ export function toNewJob(
   if (idempotencyKey !== undefined) job.idempotencyKey = idempotencyKey;
   if (orderingKey !== undefined) job.orderingKey = orderingKey;
   if (timeoutMs !== undefined) job.timeoutMs = timeoutMs;
+  if (owner !== null) job.owner = owner;
   return job;
 }

@@ -146,13 +146,31 @@ describe('the MCP endpoint over HTTP', () => {
     await after.text();
   });
 
-  it('refuses an initialize beyond maxSessions with 503 and Retry-After', async () => {
-    const { url } = await serve({ maxSessions: 1 });
-    await rawSession(url);
+  it('at maxSessions, an initialize closes the least recently used idle session; none idle: 503 and Retry-After', async () => {
+    const { url, server } = await serve({ maxSessions: 1 });
+    const idle = await rawSession(url);
+    const fresh = await rawSession(url);
+    expect(server.sessionCount).toBe(1);
+    const gone = await post(url, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), {
+      'mcp-session-id': idle,
+    });
+    expect(gone.status).toBe(404);
+    await gone.text();
+
+    // The one session left has a request open (its standalone SSE stream): nothing can be closed.
+    const stream = new AbortController();
+    const get = await fetch(url, {
+      headers: { accept: 'text/event-stream', 'mcp-session-id': fresh, 'mcp-protocol-version': '2025-11-25' },
+      signal: stream.signal,
+    });
+    expect(get.status).toBe(200);
     const response = await post(url, JSON.stringify(INITIALIZE));
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('5');
-    expect(await response.json()).toEqual(rpcError(-32000, 'Too many open sessions; try again later.'));
+    expect(await response.json()).toEqual(
+      rpcError(-32000, 'Too many open sessions; try again in about 5 seconds.'),
+    );
+    stream.abort();
   });
 
   it('closes a session with no request for sessionIdleMs', async () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BreakwaterError, invalidOption, nonEmptyString, optionalFn, optionalObject } from '../core/index.js';
-import { jobPaths, type EnqueueOptions, type Jobs } from '../jobs/index.js';
+import { callerPrincipal, jobPaths, jobVisibleTo, type EnqueueOptions, type Jobs } from '../jobs/index.js';
 import type { JobEvent, JobRecord, JobStore } from '../store/index.js';
 import { jobErrorInfo, successResult } from './results.js';
 import {
@@ -94,7 +94,9 @@ export interface JobToolDeps {
 }
 
 /**
- * Enqueues the job of a job tool for already parsed arguments and returns the job as stored.
+ * Enqueues the job of a job tool for already parsed arguments and returns the job as stored. The job belongs
+ * to the current principal (the caller of the tool call; `jobs.enqueue`'s default) unless the tool's
+ * `enqueueOptions` name another owner.
  * @throws BreakwaterError from `jobs.enqueue` (`invalid_payload` for a type this process does not define).
  */
 export async function enqueueFor(deps: JobToolDeps, tool: JobTool, args: unknown): Promise<JobRecord> {
@@ -129,9 +131,13 @@ export function jobMessage(id: string, finished: boolean): string {
     : `Started job ${id}; it runs in the background. Call get_job_status with its job_id to see progress and the result, or cancel_job to stop it.`;
 }
 
-/** A job that MCP may show: it exists and belongs to a job tool. */
+/**
+ * A job that MCP may show the current principal (`PrincipalContext`; see jobs' `callerPrincipal`): it exists,
+ * belongs to a job tool, and the principal owns it or holds `admin`. Undefined otherwise, whichever the
+ * reason, so a stranger's job reads exactly as one that does not exist.
+ */
 export async function visibleJob(deps: JobToolDeps, id: string): Promise<JobRecord | undefined> {
-  const job = await deps.jobs.get(id);
+  const job = jobVisibleTo(callerPrincipal(), await deps.jobs.get(id));
   return job !== undefined && deps.byType.has(job.type) ? job : undefined;
 }
 
@@ -157,7 +163,8 @@ const JOB_ID = { job_id: z.string().min(1).max(200).describe('The job_id a job t
 /**
  * The `get_job_status` tool: a job's status, latest progress (`{ step, total, message? }` or null), its
  * partial results so far (the latest {@link MAX_PARTIALS}, oldest first, with `partial_count`), and the
- * result (completed) or `error` (failed, canceled). Only jobs of job tools are visible (others: `not_found`).
+ * result (completed) or `error` (failed, canceled). Only jobs of job tools that the caller owns (or any, for
+ * `admin`) are visible; others are `not_found`, as an id that does not exist.
  */
 export function getJobStatusTool(deps: JobToolDeps, name = 'get_job_status'): SyncTool {
   return resilientTool({
@@ -176,7 +183,8 @@ export function getJobStatusTool(deps: JobToolDeps, name = 'get_job_status'): Sy
 
 /**
  * The `cancel_job` tool: cancels a pending job at once, asks a running one to stop (it stops within one
- * heartbeat), and leaves a finished one as it is; says which happened.
+ * heartbeat), and leaves a finished one as it is; says which happened. A job the caller may not see (see
+ * `get_job_status`) is `not_found` and left alone.
  */
 export function cancelJobTool(deps: JobToolDeps, name = 'cancel_job'): SyncTool {
   return resilientTool({

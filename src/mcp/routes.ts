@@ -1,5 +1,12 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { finite, isRequestTimeout, nonEmptyString, POSITIVE_INTEGER } from '../core/index.js';
+import {
+  finite,
+  isRequestTimeout,
+  nonEmptyString,
+  POSITIVE_INTEGER,
+  PrincipalContext,
+} from '../core/index.js';
+import { callerPrincipal } from '../jobs/index.js';
 import { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 
 /** Options of {@link mcpRoutes}. */
@@ -19,7 +26,9 @@ const DEFAULT_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 /**
  * The MCP endpoint as Fastify routes: `POST`, `GET` and `DELETE` on `path` (Streamable HTTP, MCP
  * 2025-11-25), handed to the server on the raw Node request and response (`reply.hijack()`; the POST body
- * as Fastify parsed it). Bodies Fastify cannot read are answered as JSON-RPC errors: invalid JSON → 400
+ * as Fastify parsed it), under `PrincipalContext` with the caller the HTTP edge admitted (`request.principal`;
+ * see jobs' `callerPrincipal` for a host without the edge): sessions, tasks and job tools belong to it (see
+ * `sessions.ts`, `task-store.ts`). Bodies Fastify cannot read are answered as JSON-RPC errors: invalid JSON → 400
  * `-32700`, a non-JSON content type → 415, too large → 413. A `preClose` hook closes every session, so open
  * SSE streams end and `app.close()` does not wait on them.
  *
@@ -54,7 +63,8 @@ export function mcpRoutes(
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         // The SDK writes the response itself (SSE streams included): Fastify must not touch it.
         reply.hijack();
-        await mcp.handle(request.raw, reply.raw, request.body);
+        const principal = callerPrincipal(request.principal);
+        await PrincipalContext.run(principal, () => mcp.handle(request.raw, reply.raw, request.body));
       },
     });
     app.addHook('preClose', async () => {

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   BreakwaterError,
   clockOption,
@@ -10,12 +9,9 @@ import {
   nonEmptyString,
   optionalFn,
   POSITIVE_INTEGER,
-  type Clock,
+  PrincipalContext,
   type Disposable,
-  type Logger,
 } from '../core/index.js';
-import type { Jobs } from '../jobs/index.js';
-import type { JobStore } from '../store/index.js';
 import {
   cancelJobTool,
   enqueueFor,
@@ -46,73 +42,9 @@ import {
   type ToolResult,
 } from './types.js';
 import { SessionTable, type Session } from './sessions.js';
+import { resolveSessionOptions, type BreakwaterMcpServer, type McpServerOptions } from './options.js';
 
-/** Options of {@link createMcpServer}; validated at construction (RangeError naming the option). */
-export interface McpServerOptions {
-  /** Server name and version sent in `initialize` (non-empty). */
-  name: string;
-  version: string;
-  /** Instructions for the model, sent in `initialize`. */
-  instructions?: string;
-  /** The tools (`resilientTool`, `jobTool`); names must be unique. */
-  tools: readonly McpTool[];
-  /** The jobs runtime; required when a job tool is given. Its job types must be defined in this process. */
-  jobs?: Jobs;
-  /** The job store behind `jobs`; required with `jobs` (`get_job_status` reads progress and partial results). */
-  store?: JobStore;
-  /** The gateway's public base URL (absolute http(s)); required with job tools (job URLs are built on it). */
-  publicUrl?: string;
-  /**
-   * Makes SSE streams resumable (`Last-Event-ID`, MCP 2025-11-25 "Resumability and Redelivery"): an SDK
-   * `EventStore`, or a function giving one per session from its id, e.g.
-   * `(sessionId) => createDurableEventStore(store, { scope: sessionId })`. Prefer the function: the SDK
-   * names every session's standalone stream alike, so one store shared by all sessions must keep them apart
-   * itself. Default: none (a dropped stream loses what was sent while it was down).
-   */
-  eventStore?: McpEventStore | ((sessionId: string) => McpEventStore);
-  /** Add the `get_job_status` and `cancel_job` tools when there are job tools (default true). */
-  jobStatusTools?: boolean;
-  /** `pollInterval` suggested on tasks, ms (integer >= 1, default 2 000). */
-  taskPollIntervalMs?: number;
-  /** Tasks per `tasks/list` page (integer in [1, 1000], default 50). */
-  taskPageSize?: number;
-  /** Most open sessions; an `initialize` beyond it gets 503 (integer >= 1, default 1 000). */
-  maxSessions?: number;
-  /** A session with no request for this long is closed, ms (integer >= 1, default 3 600 000). */
-  sessionIdleMs?: number;
-  /** Source of time for deadlines and idle sessions (default the system clock). */
-  clock?: Clock;
-  /**
-   * Where each tool call is logged (`tool call started`, `tool call ended` with `outcome`, `code`,
-   * `duration_ms`, …; every line carries `correlation_id` and `tool`). Pino-compatible (`app.log` fits).
-   * Default: the process logger (`setLogger`), and none until one is set.
-   */
-  logger?: Logger;
-  /**
-   * Called with failures the model only sees as a generic sentence (tool errors classified `internal_error`:
-   * bugs) and with the SDK's transport errors (mostly clients' bad requests, already answered). Default: a
-   * process warning named `BreakwaterMcpWarning` for the first kind, nothing for the second.
-   */
-  onError?(error: unknown, context: { tool?: string; correlationId?: string; sessionId?: string }): void;
-}
-
-/** The MCP server of the gateway: its tools, task store and sessions (see {@link createMcpServer}). */
-export interface BreakwaterMcpServer {
-  /** Every tool served, the built-in job tools included. */
-  readonly tools: readonly McpTool[];
-  /** The durable task store, when there are job tools. */
-  readonly taskStore: JobTaskStore | undefined;
-  /** Open sessions. */
-  readonly sessionCount: number;
-  /**
-   * Answers one HTTP request to the MCP endpoint (Streamable HTTP, MCP 2025-11-25 "Transports") on the raw
-   * Node objects, with the body already parsed (POST). Never rejects: a failure is answered as a JSON-RPC
-   * error (or, once streaming began, by closing the response).
-   */
-  handle(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void>;
-  /** Closes every session (their streams end) and stops the idle sweep; later requests get 503. Idempotent. */
-  close(): Promise<void>;
-}
+export type { BreakwaterMcpServer, McpServerOptions };
 
 /**
  * Creates the gateway's MCP server: tools that never fail with a protocol error (see `resilientTool`), job
@@ -145,8 +77,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     }
   }
   if (!Array.isArray(options.tools)) throw invalidOption(owner, 'tools', 'an array of tools', options.tools);
-  const maxSessions = finite(owner, 'maxSessions', options.maxSessions ?? 1_000, POSITIVE_INTEGER);
-  const sessionIdleMs = finite(owner, 'sessionIdleMs', options.sessionIdleMs ?? 3_600_000, POSITIVE_INTEGER);
+  const sessionOptions = resolveSessionOptions(owner, options);
   const pollIntervalMs = finite(
     owner,
     'taskPollIntervalMs',
@@ -267,7 +198,10 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       progressToken: call.progressToken,
       taskId,
       send: (method, params) => session.sdk.notify(method, params),
-      finalTask: taskId === undefined ? undefined : () => taskStore!.getTask(taskId),
+      finalTask:
+        taskId === undefined
+          ? undefined
+          : () => PrincipalContext.run(session.principal, () => taskStore!.getTask(taskId)),
       onEnd: () => session.forwarders.delete(forwarder),
     });
     session.forwarders.add(forwarder);
@@ -296,56 +230,66 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     return result;
   }
 
-  const handlersFor = (session: Session): SdkHandlers => ({
-    listTools: () => listings,
-    async callTool(call) {
-      const tool = byName.get(call.name);
-      if (tool === undefined) throw new McpProtocolError(RPC.invalidParams, `Unknown tool: ${call.name}`);
-      const progressToken = call.progressToken;
-      const scope: CallScope = {
-        signal: call.signal,
-        correlationId: correlationIdFrom(call.headers),
-        progressToken,
-        sendProgress: (params) => call.notify('notifications/progress', { ...params, progressToken }),
-      };
-      if (call.task !== undefined) {
-        // Spec 2025-11-25: a task-augmented call of a tool without task support is "method not found".
-        if (tool.kind !== 'job')
-          throw new McpProtocolError(RPC.methodNotFound, `Tool ${tool.name} does not run as a task.`);
-        return observer.observe(
-          tool,
-          scope,
-          call.headers,
-          () => startTask(tool, call, scope, session),
-          summarizeTask,
-        );
-      }
+  /**
+   * What one session's SDK server calls. Everything runs for the principal that initialized the session (a
+   * request of anyone else never reaches it: see `sessions.ts`): a tool call under `PrincipalContext`, so the
+   * job tools see only that principal's jobs and anything the tool enqueues belongs to it; the task store
+   * through a view bound to it.
+   */
+  const handlersFor = (session: Session): SdkHandlers => {
+    const tasks = taskStore?.forPrincipal(session.principal);
+    return {
+      listTools: () => listings,
+      callTool: (call) => PrincipalContext.run(session.principal, () => callTool(session, call)),
+      tasks:
+        tasks === undefined
+          ? undefined
+          : {
+              store: tasks,
+              async result(taskId, signal) {
+                const task = await tasks.getTask(taskId);
+                if (task === null) throw new McpProtocolError(RPC.invalidParams, `Task not found: ${taskId}`);
+                if (!isTerminalTask(task.status)) await tasks.waitUntilFinished(taskId, signal);
+                return tasks.getTaskResult(taskId);
+              },
+            },
+    };
+  };
+
+  async function callTool(session: Session, call: SdkToolCall): Promise<ToolResult | CreateTaskAnswer> {
+    const tool = byName.get(call.name);
+    if (tool === undefined) throw new McpProtocolError(RPC.invalidParams, `Unknown tool: ${call.name}`);
+    const progressToken = call.progressToken;
+    const scope: CallScope = {
+      signal: call.signal,
+      correlationId: correlationIdFrom(call.headers),
+      progressToken,
+      sendProgress: (params) => call.notify('notifications/progress', { ...params, progressToken }),
+    };
+    if (call.task !== undefined) {
+      // Spec 2025-11-25: a task-augmented call of a tool without task support is "method not found".
+      if (tool.kind !== 'job')
+        throw new McpProtocolError(RPC.methodNotFound, `Tool ${tool.name} does not run as a task.`);
       return observer.observe(
         tool,
         scope,
         call.headers,
-        () => (tool.kind === 'job' ? callJob(tool, call, scope, session) : callSync(tool, call, scope)),
-        summarizeResult,
+        () => startTask(tool, call, scope, session),
+        summarizeTask,
       );
-    },
-    tasks:
-      taskStore === undefined
-        ? undefined
-        : {
-            store: taskStore,
-            async result(taskId, signal) {
-              const task = await taskStore.getTask(taskId);
-              if (task === null) throw new McpProtocolError(RPC.invalidParams, `Task not found: ${taskId}`);
-              if (!isTerminalTask(task.status)) await taskStore.waitUntilFinished(taskId, signal);
-              return taskStore.getTaskResult(taskId);
-            },
-          },
-  });
+    }
+    return observer.observe(
+      tool,
+      scope,
+      call.headers,
+      () => (tool.kind === 'job' ? callJob(tool, call, scope, session) : callSync(tool, call, scope)),
+      summarizeResult,
+    );
+  }
 
   const table = new SessionTable({
     clock,
-    maxSessions,
-    sessionIdleMs,
+    ...sessionOptions,
     open: (session, onInitialized, onClosed) => {
       const sessionId = randomUUID();
       const eventStore =

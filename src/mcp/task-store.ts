@@ -1,3 +1,5 @@
+import { PrincipalContext, type Principal } from '../core/index.js';
+import { callerPrincipal, listOwner } from '../jobs/index.js';
 import type { JobRecord } from '../store/index.js';
 import { completedResult, enqueueFor, visibleJob, type JobToolDeps } from './job-tools.js';
 import { jobErrorInfo, jobErrorResult } from './results.js';
@@ -35,10 +37,13 @@ export interface JobTaskStoreOptions extends JobToolDeps {
  * `canceled` → `cancelled`. A job with a cancel request is `cancelled` at once, even while its handler is
  * still stopping and even if it then completes (the spec: a cancelled task stays cancelled).
  *
- * Tasks are not bound to the MCP session that created them (the `sessionId` arguments are ignored): sessions
- * are in-memory and end with the process, and a task must be readable from the new session a client opens
- * after a restart. The task id (a UUIDv7 with 74 random bits) is the capability; bind tasks to an
- * authenticated principal in front of the gateway when several tenants share it.
+ * Tasks belong to the principal that created them (its job's owner; DESIGN: "Identity and ownership"), not to
+ * the MCP session (the `sessionId` arguments are ignored): sessions are in-memory and end with the process,
+ * and a task must be readable from the new session its client opens after a restart. Every method acts for
+ * the current principal (`PrincipalContext`; outside any, jobs' `callerPrincipal` rule: every task; see
+ * {@link JobTaskStore.forPrincipal} for a view bound to one): `tasks/get`, `tasks/result` and `tasks/cancel` of another principal's task answer as for an unknown
+ * id, and `tasks/list` lists only the principal's own tasks (the owner filter is in the store query, so pages
+ * stay keyset pages); a principal with the `admin` scope sees every task.
  *
  * The job worker writes results, so {@link JobTaskStore.storeTaskResult} is refused, and
  * {@link JobTaskStore.updateTaskStatus} accepts only `cancelled` (see their docs).
@@ -50,6 +55,26 @@ export class JobTaskStore implements TaskStoreLike {
   constructor(private readonly deps: JobTaskStoreOptions) {
     this.pollIntervalMs = deps.pollIntervalMs ?? TASK_STORE_DEFAULTS.pollIntervalMs;
     this.pageSize = deps.pageSize ?? TASK_STORE_DEFAULTS.pageSize;
+  }
+
+  /**
+   * This store acting for `principal` on every call, whatever the context it is called from: what one MCP
+   * session (bound to the principal that initialized it) hands the SDK.
+   */
+  forPrincipal(principal: Principal): TaskStoreLike & Pick<JobTaskStore, 'waitUntilFinished'> {
+    const as =
+      <A extends unknown[], R>(method: (...args: A) => R) =>
+      (...args: A): R =>
+        PrincipalContext.run(principal, () => method.apply(this, args));
+    return {
+      createTask: as(this.createTask),
+      getTask: as(this.getTask),
+      storeTaskResult: as(this.storeTaskResult),
+      getTaskResult: as(this.getTaskResult),
+      updateTaskStatus: as(this.updateTaskStatus),
+      listTasks: as(this.listTasks),
+      waitUntilFinished: as(this.waitUntilFinished),
+    };
   }
 
   /**
@@ -122,16 +147,21 @@ export class JobTaskStore implements TaskStoreLike {
   }
 
   /**
-   * Tasks newest first, {@link JobTaskStoreOptions.pageSize} per page. The cursor is the id of the last task
-   * of the previous page (keyset pagination, so a page never repeats or skips a task when new ones arrive).
+   * The current principal's tasks (every task, for `admin`), newest first, {@link JobTaskStoreOptions.pageSize}
+   * per page. The cursor is the id of the last task of the previous page (keyset pagination, so a page never
+   * repeats or skips a task when new ones arrive).
    * @throws Error for a cursor that is not a job id.
    */
   async listTasks(cursor?: string): Promise<{ tasks: TaskInfo[]; nextCursor?: string }> {
     if (cursor !== undefined && !/^job_[0-9a-f-]{36}$/.test(cursor)) throw new Error('Invalid cursor.');
     const limit = this.pageSize + 1;
-    // One keyset query per job type, merged: each type's query is served by its (type, id) index.
+    const owner = listOwner(callerPrincipal()) ?? undefined;
+    // One keyset query per job type, merged: each served by an index in id order ((owner, id) for a
+    // principal's own tasks, (type, id) for admin's).
     const pages = await Promise.all(
-      [...this.deps.byType.keys()].map((type) => this.deps.jobs.list({ type, beforeId: cursor, limit })),
+      [...this.deps.byType.keys()].map((type) =>
+        this.deps.jobs.list({ type, beforeId: cursor, limit, ...(owner === undefined ? {} : { owner }) }),
+      ),
     );
     const jobs = pages.flat().sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
     const page = jobs.slice(0, this.pageSize);

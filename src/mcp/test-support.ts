@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { principalFromHeader } from '../../test/support/principals.js';
 import { createJobs, type Jobs } from '../jobs/index.js';
 import { openSqliteStore, type JobStore } from '../store/index.js';
 import { mcpRoutes, type McpRoutes } from './routes.js';
@@ -42,7 +43,10 @@ export interface GatewayOptions {
   server?: Partial<McpServerOptions>;
 }
 
-/** Starts a gateway: store, jobs (worker started), Fastify with the MCP routes, listening on port 0. */
+/**
+ * Starts a gateway: store, jobs (worker started), Fastify with the MCP routes, listening on port 0. The caller
+ * of a request is named by its `x-test-principal` header (absent: `local`), standing in for the HTTP edge.
+ */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const counted = countingStore(await openSqliteStore({ path: options.dbPath ?? ':memory:' }));
   const store = counted.store;
@@ -51,6 +55,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   options.defineJobs?.(jobs);
   if (options.startWorker ?? true) jobs.start();
   const app = Fastify();
+  principalFromHeader(app);
   const routes = mcpRoutes({
     name: 'breakwater-test',
     version: '0.0.1',

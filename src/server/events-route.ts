@@ -1,15 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { toBreakwaterError, toProblem, type Disposable } from '../core/index.js';
-import type { Jobs } from '../jobs/index.js';
+import { callerPrincipal, type Jobs } from '../jobs/index.js';
 import { TERMINAL_STATUSES } from '../store/index.js';
-import { JOB_ID_PARAMS, notFound } from './jobs-routes.js';
+import { JOB_ID_PARAMS, accessibleJob } from './jobs-routes.js';
 import type { ServerState } from './lifecycle.js';
 import { pathOf } from '../http/index.js';
-import { SseStream, parseLastEventId } from './sse.js';
+import { SseStream, StreamSlots, parseLastEventId, type StreamSlotLimits } from './sse.js';
 import { releaseRequestTimeout } from './request-timeout.js';
 
 /** What the events route needs. */
-export interface EventsRouteOptions {
+export interface EventsRouteOptions extends StreamSlotLimits {
   jobs: Jobs;
   state: ServerState;
   keepAliveMs: number;
@@ -28,9 +28,14 @@ export interface EventsRouteOptions {
  *
  * The reply is hijacked, so the inbound request timeout does not apply; the subscription and the keep-alive
  * timer are released when the client goes away.
+ *
+ * Only the job's owner and `admin` may follow it (anyone else: the 404 of an unknown id). Open streams are
+ * capped per principal (`maxStreamsPerPrincipal`: past it 429 `rate_limited`) and in all (`maxStreams`: 503
+ * `overloaded`), both with `Retry-After: 5`; a refused or answered-at-once request (404, 204) holds no slot.
  */
 export function eventsRoute(app: FastifyInstance, options: EventsRouteOptions): void {
   const { jobs, state } = options;
+  const slots = new StreamSlots(options);
 
   app.get<{ Params: { id: string }; Querystring: { last_event_id?: string } }>(
     '/jobs/:id/events',
@@ -48,8 +53,9 @@ export function eventsRoute(app: FastifyInstance, options: EventsRouteOptions): 
     async (request, reply) => {
       const id = request.params.id;
       const fromSeq = parseLastEventId(request.headers['last-event-id'], request.query.last_event_id);
-      const job = await jobs.get(id);
-      if (job === undefined) throw notFound(id);
+      const job = await accessibleJob(jobs, request, id);
+      // Reserved before the hijack (a refusal is still an ordinary problem answer), released on close.
+      const release = slots.take(callerPrincipal(request.principal).id);
 
       reply.hijack();
       releaseRequestTimeout(request);
@@ -64,6 +70,7 @@ export function eventsRoute(app: FastifyInstance, options: EventsRouteOptions): 
         },
         () => {
           closed = true;
+          release();
           subscription?.dispose();
           state.streams.delete(stream);
         },

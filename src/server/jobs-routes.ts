@@ -1,7 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BreakwaterError } from '../core/index.js';
-import type { Jobs } from '../jobs/index.js';
-import { JOB_STATUSES, type JobRecord, type JobStatus } from '../store/index.js';
+import { callerPrincipal, listOwner, jobVisibleTo, type Jobs } from '../jobs/index.js';
+import { JOB_STATUSES, MAX_OWNER_LENGTH, type JobRecord, type JobStatus } from '../store/index.js';
 import type { ServerStore } from './options.js';
 import { lastProgress, toJobView, type JobView } from './views.js';
 
@@ -25,6 +25,7 @@ export const LIST_LIMITS = { default: 50, max: 1000 } as const;
 interface ListQuery {
   status?: JobStatus[];
   type?: string;
+  owner?: string;
   limit: number;
   before_id?: string;
 }
@@ -32,6 +33,11 @@ interface ListQuery {
 /**
  * `GET /jobs/:id` (poll one job), `POST /jobs/:id/cancel` and `GET /jobs` (list). Answers are
  * {@link JobView}s with `Cache-Control: no-store`, so no proxy serves a stale status to a poller.
+ *
+ * Ownership (DESIGN: "Identity and ownership"): a job is answered only to its owner and to principals with
+ * the `admin` scope; anyone else gets the 404 `not_found` of an id that does not exist (same status, body and
+ * headers), and a cancel of it changes nothing. `GET /jobs` lists the caller's own jobs; only `admin` lists
+ * every owner's (and may pass `?owner=` for one); a non-admin's `?owner=` naming someone else lists nothing.
  */
 export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void {
   const { jobs, store, publicUrl } = options;
@@ -43,8 +49,7 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
     '/jobs/:id',
     { schema: { params: JOB_ID_PARAMS } },
     async (request, reply) => {
-      const job = await jobs.get(request.params.id);
-      if (job === undefined) throw notFound(request.params.id);
+      const job = await accessibleJob(jobs, request, request.params.id);
       void reply.header('cache-control', 'no-store');
       return fullView(job);
     },
@@ -56,6 +61,7 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
     '/jobs/:id/cancel',
     { schema: { params: JOB_ID_PARAMS } },
     async (request, reply) => {
+      await accessibleJob(jobs, request, request.params.id);
       const job = await jobs.cancel(request.params.id);
       void reply.code(202).header('cache-control', 'no-store');
       return fullView(job);
@@ -72,6 +78,8 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
             // Repeat it for several: ?status=pending&status=failed (a single value becomes a list).
             status: { type: 'array', items: { enum: JOB_STATUSES }, maxItems: JOB_STATUSES.length },
             type: { type: 'string', minLength: 1, maxLength: 255 },
+            // A principal id (admin: any owner's jobs; anyone else: only its own).
+            owner: { type: 'string', minLength: 1, maxLength: MAX_OWNER_LENGTH },
             limit: { type: 'integer', minimum: 1, maximum: LIST_LIMITS.max, default: LIST_LIMITS.default },
             before_id: { type: 'string', minLength: 1, maxLength: 255 },
           },
@@ -80,12 +88,17 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
     },
     async (request, reply) => {
       const { status, type, limit, before_id: beforeId } = request.query;
-      const found = await jobs.list({
-        ...(status === undefined ? {} : { status }),
-        ...(type === undefined ? {} : { type }),
-        ...(beforeId === undefined ? {} : { beforeId }),
-        limit,
-      });
+      const owner = listOwner(callerPrincipal(request.principal), request.query.owner);
+      const found =
+        owner === null
+          ? []
+          : await jobs.list({
+              ...(status === undefined ? {} : { status }),
+              ...(type === undefined ? {} : { type }),
+              ...(owner === undefined ? {} : { owner }),
+              ...(beforeId === undefined ? {} : { beforeId }),
+              limit,
+            });
       void reply.header('cache-control', 'no-store');
       return {
         jobs: found.map((job) => toJobView(job, publicUrl)),
@@ -94,6 +107,16 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
       };
     },
   );
+}
+
+/**
+ * The job `id` when the caller of `request` may see it (its owner, or `admin`).
+ * @throws BreakwaterError `not_found` when it does not exist or the caller may not see it: the same error.
+ */
+export async function accessibleJob(jobs: Jobs, request: FastifyRequest, id: string): Promise<JobRecord> {
+  const job = jobVisibleTo(callerPrincipal(request.principal), await jobs.get(id));
+  if (job === undefined) throw notFound(id);
+  return job;
 }
 
 /** `not_found` for job `id`. */

@@ -90,6 +90,13 @@ export interface ServerOptions {
    * stream is dropped and the client resumes with `Last-Event-ID`, instead of the server buffering without end.
    */
   maxStreamBufferBytes?: number;
+  /**
+   * Most SSE streams (`GET /jobs/:id/events`) one principal may hold open at once (integer >= 1, default 16);
+   * past it 429 `rate_limited` with `Retry-After`, so one caller cannot take every stream (issue 28).
+   */
+  maxStreamsPerPrincipal?: number;
+  /** Most SSE streams open at once on the server (integer >= 1, default 4 096); past it 503 `overloaded`. */
+  maxStreams?: number;
   /** How long {@link closeGracefully} waits for in-flight requests by default (ms, integer >= 0, default 10 000). */
   shutdownGraceMs?: number;
   /** Source of time for keep-alives, the readiness timeout and the shutdown grace (default the system clock). */
@@ -120,6 +127,8 @@ export const SERVER_DEFAULTS = {
   bodyLimitBytes: 1_048_576,
   keepAliveMs: 15_000,
   maxStreamBufferBytes: 1_048_576,
+  maxStreamsPerPrincipal: 16,
+  maxStreams: 4_096,
   shutdownGraceMs: 10_000,
 } as const;
 
@@ -172,6 +181,8 @@ export interface ResolvedServerOptions {
   routes: readonly ServerRoutes[];
   keepAliveMs: number;
   maxStreamBufferBytes: number;
+  maxStreamsPerPrincipal: number;
+  maxStreams: number;
   shutdownGraceMs: number;
   clock: Clock;
   authenticator: Authenticator | undefined;
@@ -218,6 +229,8 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     routes,
     keepAliveMs: int('keepAliveMs'),
     maxStreamBufferBytes: int('maxStreamBufferBytes'),
+    maxStreamsPerPrincipal: int('maxStreamsPerPrincipal'),
+    maxStreams: int('maxStreams'),
     shutdownGraceMs: int('shutdownGraceMs', 0),
     clock: clockOption(owner, options.clock),
     authenticator: options.authenticator,

@@ -73,6 +73,8 @@ export function createServer(options: ServerOptions): FastifyInstance {
     state,
     keepAliveMs: o.keepAliveMs,
     maxStreamBufferBytes: o.maxStreamBufferBytes,
+    maxStreamsPerPrincipal: o.maxStreamsPerPrincipal,
+    maxStreams: o.maxStreams,
   });
   for (const routes of o.routes) {
     void app.register(async (child) => {

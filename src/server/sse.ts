@@ -166,3 +166,66 @@ export function parseLastEventId(header: string | string[] | undefined, query: s
   }
   return seq;
 }
+
+/** Bounds of {@link StreamSlots}. */
+export interface StreamSlotLimits {
+  /** Most streams open at once on this server. */
+  maxStreams: number;
+  /** Most streams open at once for one principal. */
+  maxStreamsPerPrincipal: number;
+}
+
+/** How long a refused client is told to wait before it opens a stream again (ms). */
+export const STREAM_RETRY_AFTER_MS = 5_000;
+
+/**
+ * Counts the open SSE streams, in all and per principal (issue 28: "one principal that exhausts its share
+ * leaves others unaffected"). {@link StreamSlots.take} reserves a slot synchronously, before the stream's
+ * reply is hijacked; the release it returns gives it back once, when the response closes.
+ */
+export class StreamSlots {
+  private total = 0;
+  private readonly byPrincipal = new Map<string, number>();
+
+  constructor(private readonly limits: StreamSlotLimits) {}
+
+  /** Open streams now. */
+  get size(): number {
+    return this.total;
+  }
+
+  /**
+   * Reserves one stream for `principalId`.
+   * @returns the release (idempotent).
+   * @throws BreakwaterError `rate_limited` (429, `retryAfterMs` 5 000) when the principal holds
+   *   `maxStreamsPerPrincipal` already; `overloaded` (503, same hint) when the server holds `maxStreams`.
+   */
+  take(principalId: string): () => void {
+    const held = this.byPrincipal.get(principalId) ?? 0;
+    const { maxStreams, maxStreamsPerPrincipal } = this.limits;
+    const seconds = STREAM_RETRY_AFTER_MS / 1_000;
+    if (held >= maxStreamsPerPrincipal) {
+      throw new BreakwaterError('rate_limited', {
+        message: `Too many open event streams for this caller (${held} of ${maxStreamsPerPrincipal}); close one, or try again in about ${seconds} seconds.`,
+        retryAfterMs: STREAM_RETRY_AFTER_MS,
+      });
+    }
+    if (this.total >= maxStreams) {
+      throw new BreakwaterError('overloaded', {
+        message: `The server has too many open event streams (${maxStreams}); try again in about ${seconds} seconds.`,
+        retryAfterMs: STREAM_RETRY_AFTER_MS,
+      });
+    }
+    this.total++;
+    this.byPrincipal.set(principalId, held + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.total--;
+      const left = (this.byPrincipal.get(principalId) ?? 1) - 1;
+      if (left === 0) this.byPrincipal.delete(principalId);
+      else this.byPrincipal.set(principalId, left);
+    };
+  }
+}

@@ -17,7 +17,7 @@ import {
   type OperationPatch,
   type OperationState,
 } from './operations.js';
-import type { NewJob } from './jobs.js';
+import { MAX_OWNER_LENGTH, type NewJob } from './jobs.js';
 import { MAX_ROUTE_NAME_LENGTH } from './routes.js';
 
 /**
@@ -37,11 +37,12 @@ const INT32_MAX = 2_147_483_647;
  * direct store calls and the webhook inbox.
  * @throws TypeError naming the field: `type` not a non-empty string without NUL; `runAt` not a safe integer;
  *   `priority` not a 32-bit integer; `maxAttempts` not an integer from 1 to 2^31 - 1; `timeoutMs` set and not
- *   a safe integer > 0; `idempotencyKey` or `orderingKey` set and not a non-empty string without NUL.
+ *   a safe integer > 0; `idempotencyKey` or `orderingKey` set and not a non-empty string without NUL; `owner`
+ *   set, not null and not a string of 1..{@link MAX_OWNER_LENGTH} without NUL.
  */
 export function checkNewJob(job: NewJob): NewJob {
   if (typeof job !== 'object' || job === null) throw new TypeError('job store: a job must be an object');
-  const { type, payload, runAt, priority, maxAttempts, timeoutMs, idempotencyKey, orderingKey } = job;
+  const { type, payload, runAt, priority, maxAttempts, timeoutMs, idempotencyKey, orderingKey, owner } = job;
   if (!isStoreKey(type, Number.MAX_SAFE_INTEGER)) throw bad('type', 'a non-empty string without NUL', type);
   if (!Number.isSafeInteger(runAt)) throw bad('runAt', 'a safe integer (ms)', runAt);
   if (!(Number.isInteger(priority) && priority >= -INT32_MAX - 1 && priority <= INT32_MAX)) {
@@ -67,6 +68,12 @@ export function checkNewJob(job: NewJob): NewJob {
       throw bad('orderingKey', 'a non-empty string without NUL', orderingKey);
     }
     copy.orderingKey = orderingKey;
+  }
+  if (owner !== undefined && owner !== null) {
+    if (!isStoreKey(owner, MAX_OWNER_LENGTH)) {
+      throw bad('owner', `null or a string of 1 to ${MAX_OWNER_LENGTH} characters without NUL`, owner);
+    }
+    copy.owner = owner;
   }
   return copy;
 }
@@ -201,6 +208,7 @@ export interface PreparedOperation {
   /** JSON text of the hint, or null. */
   reconcile: string | null;
   recoveryDeadlineAt: number;
+  owner: string | null;
 }
 
 /** @throws RangeError / BreakwaterError `invalid_payload` as `OperationStore.begin` documents. */
@@ -228,6 +236,7 @@ export function prepareOperation(operation: NewOperation, newOperationId: string
     reconcile: reconcile === null ? null : JSON.stringify({ method: reconcile.method, path: reconcile.path }),
     recoveryDeadlineAt: finite(owner, 'recoveryDeadlineAt', operation.recoveryDeadlineAt),
     request: jsonText('request', operation.request),
+    owner: operation.owner == null ? null : storeKey(owner, 'owner', operation.owner, MAX_OWNER_LENGTH),
   };
 }
 
@@ -287,16 +296,23 @@ export interface PreparedFilter {
   states: OperationState[] | undefined;
   action: string | undefined;
   dueBy: number | undefined;
+  owner: string | undefined;
   beforeId: string | undefined;
   limit: number;
 }
 
-/** @throws RangeError for an unknown state, a `dueBy` that is not finite, a non-string `action` / `beforeId`. */
+/**
+ * @throws RangeError for an unknown state, a `dueBy` that is not finite, a non-string `action` / `owner` /
+ *   `beforeId`.
+ */
 export function prepareFilter(filter: OperationFilter = {}): PreparedFilter {
   const owner = 'operations.list';
   const { action, beforeId, dueBy } = filter;
   if (action !== undefined && typeof action !== 'string')
     throw invalidOption(owner, 'action', 'a string', action);
+  if (filter.owner !== undefined && typeof filter.owner !== 'string') {
+    throw invalidOption(owner, 'owner', 'a string', filter.owner);
+  }
   if (beforeId !== undefined && typeof beforeId !== 'string') {
     throw invalidOption(owner, 'beforeId', 'a string', beforeId);
   }
@@ -307,20 +323,22 @@ export function prepareFilter(filter: OperationFilter = {}): PreparedFilter {
         : [...new Set(filter.states.map((state) => oneOf(owner, 'states', state, OPERATION_STATES)))],
     action,
     dueBy: dueBy === undefined ? undefined : finite(owner, 'dueBy', dueBy),
+    owner: filter.owner,
     beforeId,
     limit: pageLimit(filter.limit, OPERATION_LIST_DEFAULT_LIMIT, OPERATION_LIST_MAX_LIMIT),
   };
 }
 
 /**
- * True when the filter can match nothing (a limit of 0, an empty `states`, an `action` no operation can
- * have): the store answers `[]` without a query. Also keeps NUL away from PostgreSQL.
+ * True when the filter can match nothing (a limit of 0, an empty `states`, an `action` or `owner` no
+ * operation can have): the store answers `[]` without a query. Also keeps NUL away from PostgreSQL.
  */
 export function matchesNothing(filter: PreparedFilter): boolean {
   return (
     filter.limit === 0 ||
     filter.states?.length === 0 ||
     (filter.action !== undefined && !isStoreKey(filter.action)) ||
+    (filter.owner !== undefined && !isStoreKey(filter.owner, MAX_OWNER_LENGTH)) ||
     (filter.beforeId !== undefined && filter.beforeId.includes('\0'))
   );
 }

@@ -176,6 +176,7 @@ export function jobStoreContract(
           createdAt: start,
           updatedAt: start,
           finishedAt: null,
+          owner: null,
         } satisfies JobRecord);
         expect(await store.get(job.id)).toEqual(job);
         expect(await store.events(job.id)).toEqual([]);

@@ -32,6 +32,13 @@ export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['completed', '
  */
 export const WATCH_PRUNE_AFTER_MS = 60_000;
 
+/**
+ * Longest job or operation `owner`, in UTF-16 code units: a principal id (`key:<id>`, `oauth:<issuer>
+ * <subject>`, `webhook:<source>`, …; core's `Principal.id`) fits, and an index entry stays far below
+ * PostgreSQL's B-tree row limit.
+ */
+export const MAX_OWNER_LENGTH = 512;
+
 /** Why the last attempt failed, as stored (JSON): a BreakwaterError's code and message, or a handler's. */
 export interface JobError {
   code: string;
@@ -94,6 +101,13 @@ export interface JobRecord {
   updatedAt: number;
   /** When it reached a terminal state. */
   finishedAt: number | null;
+  /**
+   * The principal that started it (core's `Principal.id`: `key:…`, `oauth:…`, `local`, `webhook:<source>`),
+   * or null for jobs made before owners were kept and by the gateway itself. Only that principal, or one with
+   * the `admin` scope, sees the job over HTTP and MCP (DESIGN: "Identity and ownership"); the store keeps it
+   * as given and never checks it.
+   */
+  owner: string | null;
 }
 
 /** What {@link JobStore.enqueue} needs; validated by the caller (jobs/), stored as given. */
@@ -113,6 +127,8 @@ export interface NewJob {
   priority: number;
   maxAttempts: number;
   timeoutMs?: number;
+  /** The principal id that owns the job ({@link JobRecord.owner}); absent or null: none. */
+  owner?: string | null;
 }
 
 /** Event types (DESIGN: "Jobs"). Exactly one of the last three is written per job. */
@@ -157,6 +173,11 @@ export interface JobFilter {
   type?: string;
   /** Only jobs created at or before this time (ms since the epoch): "pending for more than N minutes". */
   createdBefore?: number;
+  /**
+   * Only jobs of this owner (exact match; a principal id). Served by the `(owner, id)` index, newest first,
+   * so "my jobs" costs the principal's jobs, not the table.
+   */
+  owner?: string;
   /** Keyset pagination: only jobs with an id smaller than this one. */
   beforeId?: string;
   limit?: number;
@@ -199,7 +220,8 @@ export interface JobStore {
    * number of concurrent calls (a unique constraint, never check-then-insert). Notifies `job_available`.
    * Rejects with a TypeError naming the field, nothing written, when the job cannot be stored: `type` or a
    * key empty or holding NUL, `runAt` not a safe integer, `priority` not a 32-bit integer, `maxAttempts` not
-   * in 1..2^31 - 1, `timeoutMs` not an integer > 0.
+   * in 1..2^31 - 1, `timeoutMs` not an integer > 0, `owner` not null and not 1..{@link MAX_OWNER_LENGTH}
+   * characters without NUL.
    */
   enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }>;
 

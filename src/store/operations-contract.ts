@@ -61,6 +61,7 @@ export function operationsContract(name: string, backend: FacetBackend): void {
         createdAt: h.start,
         updatedAt: h.start,
         settledAt: null,
+        owner: null,
       });
       expect(Object.keys(record.request as object)).toEqual(['z', 'a']);
       expect(await h.store.operations.get(record.id)).toEqual(record);

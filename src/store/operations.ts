@@ -75,6 +75,11 @@ export interface NewOperation {
   key?: string;
   /** Correlation id of the attempts (default: the operation id). */
   correlationId?: string;
+  /**
+   * The principal id that started it ({@link OperationRecord.owner}): 1..512 characters without NUL
+   * (`MAX_OWNER_LENGTH`); absent or null: none.
+   */
+  owner?: string | null;
 }
 
 /** An operation as stored. */
@@ -108,6 +113,13 @@ export interface OperationRecord {
   updatedAt: number;
   /** When it became `succeeded` or `failed`, else null. */
   settledAt: number | null;
+  /**
+   * The principal that started it (core's `Principal.id`), or null for operations made before owners were
+   * kept and by the gateway itself. Only that principal, or one with the `admin` scope, may read it again
+   * (DESIGN: "Identity and ownership"); the store keeps it as given and never checks it. Never changed by
+   * `update`.
+   */
+  owner: string | null;
 }
 
 /** A change written by {@link OperationStore.update}; absent fields are left as they are. */
@@ -127,6 +139,8 @@ export interface OperationFilter {
   action?: string;
   /** Only operations with `nextCheckAt <= dueBy` (null `nextCheckAt` never matches). */
   dueBy?: number;
+  /** Only operations of this owner (exact match), through the `(owner, id)` index. */
+  owner?: string;
   /** Keyset pagination: only operations with an id smaller than this one. */
   beforeId?: string;
   /** At most this many (default 100, at most 1000). */
@@ -139,8 +153,8 @@ export interface OperationStore {
    * Persists a new operation in state `pending` (version 1, attempts 0, `nextCheckAt` = its recovery
    * deadline, so one abandoned before its first attempt is still found by a recovery pass), or, when `key` is set and
    * `(action, key)` is stored already, returns that one (`created: false`; a unique constraint decides).
-   * @throws RangeError for an empty, too long or NUL-holding `action`/`target`/`key`/`correlationId`, a
-   *   non-finite `recoveryDeadlineAt`; BreakwaterError `invalid_payload` for a `request` with no JSON form.
+   * @throws RangeError for an empty, too long or NUL-holding `action`/`target`/`key`/`correlationId`/`owner`,
+   *   a non-finite `recoveryDeadlineAt`; BreakwaterError `invalid_payload` for a `request` with no JSON form.
    *   Nothing is written.
    */
   begin(operation: NewOperation): Promise<{ record: OperationRecord; created: boolean }>;

@@ -38,7 +38,7 @@ describe('HandlerTable', () => {
 });
 
 describe('buildJob', () => {
-  it('carries the handler’s attempts and timeout, the ordering key, and no idempotency key', () => {
+  it('carries the handler’s attempts and timeout, the ordering key, its source as owner, and no idempotency key', () => {
     const handler = onWebhook('payments', 'paid', () => 1, { maxAttempts: 8, timeoutMs: 2_000 });
     const job = buildJob(
       source,
@@ -55,6 +55,7 @@ describe('buildJob', () => {
       maxAttempts: 8,
       timeoutMs: 2_000,
       orderingKey: 'ord_1',
+      owner: 'webhook:payments',
     });
     expect(webhookJobType('payments')).toBe('webhook.payments');
     // No handler: one attempt, which completes with { handled: false }.
@@ -66,6 +67,7 @@ describe('buildJob', () => {
       runAt: 5,
       priority: 0,
       maxAttempts: 1,
+      owner: 'webhook:payments',
     });
   });
 });

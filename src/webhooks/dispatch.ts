@@ -4,7 +4,7 @@
  * the jobs runtime to run a type ({@link WebhookJobs}: `createJobs(...)` fits as it is). One job type per
  * source, `webhook.<source>`; its payload names the inbox row, and the run reads the body back from it.
  */
-import { BreakwaterError, type ErrorCode } from '../core/index.js';
+import { BreakwaterError, webhookPrincipal, type ErrorCode } from '../core/index.js';
 import type { Backoff } from '../policy/index.js';
 import type { NewJob } from '../store/index.js';
 import type { AnyWebhookHandler, WebhookContext } from './handlers.js';
@@ -74,7 +74,9 @@ export class HandlerTable {
 /**
  * The job of one stored event, with the settings of the handler it will run (attempts, timeout) and the
  * source's ordering key. The job has no idempotency key: the inbox row is the deduplication, and a replay
- * must be able to enqueue the same event again.
+ * must be able to enqueue the same event again. It belongs to its source (`webhook:<source>`, core's
+ * `webhookPrincipal`), whoever replays it: only `admin` sees or cancels it over HTTP and MCP (DESIGN:
+ * "Identity and ownership").
  */
 export function buildJob(
   source: AnyWebhookSource,
@@ -95,6 +97,7 @@ export function buildJob(
     runAt: now,
     priority: 0,
     maxAttempts: handler?.maxAttempts ?? 1,
+    owner: webhookPrincipal(source.name).id,
   };
   if (handler?.timeoutMs !== undefined) job.timeoutMs = handler.timeoutMs;
   if (meta.orderingKey !== undefined) job.orderingKey = meta.orderingKey;

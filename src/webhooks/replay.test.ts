@@ -18,7 +18,7 @@ describe('replayStoredWebhook', () => {
     body: '{}',
   };
 
-  it('enqueues a copy of the event’s job, due now, and points the row at it', async () => {
+  it('enqueues a copy of the event’s job, due now, owned by its source, and points the row at it', async () => {
     const { record } = await store.acceptWebhook(delivery, (inboxId) => ({
       type: 'webhook.payments',
       payload: { source: 'payments', eventId: 'evt_1', eventType: 'charge.succeeded', inboxId },
@@ -42,6 +42,8 @@ describe('replayStoredWebhook', () => {
       timeoutMs: 2_500,
       orderingKey: 'order:9',
       attempts: 0,
+      // The source's, even though the job it copies had none (accepted before owners were kept).
+      owner: 'webhook:payments',
     });
   });
 

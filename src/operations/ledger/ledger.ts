@@ -1,6 +1,7 @@
 import {
   BreakwaterError,
   EventSource,
+  canAccess,
   clockOption,
   errorFields,
   finite,
@@ -11,6 +12,7 @@ import {
   neverAbortedSignal,
   newId,
   POSITIVE,
+  PrincipalContext,
   toBreakwaterError,
   type Clock,
   type Disposable,
@@ -45,6 +47,12 @@ import type {
  *
  * Every transition is a compare-and-set on the stored version, so several processes may execute, resume and
  * recover the same operations: one wins each step, the others re-read.
+ *
+ * Ownership (DESIGN: "Identity and ownership"): a new operation belongs to the current principal
+ * (`PrincipalContext`, e.g. the MCP client whose tool call runs it) unless `owner` says otherwise. Under a
+ * principal, `execute` with an `operationId` and `reconcile` answer `not_found` for an operation it may not
+ * see (another's, without the `admin` scope), exactly as for an id that does not exist. Outside any principal
+ * (the application's own code, recovery loops, the CLI) nothing is checked.
  *
  * Logged through `log` (else the process logger): each transition this process wins (`operation
  * transition`, `info`: `action`, `step`, `from`, `to`, `attempts`, `observation`, `code`), escalations
@@ -105,8 +113,9 @@ export class OperationLedger {
   /**
    * Runs `action` with `request`, or resumes the operation `options.operationId` / `options.key`.
    * @returns the result contract; a failure of the call is a result (`failed` or `unknown`), not a rejection.
-   * @throws BreakwaterError `not_found` (404) for an `operationId` the ledger does not hold for this action;
-   *   `idempotency_key_mismatch` (422) when a resumed operation was begun with another request;
+   * @throws BreakwaterError `not_found` (404) for an `operationId` the ledger does not hold for this action
+   *   or the current principal may not see; `idempotency_key_mismatch` (422) when a resumed operation was
+   *   begun with another request, or `key` is held by another principal's operation;
    *   `invalid_payload` for a request with no JSON form; the store's error when the operation cannot be
    *   begun (then nothing was sent). A failure after that (the ledger's store failing mid-way) rejects with
    *   the operation's id: `outcome_unknown` when an attempt may have gone out, else the error itself.
@@ -122,7 +131,7 @@ export class OperationLedger {
     let record: OperationRecord;
     if (options.operationId !== undefined) {
       const found = await this.store.get(options.operationId);
-      if (found === undefined || found.action !== action.name) {
+      if (found === undefined || found.action !== action.name || !visible(found)) {
         throw new BreakwaterError('not_found', {
           message: `No ${action.name} operation has the id ${options.operationId}; start a new one without an operation id.`,
           operationId: options.operationId,
@@ -140,7 +149,14 @@ export class OperationLedger {
         reconcile: action.reconcile?.(id) ?? null,
         recoveryDeadlineAt: this.clock.now() + (action.recoveryMs ?? LEDGER_DEFAULTS.recoveryMs),
         key: options.key,
+        owner: options.owner === undefined ? (PrincipalContext.get()?.id ?? null) : options.owner,
       });
+      if (!begun.created && !visible(begun.record)) {
+        // Another principal's key: its operation (id, request, result) stays theirs.
+        throw new BreakwaterError('idempotency_key_mismatch', {
+          message: `The key ${JSON.stringify(options.key)} belongs to another operation; start this one with a key of its own.`,
+        });
+      }
       record = begun.record;
       if (begun.created) await this.steps.auditStep(actor, 'operation.begin', record, { request: stored });
     }
@@ -206,11 +222,12 @@ export class OperationLedger {
   /**
    * Looks an unsettled operation up now (`breakwater ops reconcile`): settles it on a confirmed result, and
    * — past its deadline or in `needs_attention` — never resends: a `not_found` then settles it `failed`.
-   * @throws BreakwaterError `not_found` for an unknown id; Error when its action is not registered here.
+   * @throws BreakwaterError `not_found` for an unknown id, or one the current principal may not see; Error
+   *   when its action is not registered here.
    */
   async reconcile(operationId: string, actor = 'breakwater'): Promise<OperationResult> {
     const record = await this.store.get(operationId);
-    if (record === undefined) {
+    if (record === undefined || !visible(record)) {
       throw new BreakwaterError('not_found', {
         message: `No operation has the id ${operationId}.`,
         operationId,
@@ -353,6 +370,15 @@ export class OperationLedger {
     );
     this.attention.emit({ record: updated });
   }
+}
+
+/**
+ * True when the current principal may see `record`: always outside any principal (the application's own
+ * code), else its owner or `admin` (core's `canAccess`).
+ */
+function visible(record: OperationRecord): boolean {
+  const principal = PrincipalContext.get();
+  return principal === undefined || canAccess(principal, record.owner);
 }
 
 /** The log scope of a recovery step: no request is behind it, so the operation's own correlation id. */

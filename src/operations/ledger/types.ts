@@ -153,10 +153,22 @@ export interface OperationLedgerOptions {
 }
 
 export interface ExecuteOptions {
-  /** Resume this operation (after `unknown`): never a new id. Its request must be the same. */
+  /**
+   * Resume this operation (after `unknown`): never a new id. Its request must be the same. Under a principal
+   * (`PrincipalContext`) that may not see it (not its owner, no `admin` scope), it is `not_found`, as an id
+   * that does not exist.
+   */
   operationId?: string;
-  /** A caller key unique per action (e.g. an inbound `Idempotency-Key`): the same key resumes the same operation. */
+  /**
+   * A caller key unique per action (e.g. an inbound `Idempotency-Key`): the same key resumes the same
+   * operation. A key held by an operation another principal owns is refused (`idempotency_key_mismatch`).
+   */
   key?: string;
+  /**
+   * The principal id that owns a new operation (core's `Principal.id`), or null for none. Default: the
+   * current principal (`PrincipalContext.get()?.id`), null outside any. Ignored when resuming.
+   */
+  owner?: string | null;
   /** Aborting stops waiting; an attempt cut off in flight leaves the operation `unknown`. */
   signal?: AbortSignal;
   /** Who acts, for the audit log (default `breakwater`). */

@@ -21,8 +21,8 @@ export async function enqueue(db: Db, newJob: NewJob): Promise<{ job: JobRecord;
   const inserted = await query<JobRow>(
     db.pool,
     `INSERT INTO ${db.jobs} (id, type, status, payload, max_attempts, run_at, priority, idempotency_key,
-                             timeout_ms, created_at, updated_at, ordering_key)
-     VALUES ($1, $2, 'pending', $3::jsonb, $4, $5, $6, $7, $8, $9, $9, $10)
+                             timeout_ms, created_at, updated_at, ordering_key, owner)
+     VALUES ($1, $2, 'pending', $3::jsonb, $4, $5, $6, $7, $8, $9, $9, $10, $11)
      ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
      RETURNING *`,
     [
@@ -36,6 +36,7 @@ export async function enqueue(db: Db, newJob: NewJob): Promise<{ job: JobRecord;
       job.timeoutMs === undefined ? null : ms(job.timeoutMs),
       now,
       job.orderingKey ?? null,
+      job.owner ?? null,
     ],
   );
   const row = inserted.rows[0];

@@ -32,6 +32,8 @@ export async function list(db: Db, filter: JobFilter = {}): Promise<JobRecord[]>
     if (statuses.length > 0) where.push(`status = ANY (${param(statuses)}::text[])`);
   }
   if (filter.type !== undefined) where.push(`type = ${param(filter.type)}`);
+  // Through jobs_owner_id (owner, id): the owner's jobs newest first, not the whole table.
+  if (filter.owner !== undefined) where.push(`owner = ${param(filter.owner)}`);
   // An inclusive upper bound on BIGINT ms: rounded down, so a fractional bound never admits a later job.
   if (filter.createdBefore !== undefined)
     where.push(`created_at <= ${param(Math.floor(filter.createdBefore))}`);

@@ -461,8 +461,24 @@ export const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
-  // Version 9 (owners of jobs and operations) comes from another change; versions apply in order of number,
-  // each one once, whichever order they were added in.
+  {
+    version: 9,
+    name: 'owners of jobs and operations',
+    sql: (s) => `
+      -- The principal that started a job or an operation (DESIGN: "Identity and ownership"), NULL for rows
+      -- made before owners were kept and by the gateway itself (only admin sees those). ADD COLUMN without a
+      -- default changes the catalog only; claim_jobs returns SETOF jobs, so it returns the column too.
+      ALTER TABLE ${s}.jobs ADD COLUMN owner text;
+      ALTER TABLE ${s}.operations ADD COLUMN owner text;
+
+      -- "My jobs" (GET /jobs of a non-admin, an MCP client's tasks/list) and "my operations": the owner's
+      -- rows newest first (ids in the C collation), keyset-paginated, without reading anyone else's. Partial:
+      -- ownerless rows cost no entry; owner = $1 implies owner IS NOT NULL for the planner. Built inside the
+      -- migration's transaction (not CONCURRENTLY): writes to these tables wait while it is built, once.
+      CREATE INDEX jobs_owner_id ON ${s}.jobs (owner, id) WHERE owner IS NOT NULL;
+      CREATE INDEX operations_owner_id ON ${s}.operations (owner, id) WHERE owner IS NOT NULL;
+    `,
+  },
   {
     version: 10,
     name: 'api keys and admin sessions',

@@ -41,6 +41,7 @@ interface OperationRow {
   created_at: number;
   updated_at: number;
   settled_at: number | null;
+  owner: string | null;
 }
 
 function toRecord(row: OperationRow): OperationRecord {
@@ -65,6 +66,7 @@ function toRecord(row: OperationRow): OperationRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     settledAt: row.settled_at,
+    owner: row.owner,
   };
 }
 
@@ -91,8 +93,8 @@ export class PostgresOperationStore implements OperationStore {
       const inserted = await this.runner.pool.query<OperationRow>(
         `INSERT INTO ${this.operations} (id, action, target, key, request, correlation_id, retry_allowed,
                                          reconcile, state, recovery_deadline_at, next_check_at, created_at,
-                                         updated_at)
-         VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8::json, 'pending', $9, $9, $10, $10)
+                                         updated_at, owner)
+         VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8::json, 'pending', $9, $9, $10, $10, $11)
          ON CONFLICT DO NOTHING
          RETURNING *`,
         [
@@ -106,6 +108,7 @@ export class PostgresOperationStore implements OperationStore {
           op.reconcile,
           ms(op.recoveryDeadlineAt),
           now,
+          op.owner,
         ],
       );
       const row = inserted.rows[0];
@@ -199,6 +202,7 @@ export class PostgresOperationStore implements OperationStore {
       if (f.states !== undefined) where.push(`state = ANY(${param(f.states)}::text[])`);
       if (f.action !== undefined) where.push(`action = ${param(f.action)}`);
       if (f.dueBy !== undefined) where.push(`next_check_at <= ${param(Math.floor(f.dueBy))}`);
+      if (f.owner !== undefined) where.push(`owner = ${param(f.owner)}`);
       if (f.beforeId !== undefined) where.push(`id < ${param(f.beforeId)}`);
       const result = await this.runner.pool.query<OperationRow>(
         `SELECT * FROM ${this.operations}

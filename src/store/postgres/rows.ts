@@ -30,6 +30,7 @@ export interface JobRow {
   created_at: number;
   updated_at: number;
   finished_at: number | null;
+  owner: string | null;
 }
 
 /** A `job_events` row (`SELECT *`). */
@@ -64,6 +65,7 @@ export function toJob(row: JobRow): JobRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     finishedAt: row.finished_at,
+    owner: row.owner,
   };
 }
 

@@ -51,14 +51,14 @@ function toRecord(row: InboxRow): InboxRecord {
 /**
  * The job row of a delivery, as a CTE body selecting from `source_rel` (one row: insert the job; none:
  * nothing). Parameters from `$first`: id, type, payload, max_attempts, run_at, priority, ordering_key,
- * timeout_ms, inbox_source, now. The `jobs_available_on_insert` trigger notifies `job_available` on commit.
+ * timeout_ms, inbox_source, now, owner. The `jobs_available_on_insert` trigger notifies `job_available` on commit.
  */
 function insertJobSql(db: InboxDb, sourceRel: string, first: number): string {
   const p = (i: number) => `$${first + i}`;
   return `INSERT INTO ${db.jobs} (id, type, status, payload, max_attempts, run_at, priority, ordering_key,
-                                  timeout_ms, inbox_source, created_at, updated_at)
+                                  timeout_ms, inbox_source, created_at, updated_at, owner)
      SELECT ${p(0)}, ${p(1)}, 'pending', ${p(2)}::jsonb, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)},
-            ${p(9)}::bigint, ${p(9)}::bigint
+            ${p(9)}::bigint, ${p(9)}::bigint, ${p(10)}
        FROM ${sourceRel}
      RETURNING id`;
 }
@@ -75,6 +75,7 @@ function jobParams(jobId: string, job: NewJob, source: string, now: number): unk
     job.timeoutMs === undefined ? null : ms(job.timeoutMs),
     source,
     now,
+    job.owner ?? null,
   ];
 }
 

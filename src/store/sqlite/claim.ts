@@ -22,8 +22,10 @@ export interface ClaimOptions {
  * row here lets the lease skip `RETURNING`, which SQLite serves through a temporary table per statement.
  */
 type Candidate = [...JobRow, nextSeq: number, rowid: number];
-const NEXT_SEQ = 20;
-const ROWID = 21;
+const NEXT_SEQ = 21;
+const ROWID = 22;
+// A compile error here means JobRow's length changed: move NEXT_SEQ and ROWID with it.
+const _nextSeqFollowsRow: JobRow['length'] = NEXT_SEQ;
 
 /** The claim order of the contract: highest priority, then earliest `runAt`, then oldest (smallest id). */
 const CLAIM_ORDER = 'ORDER BY priority DESC, run_at, id';

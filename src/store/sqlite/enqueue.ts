@@ -38,11 +38,12 @@ export function prepareInsertJob(ctx: SqliteContext): InsertJob {
       string | null,
       number,
       number,
+      string | null,
     ]
   >(
     `INSERT INTO jobs (id, type, status, payload, max_attempts, run_at, priority, idempotency_key, ordering_key,
-                       timeout_ms, inbox_source, created_at, updated_at)
-     VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       timeout_ms, inbox_source, created_at, updated_at, owner)
+     VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
   );
   return (id, job, payloadJson, inboxSource, now) => {
@@ -59,6 +60,7 @@ export function prepareInsertJob(ctx: SqliteContext): InsertJob {
       inboxSource,
       now,
       now,
+      job.owner ?? null,
     );
     if (changes === 0) return false;
     ctx.created.push(id);
@@ -139,5 +141,6 @@ function newJobRecord(id: string, job: NewJob, payloadJson: string | null, now: 
     createdAt: now,
     updatedAt: now,
     finishedAt: null,
+    owner: job.owner ?? null,
   };
 }

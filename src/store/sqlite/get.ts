@@ -28,6 +28,8 @@ export function prepareGet(ctx: SqliteContext): (id: string) => JobRecord | unde
  * - only `in_progress`: `jobs_lease` (no more rows than the workers' slots), then a sort;
  * - otherwise (pending and completed jobs are the bulk of recent ids): the primary key, newest first, or
  *   `jobs_type_id` with a type.
+ * An `owner` wins over all of these: `jobs_owner_id (owner, id)` walks that owner's jobs newest first, so a
+ * principal's list costs its own jobs whatever else the filter says (a non-admin's list always has one).
  * An empty `status` array means no status filter, like an empty `types` in claim.
  */
 export function prepareList(ctx: SqliteContext): (filter?: JobFilter) => JobRecord[] {
@@ -40,16 +42,19 @@ export function prepareList(ctx: SqliteContext): (filter?: JobFilter) => JobReco
     const statuses = JOB_STATUSES.filter((status) => asked.includes(status));
     if (asked.length > 0 && statuses.length === 0) return [];
     const hasType = filter.type !== undefined;
+    const hasOwner = filter.owner !== undefined;
     const hasCreatedBefore = filter.createdBefore !== undefined;
     const hasBeforeId = filter.beforeId !== undefined;
-    const shape = `${statuses.join(',')}:${+hasType}${+hasCreatedBefore}${+hasBeforeId}`;
+    const flags = { type: hasType, owner: hasOwner, createdBefore: hasCreatedBefore, beforeId: hasBeforeId };
+    const shape = `${statuses.join(',')}:${+hasType}${+hasOwner}${+hasCreatedBefore}${+hasBeforeId}`;
     let statement = statements.get(shape);
     if (statement === undefined) {
-      statement = prepareListShape(ctx, statuses, hasType, hasCreatedBefore, hasBeforeId);
+      statement = prepareListShape(ctx, statuses, flags);
       statements.set(shape, statement);
     }
     const params: (string | number)[] = [];
     if (hasType) params.push(filter.type!);
+    if (hasOwner) params.push(filter.owner!);
     if (hasCreatedBefore) params.push(filter.createdBefore!);
     if (hasBeforeId) params.push(filter.beforeId!);
     params.push(limit);
@@ -65,12 +70,18 @@ type ListStatement = Database.Statement<(string | number)[], JobRow>;
  */
 export const FAILED_CANCELED = "status IN ('failed', 'canceled')";
 
+/** Which of the optional filters a list statement binds, in this order after the statuses. */
+interface ListFlags {
+  type: boolean;
+  owner: boolean;
+  createdBefore: boolean;
+  beforeId: boolean;
+}
+
 function prepareListShape(
   ctx: SqliteContext,
   statuses: readonly JobStatus[],
-  type: boolean,
-  createdBefore: boolean,
-  beforeId: boolean,
+  flags: ListFlags,
 ): ListStatement {
   const where: string[] = [];
   let index = '';
@@ -85,9 +96,13 @@ function prepareListShape(
       index = 'INDEXED BY jobs_lease';
     }
   }
-  if (type) where.push('type = ?');
-  if (createdBefore) where.push('created_at <= ?');
-  if (beforeId) where.push('id < ?');
+  if (flags.type) where.push('type = ?');
+  if (flags.owner) {
+    where.push('owner = ?');
+    index = 'INDEXED BY jobs_owner_id';
+  }
+  if (flags.createdBefore) where.push('created_at <= ?');
+  if (flags.beforeId) where.push('id < ?');
   return prepareJobRows<(string | number)[]>(
     ctx.db,
     `SELECT ${JOB_COLUMNS} FROM jobs ${index}

@@ -260,3 +260,46 @@ describe('SQLite migration 10 (api keys and admin sessions) and versions added o
     expect(tables()).toEqual([]);
   });
 });
+
+describe('SQLite migration 9 (owners of jobs and operations)', () => {
+  let db: Database.Database;
+
+  beforeEach(() => {
+    db = new Database(':memory:');
+  });
+
+  afterEach(() => db.close());
+
+  it('adds owner (NULL on every existing job and operation) and the (owner, id) indexes', () => {
+    expect(migrate(db, NOW, MIGRATIONS.slice(0, 8))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    db.prepare(
+      `INSERT INTO jobs (id, type, status, max_attempts, run_at, created_at, updated_at)
+       VALUES ('j1', 'mail', 'pending', 1, 0, 0, 0)`,
+    ).run();
+    db.prepare(
+      `INSERT INTO operations (id, action, target, request, correlation_id, retry_allowed, state,
+                               recovery_deadline_at, created_at, updated_at)
+       VALUES ('op1', 'commerce.create_order', 'POST /orders', '{}', 'op1', 0, 'pending', 0, 0, 0)`,
+    ).run();
+    const jobsBefore = rows(db, 'SELECT * FROM jobs');
+    const operationsBefore = rows(db, 'SELECT * FROM operations');
+
+    expect(migrate(db, NOW)).toEqual([9, 10]);
+
+    expect(rows(db, 'SELECT * FROM jobs')).toEqual(
+      (jobsBefore as object[]).map((row) => ({ ...row, owner: null })),
+    );
+    expect(rows(db, 'SELECT * FROM operations')).toEqual(
+      (operationsBefore as object[]).map((row) => ({ ...row, owner: null })),
+    );
+    const plan = (sql: string) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all('key:a') as { detail: string }[]).map((r) => r.detail);
+    expect(plan('SELECT id FROM jobs WHERE owner = ? ORDER BY id DESC LIMIT 10')).toEqual([
+      'SEARCH jobs USING COVERING INDEX jobs_owner_id (owner=?)',
+    ]);
+    expect(plan('SELECT id FROM operations WHERE owner = ? ORDER BY id DESC LIMIT 10')).toEqual([
+      'SEARCH operations USING COVERING INDEX operations_owner_id (owner=?)',
+    ]);
+    expect(migrate(db, NOW)).toEqual([]);
+  });
+});

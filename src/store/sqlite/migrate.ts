@@ -350,8 +350,23 @@ CREATE INDEX jobs_inbox_backlog ON jobs (inbox_source, status)
 CREATE INDEX jobs_failed_canceled ON jobs (status, id) WHERE status IN ('failed', 'canceled');
 `,
   },
-  // Version 9 (owners of jobs and operations) comes from another change; versions apply in order of number,
-  // each one once, whichever order they were added in.
+  {
+    version: 9,
+    name: 'owners of jobs and operations',
+    sql: `
+-- The principal that started a job or an operation (DESIGN: "Identity and ownership"), NULL for rows made
+-- before owners were kept and by the gateway itself (only admin sees those). ADD COLUMN without a default
+-- rewrites nothing.
+ALTER TABLE jobs ADD COLUMN owner TEXT;
+ALTER TABLE operations ADD COLUMN owner TEXT;
+
+-- "My jobs" (GET /jobs of a non-admin, an MCP client's tasks/list) and "my operations": the owner's rows
+-- newest first, keyset-paginated by id, without reading anyone else's. Partial: ownerless rows (system work,
+-- rows from before this version) cost no entry, and a query on owner = ? implies owner IS NOT NULL.
+CREATE INDEX jobs_owner_id ON jobs (owner, id) WHERE owner IS NOT NULL;
+CREATE INDEX operations_owner_id ON operations (owner, id) WHERE owner IS NOT NULL;
+`,
+  },
   {
     version: 10,
     name: 'api keys and admin sessions',

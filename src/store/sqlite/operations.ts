@@ -25,7 +25,7 @@ import type { SqliteRunner } from './runner.js';
 const OPERATION_COLUMNS = `id, action, target, key, request, correlation_id AS correlationId,
   retry_allowed AS retryAllowed, reconcile, state, attempts, version, observation, result, error, evidence,
   recovery_deadline_at AS recoveryDeadlineAt, next_check_at AS nextCheckAt, created_at AS createdAt,
-  updated_at AS updatedAt, settled_at AS settledAt`;
+  updated_at AS updatedAt, settled_at AS settledAt, owner`;
 
 type OperationRow = Omit<
   OperationRecord,
@@ -62,9 +62,9 @@ export function prepareBegin(
 ): (op: PreparedOperation) => { record: OperationRecord; created: boolean } {
   const insert = ctx.db.prepare<[PreparedOperation & { retry: number; now: number }], OperationRow>(
     `INSERT INTO operations (id, action, target, key, request, correlation_id, retry_allowed, reconcile, state,
-                             recovery_deadline_at, next_check_at, created_at, updated_at)
+                             recovery_deadline_at, next_check_at, created_at, updated_at, owner)
      VALUES (@id, @action, @target, @key, @request, @correlationId, @retry, @reconcile, 'pending',
-             @recoveryDeadlineAt, @recoveryDeadlineAt, @now, @now)
+             @recoveryDeadlineAt, @recoveryDeadlineAt, @now, @now, @owner)
      ON CONFLICT DO NOTHING
      RETURNING ${OPERATION_COLUMNS}`,
   );
@@ -135,7 +135,8 @@ export function prepareUpdate(
 
 /**
  * Prepares `list`: newest first (id DESC), keyset-paginated by `beforeId`. One statement per filter shape,
- * each prepared once.
+ * each prepared once. With an `owner`, the `operations_owner_id (owner, id)` index walks that owner's
+ * operations newest first.
  */
 export function prepareList(ctx: SqliteContext): (filter?: OperationFilter) => OperationRecord[] {
   const statements = new Map<string, Database.Statement<(string | number)[], OperationRow>>();
@@ -155,6 +156,10 @@ export function prepareList(ctx: SqliteContext): (filter?: OperationFilter) => O
     if (filter.dueBy !== undefined) {
       where.push('next_check_at <= ?');
       params.push(filter.dueBy);
+    }
+    if (filter.owner !== undefined) {
+      where.push('owner = ?');
+      params.push(filter.owner);
     }
     if (filter.beforeId !== undefined) {
       where.push('id < ?');

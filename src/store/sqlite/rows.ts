@@ -9,7 +9,7 @@ import type { JobError, JobRecord, JobStatus } from '../jobs.js';
  */
 export const JOB_COLUMNS = `id, type, status, payload, result, error, attempts, max_attempts, run_at, priority,
   idempotency_key, ordering_key, timeout_ms, lease_owner, lease_token, lease_expires_at, cancel_requested_at,
-  created_at, updated_at, finished_at`;
+  created_at, updated_at, finished_at, owner`;
 
 /** A `jobs` row selected with {@link JOB_COLUMNS} in raw mode: its values in that order, JSON columns as text. */
 export type JobRow = [
@@ -33,6 +33,7 @@ export type JobRow = [
   createdAt: number,
   updatedAt: number,
   finishedAt: number | null,
+  owner: string | null,
 ];
 
 /** Prepares a statement whose rows are {@link JOB_COLUMNS}, in raw mode (see there). */
@@ -66,6 +67,7 @@ export function toJobRecord(row: readonly [...JobRow, ...unknown[]]): JobRecord 
     createdAt: row[17],
     updatedAt: row[18],
     finishedAt: row[19],
+    owner: row[20],
   };
 }
 

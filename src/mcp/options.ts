@@ -1,0 +1,111 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { finite, POSITIVE_INTEGER, type Clock, type Logger } from '../core/index.js';
+import type { Jobs } from '../jobs/index.js';
+import type { JobStore } from '../store/index.js';
+import type { McpEventStore } from './sdk.js';
+import { SESSION_DEFAULTS } from './sessions.js';
+import type { JobTaskStore } from './task-store.js';
+import type { McpTool } from './tool.js';
+
+/** Options of {@link createMcpServer}; validated at construction (RangeError naming the option). */
+export interface McpServerOptions {
+  /** Server name and version sent in `initialize` (non-empty). */
+  name: string;
+  version: string;
+  /** Instructions for the model, sent in `initialize`. */
+  instructions?: string;
+  /** The tools (`resilientTool`, `jobTool`); names must be unique. */
+  tools: readonly McpTool[];
+  /** The jobs runtime; required when a job tool is given. Its job types must be defined in this process. */
+  jobs?: Jobs;
+  /** The job store behind `jobs`; required with `jobs` (`get_job_status` reads progress and partial results). */
+  store?: JobStore;
+  /** The gateway's public base URL (absolute http(s)); required with job tools (job URLs are built on it). */
+  publicUrl?: string;
+  /**
+   * Makes SSE streams resumable (`Last-Event-ID`, MCP 2025-11-25 "Resumability and Redelivery"): an SDK
+   * `EventStore`, or a function giving one per session from its id, e.g.
+   * `(sessionId) => createDurableEventStore(store, { scope: sessionId })`. Prefer the function: the SDK
+   * names every session's standalone stream alike, so one store shared by all sessions must keep them apart
+   * itself. Default: none (a dropped stream loses what was sent while it was down).
+   */
+  eventStore?: McpEventStore | ((sessionId: string) => McpEventStore);
+  /** Add the `get_job_status` and `cancel_job` tools when there are job tools (default true). */
+  jobStatusTools?: boolean;
+  /** `pollInterval` suggested on tasks, ms (integer >= 1, default 2 000). */
+  taskPollIntervalMs?: number;
+  /** Tasks per `tasks/list` page (integer in [1, 1000], default 50). */
+  taskPageSize?: number;
+  /**
+   * Most open sessions in all (integer >= 1, default 1 000). When full, an `initialize` closes the least
+   * recently used idle session of the principal holding the most sessions; none idle: 503 (see `sessions.ts`).
+   */
+  maxSessions?: number;
+  /**
+   * Most open sessions of one principal (integer >= 1, default 100; in loopback mode every local client is
+   * the one `local` principal). At the cap, the principal's `initialize` closes its own least recently used
+   * idle session; none idle (each has a request open): 503 with `Retry-After: 5`. One principal that opens
+   * sessions without end so leaves the others theirs (issue 28).
+   */
+  maxSessionsPerPrincipal?: number;
+  /** A session with no request for this long is closed, ms (integer >= 1, default 3 600 000). */
+  sessionIdleMs?: number;
+  /**
+   * A session never used again after its `initialize` (no second request; the SDK client sends one at once)
+   * is closed this long after it, ms (integer >= 1, default 60 000): drive-by `initialize` calls do not hold
+   * the table for `sessionIdleMs`.
+   */
+  unusedSessionMs?: number;
+  /** Source of time for deadlines and idle sessions (default the system clock). */
+  clock?: Clock;
+  /**
+   * Where each tool call is logged (`tool call started`, `tool call ended` with `outcome`, `code`,
+   * `duration_ms`, …; every line carries `correlation_id` and `tool`). Pino-compatible (`app.log` fits).
+   * Default: the process logger (`setLogger`), and none until one is set.
+   */
+  logger?: Logger;
+  /**
+   * Called with failures the model only sees as a generic sentence (tool errors classified `internal_error`:
+   * bugs) and with the SDK's transport errors (mostly clients' bad requests, already answered). Default: a
+   * process warning named `BreakwaterMcpWarning` for the first kind, nothing for the second.
+   */
+  onError?(error: unknown, context: { tool?: string; correlationId?: string; sessionId?: string }): void;
+}
+
+/** The MCP server of the gateway: its tools, task store and sessions (see {@link createMcpServer}). */
+export interface BreakwaterMcpServer {
+  /** Every tool served, the built-in job tools included. */
+  readonly tools: readonly McpTool[];
+  /** The durable task store, when there are job tools. */
+  readonly taskStore: JobTaskStore | undefined;
+  /** Open sessions. */
+  readonly sessionCount: number;
+  /**
+   * Answers one HTTP request to the MCP endpoint (Streamable HTTP, MCP 2025-11-25 "Transports") on the raw
+   * Node objects, with the body already parsed (POST). Never rejects: a failure is answered as a JSON-RPC
+   * error (or, once streaming began, by closing the response).
+   */
+  handle(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void>;
+  /** Closes every session (their streams end) and stops the idle sweep; later requests get 503. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The session options of {@link McpServerOptions}, validated, defaults applied. */
+export interface ResolvedSessionOptions {
+  maxSessions: number;
+  maxSessionsPerPrincipal: number;
+  sessionIdleMs: number;
+  unusedSessionMs: number;
+}
+
+/** @throws RangeError naming the option (`createMcpServer: maxSessions must be ...`). */
+export function resolveSessionOptions(owner: string, options: McpServerOptions): ResolvedSessionOptions {
+  const int = (name: keyof ResolvedSessionOptions): number =>
+    finite(owner, name, options[name] ?? SESSION_DEFAULTS[name], POSITIVE_INTEGER);
+  return {
+    maxSessions: int('maxSessions'),
+    maxSessionsPerPrincipal: int('maxSessionsPerPrincipal'),
+    sessionIdleMs: int('sessionIdleMs'),
+    unusedSessionMs: int('unusedSessionMs'),
+  };
+}
