@@ -5,6 +5,7 @@
  */
 import { createAuthenticator, isLoopbackName, type Authenticator, type AuthMode } from '../http/index.js';
 import { createOAuthVerifier, type OAuthOptions, type OAuthVerifier } from '../http/oauth/index.js';
+import type { ApiKeys } from '../http/keys/index.js';
 
 /**
  * The OAuth resource server's settings (`GatewayOptions.oauth`): {@link OAuthOptions} with `audience` optional
@@ -17,6 +18,10 @@ export interface GatewayAuthInput {
   /** The interface the gateway listens on. */
   host: string;
   adminToken: string | undefined;
+  /** The gateway's API keys (verified at the edge, managed at `/admin/api/keys`). */
+  apiKeys: ApiKeys;
+  /** Keys active at startup: any makes the mode `credentials`. */
+  activeKeys: number;
   /** `--insecure-no-auth`: serve anyone without a credential (default false). */
   insecureNoAuth: boolean | undefined;
   /** The gateway's public URL (the default OAuth audience is its `/mcp`). */
@@ -44,7 +49,9 @@ export interface GatewayAuth {
 
 /**
  * Decides the auth mode and builds the credential check: `insecure` when asked; `credentials` when any
- * credential is configured (the admin token); else `loopback`.
+ * credential is configured (the admin token, an active API key, an OAuth issuer); else `loopback`. Keys are
+ * verified in every mode, so a key created while a loopback gateway runs works at once from anywhere; the
+ * mode itself (who may call without one) changes only at the next start.
  * @throws Error (`code: 'ERR_BREAKWATER_NO_AUTH'`) when the gateway would listen on a non-loopback interface
  *   in loopback mode: without a credential it would serve nobody there, and a proxy in front would make
  *   everyone look local. Pass `insecureNoAuth` (`--insecure-no-auth`) to serve anyone on purpose.
@@ -61,7 +68,7 @@ export function gatewayAuth(input: GatewayAuthInput): GatewayAuth {
     oauthOptions === undefined
       ? undefined
       : createOAuthVerifier({ ...oauthOptions, audience: oauthOptions.audience ?? `${input.publicUrl}/mcp` });
-  const configured = input.adminToken !== undefined || oauth !== undefined;
+  const configured = input.adminToken !== undefined || oauth !== undefined || input.activeKeys > 0;
   const mode: AuthMode = input.insecureNoAuth === true ? 'insecure' : configured ? 'credentials' : 'loopback';
   if (mode === 'loopback' && !listensOnLoopbackOnly(input.host)) {
     const error = new Error(
@@ -70,7 +77,12 @@ export function gatewayAuth(input: GatewayAuthInput): GatewayAuth {
     (error as Error & { code: string }).code = 'ERR_BREAKWATER_NO_AUTH';
     throw error;
   }
-  const authenticator = createAuthenticator({ mode, adminToken: input.adminToken, oauth });
+  const authenticator = createAuthenticator({
+    mode,
+    adminToken: input.adminToken,
+    apiKeys: input.apiKeys,
+    oauth,
+  });
   return {
     mode,
     authenticator,

@@ -31,6 +31,7 @@ import { adminToken, gatewayAdminAuth, gatewayDashboard } from './gateway-admin.
 import { gatewayAuth, type GatewayOAuthOptions } from './gateway-auth.js';
 import type { AuthMode } from '../http/index.js';
 import { oauthMetadataRoutes } from '../http/oauth/index.js';
+import { createApiKeys } from '../http/keys/index.js';
 
 /** Options of {@link startGateway}. */
 export interface GatewayOptions {
@@ -176,10 +177,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const listenPort = port === 0 ? await freePort(host) : port;
     const url = `http://${urlHost(host)}:${listenPort}`;
     const publicUrl = options.publicUrl ?? url;
+    const apiKeys = createApiKeys({ store, clock });
     const front = gatewayAuth({
       host,
       publicUrl,
       adminToken: token,
+      apiKeys,
+      activeKeys: await store.keys.countActive(clock.now()),
       insecureNoAuth: options.insecureNoAuth,
       oauth: options.oauth,
       allowedHosts: options.allowedHosts,
@@ -267,7 +271,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
             ...(redis === undefined ? {} : { rateLimitStore: redis.rateLimitStore }),
           });
     // The page at `/` and `/admin/api/…`, behind the same admin check as every admin route.
-    const admin = { auth: adminAuth, parts, store, jobs, operations, webhooks, ai, publicUrl, clock };
+    const admin = {
+      auth: adminAuth,
+      parts,
+      store,
+      jobs,
+      operations,
+      webhooks,
+      ai,
+      publicUrl,
+      clock,
+      // The instance the edge verifies with: a revoke over the admin API applies to the next request.
+      keys: apiKeys,
+    };
     const dashboard = gatewayDashboard(admin);
     cleanups.push(async () => dashboard.close());
     const http = createServer({

@@ -91,7 +91,8 @@ export function createAuthenticator(options: AuthenticatorOptions = {}): Authent
     if (reason === 'insufficient_scope') parts.push('error="insufficient_scope"');
     else if (reason === 'invalid_request') parts.push('error="invalid_request"');
     else if (error.status === 401 && reason !== 'credentials_missing') parts.push('error="invalid_token"');
-    const scope = error.details?.scope;
+    const required = error.details?.required_scopes;
+    const scope = Array.isArray(required) ? required.join(' ') : error.details?.scope;
     if (typeof scope === 'string') parts.push(`scope="${quoted(scope)}"`);
     return `Bearer ${parts.join(', ')}`;
   };

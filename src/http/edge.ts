@@ -17,6 +17,16 @@ import { createAuthenticator, type Authenticator } from './auth.js';
 import { checkHostAndOrigin, hostRules, type HostRefusal, type HostRules } from './host.js';
 import './request.js';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * The edge's credential check, for routes that refuse a caller themselves after reading the request (an
+     * MCP tool that needs a scope): `challenge` writes their `WWW-Authenticate`. Absent without the edge.
+     */
+    authenticator?: Authenticator;
+  }
+}
+
 /** Options of {@link installEdge}. */
 export interface EdgeOptions {
   /** The credential check (default: loopback mode, no credential verifiers). */
@@ -49,6 +59,7 @@ export function installEdge(app: FastifyInstance, options: EdgeOptions & { publi
   const rules = hostRules(options.publicUrl, options.allowedHosts, options.allowedOrigins);
   const authenticator = options.authenticator ?? createAuthenticator();
   app.decorateRequest('principal', null as unknown as Principal);
+  app.decorate('authenticator', authenticator);
   app.addHook('onRequest', edgeCheck(rules, authenticator));
   app.addHook('preHandler', runAsPrincipal);
 }

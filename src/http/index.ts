@@ -47,6 +47,8 @@ export {
   assertCanCallTool,
   canCallTool,
   createOAuthVerifier,
+  insufficientScope,
+  missingScopes,
   oauthMetadataRoutes,
   requiredScopesFor,
   type OAuthOptions,

@@ -5,7 +5,10 @@ import {
   nonEmptyString,
   POSITIVE_INTEGER,
   PrincipalContext,
+  type BreakwaterError,
+  type Principal,
 } from '../core/index.js';
+import { insufficientScope, missingScopes } from '../http/index.js';
 import { callerPrincipal } from '../jobs/index.js';
 import { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 
@@ -54,16 +57,25 @@ export function mcpRoutes(
   );
   const mcp: BreakwaterMcpServer = isServer(server) ? server : createMcpServer(server);
 
+  const scopedTools = new Map(
+    mcp.tools.filter((tool) => tool.scopes.length > 0).map((tool) => [tool.name, tool.scopes]),
+  );
+
   const register = (app: FastifyInstance): void => {
     app.route({
       method: ['POST', 'GET', 'DELETE'],
       url: path,
       bodyLimit,
+      config: { access: ['mcp'] },
       errorHandler: bodyError,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const principal = callerPrincipal(request.principal);
+        if (scopedTools.size > 0 && request.method === 'POST') {
+          const refused = toolScopeRefusal(request.body, principal, scopedTools);
+          if (refused !== undefined) return refuseScope(request, reply, refused, principal);
+        }
         // The SDK writes the response itself (SSE streams included): Fastify must not touch it.
         reply.hijack();
-        const principal = callerPrincipal(request.principal);
         await PrincipalContext.run(principal, () => mcp.handle(request.raw, reply.raw, request.body));
       },
     });
@@ -72,6 +84,47 @@ export function mcpRoutes(
     });
   };
   return Object.assign(register, { server: mcp });
+}
+
+/**
+ * The refusal of the first `tools/call` in a POST (one message or a batch) naming a tool whose scopes the
+ * principal lacks, or undefined. Checked before the SDK sees the request, so the answer can be HTTP 403 with
+ * a scope challenge (the MCP authorization spec, "Scope Challenge Handling"), which an OAuth client acts on.
+ */
+function toolScopeRefusal(
+  body: unknown,
+  principal: Principal,
+  scopedTools: ReadonlyMap<string, readonly string[]>,
+): BreakwaterError | undefined {
+  for (const message of Array.isArray(body) ? body : [body]) {
+    const call = message as { method?: unknown; params?: { name?: unknown } } | null;
+    if (call?.method !== 'tools/call' || typeof call.params?.name !== 'string') continue;
+    const required = scopedTools.get(call.params.name);
+    if (required === undefined) continue;
+    const missing = missingScopes(principal, required);
+    if (missing.length > 0) return insufficientScope(`The tool ${call.params.name}`, required, missing);
+  }
+  return undefined;
+}
+
+/** Answers a scope refusal: 403, the edge's `WWW-Authenticate` challenge, a JSON-RPC error body. */
+function refuseScope(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: BreakwaterError,
+  principal: Principal,
+): FastifyReply {
+  const challenge = request.server.authenticator?.challenge(error, principal);
+  if (challenge !== undefined) void reply.header('www-authenticate', challenge);
+  const id = (request.body as { id?: unknown } | null)?.id;
+  return reply
+    .code(403)
+    .header('content-type', 'application/json')
+    .send({
+      jsonrpc: '2.0',
+      error: { code: -32001, message: error.message, data: { reason: 'insufficient_scope' } },
+      id: typeof id === 'string' || typeof id === 'number' ? id : null,
+    });
 }
 
 function isServer(value: BreakwaterMcpServer | McpServerOptions): value is BreakwaterMcpServer {

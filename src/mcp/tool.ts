@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { finite, invalidOption, nonEmptyString, optionalFn, POSITIVE_INTEGER } from '../core/index.js';
+import { requiredScopesFor } from '../http/index.js';
 import type { EnqueueOptions } from '../jobs/index.js';
 import type { ToolAnnotations, ToolListing } from './types.js';
 
@@ -54,6 +55,8 @@ interface ToolBase {
   /** The whole call's budget in ms (1..30 000). */
   readonly deadlineMs: number;
   readonly annotations?: ToolAnnotations;
+  /** Scopes a caller must hold besides `mcp` (see `ToolBaseDefinition.scopes`); empty for none. */
+  readonly scopes: readonly string[];
   /** What `tools/list` shows. */
   readonly listing: ToolListing;
 }
@@ -132,6 +135,13 @@ export interface ToolBaseDefinition {
   inputSchema: ToolInput;
   deadlineMs?: number;
   annotations?: ToolAnnotations;
+  /**
+   * Scopes a caller must hold, all of them, besides `mcp` (an OAuth token's own scopes, e.g.
+   * `checkout:write`; `admin` holds every scope). A caller without them gets HTTP 403 with
+   * `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`, so an OAuth client can ask for them.
+   * Default none.
+   */
+  scopes?: readonly string[];
 }
 
 /**
@@ -181,6 +191,7 @@ export function toolBase(
     schema,
     deadlineMs,
     annotations: definition.annotations,
+    scopes: requiredScopesFor({ name, scopes: definition.scopes }),
     listing,
   };
 }
