@@ -5,9 +5,13 @@
  * Used by `operations/audit` (records) and `core/log.ts` (free text in log lines).
  */
 import { BreakwaterError } from './errors.js';
+import { MAX_JSON_DEPTH } from './json-depth.js';
 
 /** What replaces a secret value. */
 export const REDACTED = '[redacted]';
+
+/** What replaces an array or object nested past `MAX_JSON_DEPTH` (whatever it holds, secrets included). */
+export const TOO_DEEP = '[too deep]';
 
 /** Words that make an object key secret, whatever the case and separators (`access_token`, `X-Api-Key`, `passwordHash`). */
 const SECRET_WORDS = new Set([
@@ -105,12 +109,15 @@ const PARAMETER = /([?&;])([^=&;\s#]+)=([^&;\s#]*)/g;
  *   a UUID) keeps its last 4 digits and separators with every other digit replaced by `*`
  *   (`4242 4242 4242 4242` → `**** **** **** 4242`), also next to other numbers (an expiry, a CVC);
  * - an integer number of 13–19 digits passing the Luhn check (or past 2^53, where its digits are rounded)
- *   becomes such a masked string.
+ *   becomes such a masked string;
+ * - an array or object nested past `MAX_JSON_DEPTH` (64) levels becomes `"[too deep]"`: the copy nests at
+ *   most 64 levels, so neither this walk nor whatever serializes the copy overflows the stack, and nothing
+ *   below the cut is stored.
  *
- * @throws BreakwaterError `invalid_payload` when `value` holds a cycle.
+ * @throws BreakwaterError `invalid_payload` when `value` holds a cycle (within the depth kept).
  */
 export function redact(value: unknown): unknown {
-  return walk(value, '', new Set());
+  return walk(value, '', new Set(), 1);
 }
 
 /** A string with its credentials and card-like numbers masked (see {@link redact}). */
@@ -199,7 +206,8 @@ export function isSecretKey(key: string): boolean {
   return false;
 }
 
-function walk(value: unknown, key: string, ancestors: Set<object>): unknown {
+/** `depth`: the level `value` is at, as an array or object (the top one is 1). */
+function walk(value: unknown, key: string, ancestors: Set<object>, depth: number): unknown {
   if (typeof value === 'object' && value !== null) {
     const toJSON = (value as { toJSON?: unknown }).toJSON;
     if (typeof toJSON === 'function') value = (toJSON as (key: string) => unknown).call(value, key);
@@ -208,18 +216,19 @@ function walk(value: unknown, key: string, ancestors: Set<object>): unknown {
   if (typeof value === 'number') return cardNumber(value) ?? value;
   if (typeof value !== 'object' || value === null) return value;
   if (value instanceof String) return redactText(String(value));
+  if (depth > MAX_JSON_DEPTH) return TOO_DEEP;
   if (ancestors.has(value)) {
     throw new BreakwaterError('invalid_payload', { message: 'The audit data contains a cycle.' });
   }
   ancestors.add(value);
   let copy: unknown;
   if (Array.isArray(value)) {
-    copy = value.map((item, index) => walk(item, String(index), ancestors));
+    copy = value.map((item, index) => walk(item, String(index), ancestors, depth + 1));
   } else {
     const out: Record<string, unknown> = {};
     for (const [name, member] of Object.entries(value)) {
       // defineProperty, so a `__proto__` key from parsed JSON stays a plain member.
-      const redacted = isSecretKey(name) ? REDACTED : walk(member, name, ancestors);
+      const redacted = isSecretKey(name) ? REDACTED : walk(member, name, ancestors, depth + 1);
       Object.defineProperty(out, name, {
         value: redacted,
         enumerable: true,

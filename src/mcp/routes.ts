@@ -1,5 +1,13 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { finite, isRequestTimeout, nonEmptyString, POSITIVE_INTEGER } from '../core/index.js';
+import {
+  finite,
+  isBreakwaterError,
+  isRequestTimeout,
+  jsonDepthExceeds,
+  nonEmptyString,
+  POSITIVE_INTEGER,
+  tooDeep,
+} from '../core/index.js';
 import { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 
 /** Options of {@link mcpRoutes}. */
@@ -52,6 +60,9 @@ export function mcpRoutes(
       bodyLimit,
       errorHandler: bodyError,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        // Before the SDK (and the tool's argument checks, fingerprints and audit) walks it. On a Breakwater
+        // server the body parser has refused it already; this holds on any Fastify host.
+        if (jsonDepthExceeds(request.body)) return bodyError(tooDeep(), request, reply);
         // The SDK writes the response itself (SSE streams included): Fastify must not touch it.
         reply.hijack();
         await mcp.handle(request.raw, reply.raw, request.body);
@@ -68,19 +79,27 @@ function isServer(value: BreakwaterMcpServer | McpServerOptions): value is Break
   return typeof (value as BreakwaterMcpServer).handle === 'function';
 }
 
-/** Fastify's body failures (before the handler runs) as JSON-RPC errors, like the SDK's own. */
-function bodyError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  let status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+/**
+ * Fastify's body failures (before the handler runs) as JSON-RPC errors, like the SDK's own; a BreakwaterError
+ * (a body nested too deep) as `-32600` Invalid Request with its status and message.
+ */
+function bodyError(error: FastifyError | Error, _request: FastifyRequest, reply: FastifyReply): void {
+  const fst = error as Partial<FastifyError>;
+  let status = fst.statusCode !== undefined && fst.statusCode >= 400 ? fst.statusCode : 500;
   let code = -32000;
   let message = 'Bad Request';
-  if (isRequestTimeout(error)) {
+  if (isBreakwaterError(error) && error.status < 500) {
+    status = error.status;
+    code = -32600;
+    message = error.message;
+  } else if (isRequestTimeout(error)) {
     // The server's request timeout fired while the body was still arriving: nothing ran; send it again.
     status = 408;
     message = 'Request Timeout: the request body did not arrive in time';
     void reply.header('connection', 'close');
   } else if (status === 415) message = 'Unsupported Media Type: Content-Type must be application/json';
   else if (status === 413) message = 'Payload Too Large: the request body exceeds the limit';
-  else if (status === 400 && error.code?.startsWith('FST_ERR_CTP_')) {
+  else if (status === 400 && fst.code?.startsWith('FST_ERR_CTP_') === true) {
     code = -32700;
     message = 'Parse error: Invalid JSON';
   } else if (status >= 500) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BreakwaterError } from '../../core/index.js';
-import { isSecretKey, redact, redactText } from './redact.js';
+import { BreakwaterError, MAX_JSON_DEPTH } from '../../core/index.js';
+import { TOO_DEEP, isSecretKey, redact, redactText } from './redact.js';
 
 describe('redact', () => {
   it('replaces secret members, nested and in arrays, whatever their value', () => {
@@ -179,6 +179,25 @@ describe('redact', () => {
     const out = redact(JSON.parse('{"__proto__":{"token":"t"}}')) as Record<string, unknown>;
     expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
     expect(Object.getOwnPropertyDescriptor(out, '__proto__')?.value).toEqual({ token: '[redacted]' });
+  });
+
+  it('masks what nests past MAX_JSON_DEPTH as "[too deep]" (a value nested 10,000 deep is stored, not a stack overflow)', () => {
+    let deep: unknown = { token: 'sk-live-0123456789abcdef0123', note: 'x' };
+    for (let i = 0; i < 10_000; i++) deep = { next: deep };
+    let out = redact({ args: deep }) as Record<string, unknown>;
+    // The top object is level 1, `args` level 2, …: the last object kept is at level MAX_JSON_DEPTH.
+    let levels = 1;
+    out = out.args as Record<string, unknown>;
+    while (typeof out === 'object') {
+      levels++;
+      out = out.next as Record<string, unknown>;
+    }
+    expect(levels).toBe(MAX_JSON_DEPTH);
+    expect(out).toBe(TOO_DEEP);
+    // Within the limit nothing changes.
+    let shallow: unknown = 'end';
+    for (let i = 0; i < MAX_JSON_DEPTH; i++) shallow = [shallow];
+    expect(redact(shallow)).toEqual(shallow);
   });
 
   it('rejects a cycle as invalid_payload', () => {

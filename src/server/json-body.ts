@@ -1,0 +1,25 @@
+/**
+ * The server's `application/json` body parser: Fastify's own (`secure-json-parse`, refusing `__proto__` and
+ * `constructor.prototype` keys), then a depth check, so that no route, nor anything a route hands the body
+ * to (a serializer, a fingerprint, a schema validator, the MCP SDK), walks a body nested deeper than
+ * `MAX_JSON_DEPTH`. `JSON.parse` itself is iterative; most walkers after it are recursive and overflow the
+ * stack past a few thousand levels.
+ */
+import type { FastifyInstance } from 'fastify';
+import { jsonDepthExceeds, tooDeep } from '../core/index.js';
+
+/**
+ * Replaces the JSON parser of `app` (and of the plugins registered in it after this call that keep it): a
+ * body nested past `MAX_JSON_DEPTH` (64) fails with a 400 `invalid_payload` (`details.reason: 'too_deep'`),
+ * before any handler or hook after parsing runs.
+ */
+export function installJsonBodyParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parse(request, body as string, (error: Error | null, value?: unknown) => {
+      if (error !== null) done(error, undefined);
+      else if (jsonDepthExceeds(value)) done(tooDeep(), undefined);
+      else done(null, value);
+    });
+  });
+}
