@@ -82,8 +82,55 @@ const DIGIT_RUN = /\d+(?:[ .-]{1,2}\d+)*/g;
 /** A UUID (RFC 9562) in its text form: its digits are an id, never a card number, even all-decimal groups. */
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
-/** An HTTP credential in free text: `Bearer <token68>` (RFC 6750) or `Basic <base64>` (RFC 7617), any case. */
-const SCHEME_CREDENTIAL = /\b(bearer|basic)[ \t]+[A-Za-z0-9\-._~+/]+=*/gi;
+/**
+ * An HTTP credential in free text: `Bearer <token68>` (RFC 6750) or `Basic <base64>` (RFC 7617), any case,
+ * the scheme followed by spaces, or as a URL's query writes the space (`%20`, `+`).
+ */
+const SCHEME_CREDENTIAL = /\b(bearer|basic)([ \t]+|%20|\+)[A-Za-z0-9\-._~+/]+=*/gi;
+
+/**
+ * Credentials recognised by their look, wherever they stand in a text: API keys in their issuers' formats
+ * (Stripe `sk_live_…`, `rk_test_…`, `whsec_…`; GitHub `ghp_…`, `gho_…`, `github_pat_…`; Slack `xoxb-…`;
+ * Google `AIza…`; AWS access key ids `AKIA…`, `ASIA…`) and JSON Web Tokens (a JWS or JWE in its compact
+ * form, RFC 7515 and 7516: `eyJ…` then two or four dot-separated parts). OpenAI's and Anthropic's `sk-…` keys are
+ * {@link SK_KEY}.
+ */
+const CREDENTIAL = new RegExp(
+  [
+    '\\b[rs]k_(?:live|test)_[A-Za-z0-9]{8,}',
+    '\\bwhsec_[A-Za-z0-9+/=]{8,}',
+    '\\bgh[opsur]_[A-Za-z0-9]{20,}',
+    '\\bgithub_pat_[A-Za-z0-9_]{20,}',
+    '\\bxox[abposr]-[A-Za-z0-9-]{10,}',
+    '\\bAIza[0-9A-Za-z_-]{30,}',
+    '\\b(?:AKIA|ASIA)[0-9A-Z]{16}\\b',
+    // JWS `header.payload.signature` (the signature empty when unsigned); JWE has two parts more.
+    '\\beyJ[A-Za-z0-9_-]{4,}\\.[A-Za-z0-9_-]*\\.[A-Za-z0-9_-]*(?:\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+)?',
+  ].join('|'),
+  'g',
+);
+
+/**
+ * An `sk-` key (OpenAI `sk-…`, `sk-proj-…`; Anthropic `sk-ant-…`; most OpenAI-compatible providers): `sk-`
+ * and at least 12 more key characters, one of them a digit (so `sk-learn-pipelines` stays a word).
+ */
+const SK_KEY = /\bsk-[A-Za-z0-9_-]{12,}/g;
+
+/**
+ * Query parameter names that hold a credential in URLs though not in general (`?key=` is Google's API key,
+ * `?code=` an OAuth authorization code, `?sig=` a shared access signature): secret as parameters only, next
+ * to every name {@link isSecretKey} calls secret.
+ */
+const SECRET_PARAMETERS = new Set([
+  'key',
+  'code',
+  'sig',
+  'hmac',
+  'session',
+  'sessionid',
+  'session_id',
+  'sid',
+]);
 
 /** Credentials in a URL's authority: `scheme://user:password@host`. */
 const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^\s/:@]+:[^\s/@]+@/gi;
@@ -102,9 +149,13 @@ const PARAMETER = /([?&;])([^=&;\s#]+)=([^&;\s#]*)/g;
  *   `set-cookie`, `access_token`, `accessTokens`, `clientSecret`, `X-API-Key`, `privateKey` and
  *   `stripe-signature` are secret; `idempotency_key`, `max_tokens` and `tokens_used` (counts) are not.
  *   Nested objects and arrays are walked;
- * - in every string: a `Bearer <token>` or `Basic <credentials>` becomes `Bearer [redacted]`; a URL's
- *   `user:password@` becomes `[redacted]@`; a query parameter with a secret name (`?access_token=…`) keeps
- *   its name with the value redacted; a card number (13–19 digits in whole groups of a digit run, groups
+ * - in every string: an API key in its issuer's format (`sk-…` of OpenAI, Anthropic and most
+ *   OpenAI-compatible providers, Stripe `sk_live_…`/`rk_…`/`whsec_…`, GitHub `ghp_…`/`github_pat_…`, Slack
+ *   `xox…-`, Google `AIza…`, AWS `AKIA…`) and a JSON Web Token (`eyJ….….…`) become `[redacted]`, wherever
+ *   they stand; a `Bearer <token>` or `Basic <credentials>` becomes `Bearer [redacted]` (also written
+ *   `Bearer%20…` or `Bearer+…` in a query); a URL's `user:password@` becomes `[redacted]@`; a query
+ *   parameter with a secret name (`?access_token=…`; as parameters, also `key`, `code`, `sig`, `hmac`,
+ *   `session`, `sessionid`, `session_id`, `sid`) keeps its name with the value redacted; a card number (13–19 digits in whole groups of a digit run, groups
  *   joined by up to two spaces, dashes or dots, passing the Luhn check of ISO/IEC 7812-1, not overlapping
  *   a UUID) keeps its last 4 digits and separators with every other digit replaced by `*`
  *   (`4242 4242 4242 4242` → `**** **** **** 4242`), also next to other numbers (an expiry, a CVC);
@@ -123,12 +174,21 @@ export function redact(value: unknown): unknown {
 /** A string with its credentials and card-like numbers masked (see {@link redact}). */
 export function redactText(text: string): string {
   return text
-    .replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`)
+    .replace(SCHEME_CREDENTIAL, (_match, scheme: string, space: string) =>
+      space === '%20' || space === '+' ? `${scheme}${space}${REDACTED}` : `${scheme} ${REDACTED}`,
+    )
+    .replace(CREDENTIAL, REDACTED)
+    .replace(SK_KEY, (key) => (/\d/.test(key) ? REDACTED : key))
     .replace(URL_USERINFO, `$1${REDACTED}@`)
     .replace(PARAMETER, (match, sep: string, name: string) =>
-      isSecretKey(decodeName(name)) ? `${sep}${name}=${REDACTED}` : match,
+      isSecretParameter(decodeName(name)) ? `${sep}${name}=${REDACTED}` : match,
     )
     .replace(DIGIT_RUN, maskCards);
+}
+
+/** True when a query parameter named `name` holds a secret: a secret key, or `key`, `code`, `sig`, … */
+function isSecretParameter(name: string): boolean {
+  return SECRET_PARAMETERS.has(name.toLowerCase()) || isSecretKey(name);
 }
 
 /**
