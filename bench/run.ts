@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- <suite>`: benchmarks against peers, never part of `npm test`.
- * Suites: policies, jobs, jobs-scale, webhooks, ai.
+ * Suites: policies, jobs, jobs-scale, webhooks, ai, metric-labels.
  */
 const suites: Record<string, () => Promise<unknown>> = {
   policies: () => import('./policies.js'),
@@ -8,6 +8,7 @@ const suites: Record<string, () => Promise<unknown>> = {
   'jobs-scale': () => import('./jobs-scale.js'),
   webhooks: () => import('./webhooks.js'),
   ai: () => import('./ai.js'),
+  'metric-labels': () => import('./metric-labels.js'),
 };
 
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));

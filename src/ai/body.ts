@@ -3,7 +3,7 @@
  * body each step sends (its own `model`; for streams `stream_options.include_usage: true`, so the final
  * usage chunk tells the cost), and what a cost estimate is made from.
  */
-import { BreakwaterError } from '../core/index.js';
+import { BreakwaterError, checkJsonDepth } from '../core/index.js';
 import type { EstimateInput } from './pricing.js';
 import type { AiRequest } from './types.js';
 
@@ -16,15 +16,17 @@ export interface ChatBodyInfo {
 }
 
 /**
- * Checks the fields the gateway relies on: `model` a non-empty string, `messages` a non-empty array,
- * `stream` a boolean when present, `max_tokens` / `max_completion_tokens` / `n` integers >= 1 when present,
- * `stream_options` an object when present.
- * @throws BreakwaterError `invalid_payload` (400) naming the field.
+ * Checks the fields the gateway relies on: the body nests at most `MAX_JSON_DEPTH` (64) levels (before
+ * anything walks it: the cost estimate and the provider's body are serialized recursively), `model` a
+ * non-empty string, `messages` a non-empty array, `stream` a boolean when present, `max_tokens` /
+ * `max_completion_tokens` / `n` integers >= 1 when present, `stream_options` an object when present.
+ * @throws BreakwaterError `invalid_payload` (400) naming the field; `details.reason: 'too_deep'` for the depth.
  */
 export function readChatBody(body: unknown): ChatBodyInfo {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw invalidBody('The request body must be a JSON object.', undefined);
   }
+  checkJsonDepth(body);
   const b = body as Record<string, unknown>;
   if (typeof b.model !== 'string' || b.model === '') {
     throw invalidBody(
@@ -82,12 +84,15 @@ const estimates = new WeakMap<AiRequest, EstimateInput>();
 /**
  * What a cost estimate (`estimateMicroUsd`) needs from a request: its maximum output tokens, its answers
  * (`n`) and the UTF-8 bytes of its `messages` and `tools`. Computed once per request (cached), since every
- * step of a chain asks.
+ * step of a chain asks. Bounded: `messages` and `tools` are serialized only within `MAX_JSON_DEPTH` (the
+ * route has checked the body already; this holds for a request built some other way too).
+ * @throws BreakwaterError `invalid_payload` (400, `details.reason: 'too_deep'`) for a deeper body.
  */
 export function estimateInput(request: AiRequest): EstimateInput {
   let input = estimates.get(request);
   if (input === undefined) {
     const b = request.body;
+    checkJsonDepth(b);
     const max = b.max_completion_tokens ?? b.max_tokens;
     const messages = Array.isArray(b.messages) ? b.messages : [];
     const promptBytes =

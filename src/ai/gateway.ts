@@ -12,6 +12,7 @@ import { chatCompletionsRoutes } from './http/routes.js';
 import { counterRateLimitStore } from './limits/counter-rate-limit-store.js';
 import { AiLimits } from './limits/limits.js';
 import { MemoryCounterStore } from './limits/memory-counters.js';
+import { aiMetricLabels, type AiLabelConfig, type AiMetricLabels } from './metric-labels.js';
 import { resolveAiOptions, type AiGatewayOptions } from './options.js';
 import { PriceTable, usdToMicro } from './pricing.js';
 import { ProviderRegistry } from './providers.js';
@@ -43,6 +44,11 @@ export interface AiGateway {
   answer(request: AiRequest, model: string): Promise<StepAnswer>;
   /** Hears the log line of every request (for metrics per step). A listener that throws breaks nothing. */
   onRequest(listener: (line: AiRequestLog) => void): Disposable;
+  /**
+   * The metric labels of a request's line, bounded by this gateway's configuration: a provider, model or route
+   * the configuration does not name is `_unknown` (see `aiMetricLabels`), so no client adds series.
+   */
+  metricLabels(line: AiRequestLog): AiMetricLabels;
   /** Closes the providers' connection pools (in-flight calls finish first). */
   close(): Promise<void>;
 }
@@ -99,6 +105,10 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
     random: o.random,
   };
   const lines = new EventSource<AiRequestLog>();
+  const labelConfig: AiLabelConfig = {
+    providers: new Set(providers.names()),
+    models: new Set(Object.keys(o.data.prices ?? {})),
+  };
   const resolver = options.routes;
   const logger = options.logger;
 
@@ -174,6 +184,7 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
         },
       }),
     onRequest: lines.on,
+    metricLabels: (line) => aiMetricLabels(line, labelConfig),
     close: () => providers.close(),
   };
 }

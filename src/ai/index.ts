@@ -8,6 +8,14 @@
  */
 export { createAiGateway, DIRECT_STEP, DYNAMIC_PREFIX, type AiGateway } from './gateway.js';
 export { AI_GATEWAY_DEFAULTS, type AiGatewayOptions } from './options.js';
+export {
+  AI_OUTCOMES,
+  NO_LABEL,
+  UNKNOWN_LABEL,
+  aiMetricLabels,
+  type AiLabelConfig,
+  type AiMetricLabels,
+} from './metric-labels.js';
 export { executeStep, type StepHistory } from './step/execute.js';
 export { runFallbackChain } from './step/fallback.js';
 export { resolveSettings } from './step/settings.js';

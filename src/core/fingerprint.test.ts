@@ -114,6 +114,25 @@ describe('canonicalJson', () => {
     expect(canonicalJson(null)).toBe('null');
   });
 
+  it('serializes values nested far deeper than the stack allows recursion (iterative), ignoring key order', () => {
+    const levels = 100_000;
+    let a: unknown = { z: 1, a: null };
+    let b: unknown = { a: null, z: 1 };
+    for (let i = 0; i < levels; i++) {
+      a = { b: [a], a: i };
+      b = { a: i, b: [b] };
+    }
+    const text = canonicalJson(a);
+    expect(text.startsWith(`{"a":${levels - 1},"b":[{"a":${levels - 2},"b":[`)).toBe(true);
+    expect(text.endsWith(`{"a":null,"z":1}]}`.concat(']}'.repeat(levels - 1)))).toBe(true);
+    expect(text).toBe(canonicalJson(b));
+    // The same text JSON.parse reads back (parsing is iterative): 200,000 levels of objects and arrays.
+    let depth = 0;
+    for (let v = JSON.parse(text) as { b?: unknown[] }; v.b !== undefined; v = v.b[0] as { b?: unknown[] })
+      depth++;
+    expect(depth).toBe(levels);
+  });
+
   it('allows repeated (non-cyclic) references', () => {
     const shared = { x: 1 };
     expect(canonicalJson({ a: shared, b: [shared, shared] })).toBe('{"a":{"x":1},"b":[{"x":1},{"x":1}]}');
@@ -164,6 +183,17 @@ describe('fingerprint', () => {
 
   it('matches the well-known SHA-256 of "{}"', () => {
     expect(fingerprint({})).toBe('44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a');
+  });
+});
+
+describe('checkedJson (deep values)', () => {
+  it('a value nested past what JSON.stringify can recurse: invalid_payload saying it nests too deep', () => {
+    let deep: unknown = [];
+    for (let i = 0; i < 20_000; i++) deep = [deep];
+    const error = caught(() => checkedJson({ payload: deep })) as BreakwaterError;
+    expect(error).toBeInstanceOf(BreakwaterError);
+    expect(error.code).toBe('invalid_payload');
+    expect(error.message).toBe('The value nests too deep to serialize as JSON.');
   });
 });
 

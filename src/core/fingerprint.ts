@@ -6,6 +6,7 @@ import { BreakwaterError } from './errors.js';
  * whitespace, ECMAScript number formatting. Equal data gives equal strings whatever the key order it was
  * built in. Follows `JSON.stringify` for what is left out: `toJSON` is honoured, object members whose value
  * is undefined, a function or a symbol are omitted, and such array elements (and holes) become `null`.
+ * Iterative: any nesting depth is serialized, none overflows the call stack.
  *
  * @throws BreakwaterError `invalid_payload` when `value` has no JSON form (undefined, a function, a BigInt),
  *   holds a non-finite number (RFC 8785 forbids NaN and Infinity) or a cycle.
@@ -13,7 +14,7 @@ import { BreakwaterError } from './errors.js';
 export function canonicalJson(value: unknown): string {
   let text: string | undefined;
   try {
-    text = serialize(value, '', new Set());
+    text = serialize(value);
   } catch (cause) {
     if (cause instanceof BreakwaterError) throw cause;
     throw invalid('The value cannot be serialized as JSON.', cause);
@@ -26,7 +27,8 @@ export function canonicalJson(value: unknown): string {
  * `JSON.stringify(value)`, refusing exactly what {@link canonicalJson} refuses (no JSON form at the top, a
  * non-finite number anywhere, a BigInt without `toJSON`, a cycle) but without its key sort: the check a job
  * payload, result or partial gets on the hot path, where the order of keys does not matter.
- * @throws BreakwaterError `invalid_payload`, with the same messages as {@link canonicalJson}.
+ * @throws BreakwaterError `invalid_payload`, with the same messages as {@link canonicalJson}; and "The value
+ *   nests too deep to serialize as JSON." past the few thousand levels `JSON.stringify` can recurse.
  */
 export function checkedJson(value: unknown): string {
   let text: string | undefined;
@@ -38,6 +40,9 @@ export function checkedJson(value: unknown): string {
       throw invalid('A BigInt has no JSON form.');
     if (cause instanceof TypeError && /circular/i.test(cause.message))
       throw invalid('The value contains a cycle.');
+    // JSON.stringify recurses: past about 4,000 levels the stack runs out.
+    if (cause instanceof RangeError && /call stack/i.test(cause.message))
+      throw invalid('The value nests too deep to serialize as JSON.');
     throw invalid('The value cannot be serialized as JSON.', cause);
   }
   if (text === undefined) throw invalid('The value cannot be serialized as JSON.');
@@ -63,8 +68,83 @@ function invalid(message: string, cause?: unknown): BreakwaterError {
   return new BreakwaterError('invalid_payload', { message, cause });
 }
 
-/** The canonical text of `value`, or `undefined` when it has no JSON form (undefined, function, symbol). */
-function serialize(value: unknown, key: string, ancestors: Set<object>): string | undefined {
+/** An array or object being serialized, and where it is. */
+interface Frame {
+  readonly object: object;
+  /** The member names, sorted (RFC 8785, section 3.2.3); null for an array. */
+  readonly names: readonly string[] | null;
+  readonly length: number;
+  /** The next member or element to serialize. */
+  next: number;
+  /** Members written so far (an object's members without a JSON form are left out). */
+  written: number;
+  /** Where the member being serialized starts in the output, so one without a JSON form can be taken back. */
+  mark: number;
+}
+
+/**
+ * The canonical text of `value`, or `undefined` when it has no JSON form (undefined, function, symbol).
+ * Iterative (an explicit stack of frames, one output of pieces joined once), so no nesting depth overflows
+ * the call stack and the work stays linear in the output; members are read and their `toJSON` called in the
+ * order a recursive walk would.
+ */
+function serialize(root: unknown): string | undefined {
+  const ancestors = new Set<object>();
+  const stack: Frame[] = [];
+  const out: string[] = [];
+  let value = root;
+  let key = '';
+  for (;;) {
+    value = prepare(value, key);
+    const parent = stack[stack.length - 1];
+    if (typeof value === 'object' && value !== null) {
+      if (ancestors.has(value)) throw invalid('The value contains a cycle.');
+      ancestors.add(value);
+      // Default sort compares UTF-16 code units, which is what RFC 8785, section 3.2.3 asks for.
+      const names = Array.isArray(value) ? null : Object.keys(value).sort();
+      const length = names === null ? (value as unknown[]).length : names.length;
+      out.push(names === null ? '[' : '{');
+      stack.push({ object: value, names, length, next: 0, written: 0, mark: 0 });
+    } else {
+      const text = scalar(value);
+      if (parent === undefined) return text;
+      if (text !== undefined) {
+        out.push(text);
+        parent.written++;
+      } else if (parent.names === null) {
+        out.push('null');
+        parent.written++;
+      } else out.length = parent.mark; // a member without a JSON form is left out, name and all
+    }
+    // The next member to serialize; each frame with none left closes, and counts as written in its parent.
+    for (;;) {
+      const top = stack[stack.length - 1]!;
+      if (top.next < top.length) {
+        const i = top.next++;
+        top.mark = out.length;
+        if (top.written > 0) out.push(',');
+        if (top.names === null) {
+          key = String(i);
+          value = (top.object as unknown[])[i];
+        } else {
+          key = top.names[i]!;
+          out.push(`${JSON.stringify(key)}:`);
+          value = (top.object as Record<string, unknown>)[key];
+        }
+        break;
+      }
+      stack.pop();
+      ancestors.delete(top.object);
+      out.push(top.names === null ? ']' : '}');
+      const below = stack[stack.length - 1];
+      if (below === undefined) return out.join('');
+      below.written++;
+    }
+  }
+}
+
+/** `value` as JSON sees it: its `toJSON(key)` result, a boxed primitive unboxed. */
+function prepare(value: unknown, key: string): unknown {
   if (
     (typeof value === 'object' && value !== null) ||
     (typeof value === 'bigint' && typeof (value as { toJSON?: unknown }).toJSON === 'function')
@@ -73,10 +153,14 @@ function serialize(value: unknown, key: string, ancestors: Set<object>): string 
     if (typeof toJSON === 'function') value = (toJSON as (key: string) => unknown).call(value, key);
   }
   // Boxed primitives serialize as their primitive value, as in JSON.stringify.
-  if (value instanceof Number) value = Number(value);
-  else if (value instanceof String) value = String(value);
-  else if (value instanceof Boolean) value = value.valueOf();
+  if (value instanceof Number) return Number(value);
+  if (value instanceof String) return String(value);
+  if (value instanceof Boolean) return value.valueOf();
+  return value;
+}
 
+/** The text of a value that is not an array or object; undefined when it has no JSON form. */
+function scalar(value: unknown): string | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -92,26 +176,5 @@ function serialize(value: unknown, key: string, ancestors: Set<object>): string 
     case 'symbol':
       return undefined;
   }
-  if (value === null) return 'null';
-
-  const object = value as object;
-  if (ancestors.has(object)) throw invalid('The value contains a cycle.');
-  ancestors.add(object);
-  let text: string;
-  if (Array.isArray(object)) {
-    const items: string[] = [];
-    for (let i = 0; i < object.length; i++) items.push(serialize(object[i], String(i), ancestors) ?? 'null');
-    text = `[${items.join(',')}]`;
-  } else {
-    const members: string[] = [];
-    const record = object as Record<string, unknown>;
-    // Default sort compares UTF-16 code units, which is what RFC 8785, section 3.2.3 asks for.
-    for (const name of Object.keys(record).sort()) {
-      const member = serialize(record[name], name, ancestors);
-      if (member !== undefined) members.push(`${JSON.stringify(name)}:${member}`);
-    }
-    text = `{${members.join(',')}}`;
-  }
-  ancestors.delete(object);
-  return text;
+  return 'null';
 }

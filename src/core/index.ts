@@ -27,6 +27,8 @@ export { newId } from './ids.js';
 export { DRAIN_LIMIT_BYTES } from './drain.js';
 export { rejectSoon } from './promises.js';
 export { canonicalJson, checkedJson, fingerprint } from './fingerprint.js';
+export { MAX_JSON_DEPTH, checkJsonDepth, jsonDepthExceeds, tooDeep } from './json-depth.js';
+export { checkSingleValued, singleValuedParameters } from './query.js';
 export {
   GRACE_END,
   LinkedAbort,
@@ -53,7 +55,7 @@ export {
   type NumberRule,
 } from './options.js';
 export { EventSource, type Disposable, type Listener } from './events.js';
-export { REDACTED, isSecretKey, redact, redactText } from './redact.js';
+export { REDACTED, TOO_DEEP, isSecretKey, redact, redactText } from './redact.js';
 export {
   Log,
   LogContext,

@@ -5,9 +5,13 @@
  * Used by `operations/audit` (records) and `core/log.ts` (free text in log lines).
  */
 import { BreakwaterError } from './errors.js';
+import { MAX_JSON_DEPTH } from './json-depth.js';
 
 /** What replaces a secret value. */
 export const REDACTED = '[redacted]';
+
+/** What replaces an array or object nested past `MAX_JSON_DEPTH` (whatever it holds, secrets included). */
+export const TOO_DEEP = '[too deep]';
 
 /** Words that make an object key secret, whatever the case and separators (`access_token`, `X-Api-Key`, `passwordHash`). */
 const SECRET_WORDS = new Set([
@@ -78,8 +82,57 @@ const DIGIT_RUN = /\d+(?:[ .-]{1,2}\d+)*/g;
 /** A UUID (RFC 9562) in its text form: its digits are an id, never a card number, even all-decimal groups. */
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
-/** An HTTP credential in free text: `Bearer <token68>` (RFC 6750) or `Basic <base64>` (RFC 7617), any case. */
-const SCHEME_CREDENTIAL = /\b(bearer|basic)[ \t]+[A-Za-z0-9\-._~+/]+=*/gi;
+/**
+ * An HTTP credential in free text: `Bearer <token68>` (RFC 6750) or `Basic <base64>` (RFC 7617), any case,
+ * the scheme followed by spaces, or as a URL's query writes the space (`%20`, `+`).
+ */
+const SCHEME_CREDENTIAL = /\b(bearer|basic)([ \t]+|%20|\+)[A-Za-z0-9\-._~+/]+=*/gi;
+
+/**
+ * Credentials recognised by their look, wherever they stand in a text: API keys in their issuers' formats
+ * (Stripe `sk_live_…`, `rk_test_…`, `whsec_…`; GitHub `ghp_…`, `gho_…`, `github_pat_…`; Slack `xoxb-…`;
+ * Google `AIza…`; AWS access key ids `AKIA…`, `ASIA…`; Breakwater's own `bw_<id>_<secret>`) and JSON Web Tokens (a JWS or JWE in its compact
+ * form, RFC 7515 and 7516: `eyJ…` then two or four dot-separated parts). OpenAI's and Anthropic's `sk-…` keys are
+ * {@link SK_KEY}.
+ */
+const CREDENTIAL = new RegExp(
+  [
+    '\\b[rs]k_(?:live|test)_[A-Za-z0-9]{8,}',
+    '\\bwhsec_[A-Za-z0-9+/=]{8,}',
+    '\\bgh[opsur]_[A-Za-z0-9]{20,}',
+    '\\bgithub_pat_[A-Za-z0-9_]{20,}',
+    '\\bxox[abposr]-[A-Za-z0-9-]{10,}',
+    '\\bAIza[0-9A-Za-z_-]{30,}',
+    '\\b(?:AKIA|ASIA)[0-9A-Z]{16}\\b',
+    // Breakwater API keys (http/keys): the secret part is what matters, the id is kept out too.
+    '\\bbw_[0-9a-f]{16}_[A-Za-z0-9_-]{43}',
+    // JWS `header.payload.signature` (the signature empty when unsigned); JWE has two parts more.
+    '\\beyJ[A-Za-z0-9_-]{4,}\\.[A-Za-z0-9_-]*\\.[A-Za-z0-9_-]*(?:\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+)?',
+  ].join('|'),
+  'g',
+);
+
+/**
+ * An `sk-` key (OpenAI `sk-…`, `sk-proj-…`; Anthropic `sk-ant-…`; most OpenAI-compatible providers): `sk-`
+ * and at least 12 more key characters, one of them a digit (so `sk-learn-pipelines` stays a word).
+ */
+const SK_KEY = /\bsk-[A-Za-z0-9_-]{12,}/g;
+
+/**
+ * Query parameter names that hold a credential in URLs though not in general (`?key=` is Google's API key,
+ * `?code=` an OAuth authorization code, `?sig=` a shared access signature): secret as parameters only, next
+ * to every name {@link isSecretKey} calls secret.
+ */
+const SECRET_PARAMETERS = new Set([
+  'key',
+  'code',
+  'sig',
+  'hmac',
+  'session',
+  'sessionid',
+  'session_id',
+  'sid',
+]);
 
 /** Credentials in a URL's authority: `scheme://user:password@host`. */
 const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^\s/:@]+:[^\s/@]+@/gi;
@@ -98,30 +151,46 @@ const PARAMETER = /([?&;])([^=&;\s#]+)=([^&;\s#]*)/g;
  *   `set-cookie`, `access_token`, `accessTokens`, `clientSecret`, `X-API-Key`, `privateKey` and
  *   `stripe-signature` are secret; `idempotency_key`, `max_tokens` and `tokens_used` (counts) are not.
  *   Nested objects and arrays are walked;
- * - in every string: a `Bearer <token>` or `Basic <credentials>` becomes `Bearer [redacted]`; a URL's
- *   `user:password@` becomes `[redacted]@`; a query parameter with a secret name (`?access_token=…`) keeps
- *   its name with the value redacted; a card number (13–19 digits in whole groups of a digit run, groups
+ * - in every string: an API key in its issuer's format (`sk-…` of OpenAI, Anthropic and most
+ *   OpenAI-compatible providers, Stripe `sk_live_…`/`rk_…`/`whsec_…`, GitHub `ghp_…`/`github_pat_…`, Slack
+ *   `xox…-`, Google `AIza…`, AWS `AKIA…`) and a JSON Web Token (`eyJ….….…`) become `[redacted]`, wherever
+ *   they stand; a `Bearer <token>` or `Basic <credentials>` becomes `Bearer [redacted]` (also written
+ *   `Bearer%20…` or `Bearer+…` in a query); a URL's `user:password@` becomes `[redacted]@`; a query
+ *   parameter with a secret name (`?access_token=…`; as parameters, also `key`, `code`, `sig`, `hmac`,
+ *   `session`, `sessionid`, `session_id`, `sid`) keeps its name with the value redacted; a card number (13–19 digits in whole groups of a digit run, groups
  *   joined by up to two spaces, dashes or dots, passing the Luhn check of ISO/IEC 7812-1, not overlapping
  *   a UUID) keeps its last 4 digits and separators with every other digit replaced by `*`
  *   (`4242 4242 4242 4242` → `**** **** **** 4242`), also next to other numbers (an expiry, a CVC);
  * - an integer number of 13–19 digits passing the Luhn check (or past 2^53, where its digits are rounded)
- *   becomes such a masked string.
+ *   becomes such a masked string;
+ * - an array or object nested past `MAX_JSON_DEPTH` (64) levels becomes `"[too deep]"`: the copy nests at
+ *   most 64 levels, so neither this walk nor whatever serializes the copy overflows the stack, and nothing
+ *   below the cut is stored.
  *
- * @throws BreakwaterError `invalid_payload` when `value` holds a cycle.
+ * @throws BreakwaterError `invalid_payload` when `value` holds a cycle (within the depth kept).
  */
 export function redact(value: unknown): unknown {
-  return walk(value, '', new Set());
+  return walk(value, '', new Set(), 1);
 }
 
 /** A string with its credentials and card-like numbers masked (see {@link redact}). */
 export function redactText(text: string): string {
   return text
-    .replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`)
+    .replace(SCHEME_CREDENTIAL, (_match, scheme: string, space: string) =>
+      space === '%20' || space === '+' ? `${scheme}${space}${REDACTED}` : `${scheme} ${REDACTED}`,
+    )
+    .replace(CREDENTIAL, REDACTED)
+    .replace(SK_KEY, (key) => (/\d/.test(key) ? REDACTED : key))
     .replace(URL_USERINFO, `$1${REDACTED}@`)
     .replace(PARAMETER, (match, sep: string, name: string) =>
-      isSecretKey(decodeName(name)) ? `${sep}${name}=${REDACTED}` : match,
+      isSecretParameter(decodeName(name)) ? `${sep}${name}=${REDACTED}` : match,
     )
     .replace(DIGIT_RUN, maskCards);
+}
+
+/** True when a query parameter named `name` holds a secret: a secret key, or `key`, `code`, `sig`, … */
+function isSecretParameter(name: string): boolean {
+  return SECRET_PARAMETERS.has(name.toLowerCase()) || isSecretKey(name);
 }
 
 /**
@@ -199,7 +268,8 @@ export function isSecretKey(key: string): boolean {
   return false;
 }
 
-function walk(value: unknown, key: string, ancestors: Set<object>): unknown {
+/** `depth`: the level `value` is at, as an array or object (the top one is 1). */
+function walk(value: unknown, key: string, ancestors: Set<object>, depth: number): unknown {
   if (typeof value === 'object' && value !== null) {
     const toJSON = (value as { toJSON?: unknown }).toJSON;
     if (typeof toJSON === 'function') value = (toJSON as (key: string) => unknown).call(value, key);
@@ -208,18 +278,19 @@ function walk(value: unknown, key: string, ancestors: Set<object>): unknown {
   if (typeof value === 'number') return cardNumber(value) ?? value;
   if (typeof value !== 'object' || value === null) return value;
   if (value instanceof String) return redactText(String(value));
+  if (depth > MAX_JSON_DEPTH) return TOO_DEEP;
   if (ancestors.has(value)) {
     throw new BreakwaterError('invalid_payload', { message: 'The audit data contains a cycle.' });
   }
   ancestors.add(value);
   let copy: unknown;
   if (Array.isArray(value)) {
-    copy = value.map((item, index) => walk(item, String(index), ancestors));
+    copy = value.map((item, index) => walk(item, String(index), ancestors, depth + 1));
   } else {
     const out: Record<string, unknown> = {};
     for (const [name, member] of Object.entries(value)) {
       // defineProperty, so a `__proto__` key from parsed JSON stays a plain member.
-      const redacted = isSecretKey(name) ? REDACTED : walk(member, name, ancestors);
+      const redacted = isSecretKey(name) ? REDACTED : walk(member, name, ancestors, depth + 1);
       Object.defineProperty(out, name, {
         value: redacted,
         enumerable: true,

@@ -1,10 +1,13 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   finite,
+  isBreakwaterError,
   isRequestTimeout,
+  jsonDepthExceeds,
   nonEmptyString,
   POSITIVE_INTEGER,
   PrincipalContext,
+  tooDeep,
   type BreakwaterError,
   type Principal,
 } from '../core/index.js';
@@ -69,6 +72,9 @@ export function mcpRoutes(
       config: { access: ['mcp'] },
       errorHandler: bodyError,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        // Before the SDK (and the tool's argument checks, fingerprints and audit) walks it. On a Breakwater
+        // server the body parser has refused it already; this holds on any Fastify host.
+        if (jsonDepthExceeds(request.body)) return bodyError(tooDeep(), request, reply);
         const principal = callerPrincipal(request.principal);
         if (scopedTools.size > 0 && request.method === 'POST') {
           const refused = toolScopeRefusal(request.body, principal, scopedTools);
@@ -131,19 +137,27 @@ function isServer(value: BreakwaterMcpServer | McpServerOptions): value is Break
   return typeof (value as BreakwaterMcpServer).handle === 'function';
 }
 
-/** Fastify's body failures (before the handler runs) as JSON-RPC errors, like the SDK's own. */
-function bodyError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  let status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+/**
+ * Fastify's body failures (before the handler runs) as JSON-RPC errors, like the SDK's own; a BreakwaterError
+ * (a body nested too deep) as `-32600` Invalid Request with its status and message.
+ */
+function bodyError(error: FastifyError | Error, _request: FastifyRequest, reply: FastifyReply): void {
+  const fst = error as Partial<FastifyError>;
+  let status = fst.statusCode !== undefined && fst.statusCode >= 400 ? fst.statusCode : 500;
   let code = -32000;
   let message = 'Bad Request';
-  if (isRequestTimeout(error)) {
+  if (isBreakwaterError(error) && error.status < 500) {
+    status = error.status;
+    code = -32600;
+    message = error.message;
+  } else if (isRequestTimeout(error)) {
     // The server's request timeout fired while the body was still arriving: nothing ran; send it again.
     status = 408;
     message = 'Request Timeout: the request body did not arrive in time';
     void reply.header('connection', 'close');
   } else if (status === 415) message = 'Unsupported Media Type: Content-Type must be application/json';
   else if (status === 413) message = 'Payload Too Large: the request body exceeds the limit';
-  else if (status === 400 && error.code?.startsWith('FST_ERR_CTP_')) {
+  else if (status === 400 && fst.code?.startsWith('FST_ERR_CTP_') === true) {
     code = -32700;
     message = 'Parse error: Invalid JSON';
   } else if (status >= 500) {

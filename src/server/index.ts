@@ -5,6 +5,7 @@
  */
 export { createServer } from './server.js';
 export {
+  MASKED_TEXT_PATHS,
   REDACTED_FIELDS,
   REDACTED_HEADERS,
   SERVER_DEFAULTS,

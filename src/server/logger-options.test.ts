@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LogContext } from '../core/index.js';
 import type { Jobs } from '../jobs/index.js';
 import {
+  MASKED_TEXT_PATHS,
   REDACTED_FIELDS,
   REDACTED_HEADERS,
   resolveServerOptions,
@@ -37,7 +38,25 @@ describe("createServer's logger options", () => {
     }
     for (const field of REDACTED_FIELDS) expect(paths).toEqual(expect.arrayContaining([field, `*.${field}`]));
     expect(paths.at(-1)).toBe('body.card');
-    expect(options).toMatchObject({ level: 'info', redact: { censor: '[redacted]' } });
+    for (const path of MASKED_TEXT_PATHS) expect(paths).toContain(path);
+    expect(options).toMatchObject({ level: 'info' });
+    const censor = (options.redact as { censor: (value: unknown, path: unknown[]) => unknown }).censor;
+    expect(censor('Bearer x', ['req', 'headers', 'authorization'])).toBe('[redacted]');
+    expect(censor('/jobs?token=t1&limit=2', ['req', 'url'])).toBe('/jobs?token=[redacted]&limit=2');
+    expect(censor('failed with key sk-0123456789abcdef', ['err', 'message'])).toBe(
+      'failed with key [redacted]',
+    );
+    expect(censor('x', [Symbol('s'), 'url'])).toBe('[redacted]');
+  });
+
+  it('a given censor replaces whole values; URLs and error texts are still masked, not replaced', () => {
+    const options = logger({ redact: { paths: ['body.card'], censor: '***' } });
+    const censor = (options.redact as { censor: (value: unknown, path: unknown[]) => unknown }).censor;
+    expect(censor('4242', ['body', 'card'])).toBe('***');
+    expect(censor('/a?api_key=k', ['req', 'url'])).toBe('/a?api_key=[redacted]');
+    const fn = logger({ redact: { paths: [], censor: (_v: unknown, p: string[]) => `<${p.join('.')}>` } });
+    const wrapped = (fn.redact as { censor: (value: unknown, path: unknown[]) => unknown }).censor;
+    expect(wrapped('c', ['req', 'headers', 'cookie'])).toBe('<req.headers.cookie>');
   });
 
   it("the mixin adds the LogContext's fields in a new object each time; a given mixin still runs and wins", () => {

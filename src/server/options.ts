@@ -6,6 +6,8 @@ import {
   invalidOption,
   LogContext,
   optionalFn,
+  REDACTED,
+  redactText,
   type Clock,
 } from '../core/index.js';
 import type { Authenticator } from '../http/index.js';
@@ -65,7 +67,9 @@ export interface ServerOptions {
    * Logging through Fastify's pino: `false` (default: silent, for library use), `true` (level `info`), or
    * pino options. The {@link REDACTED_HEADERS} (credentials, cookies, API keys, webhook signatures) and the
    * {@link REDACTED_FIELDS} of a line and of its objects one level down are always redacted as `[redacted]`
-   * (your `redact` paths are added to them). Every line written inside a `LogContext` (a tool call, a job's
+   * (your `redact` paths are added to them, your `censor` replaces `[redacted]`); the
+   * {@link MASKED_TEXT_PATHS} (the request URL, a logged error's message and stack) are always masked with
+   * core's `redactText` (secret query parameters, API keys, JWTs, bearer tokens). Every line written inside a `LogContext` (a tool call, a job's
    * run, an operation) carries its fields (`correlation_id`, `tool`, `job_id`, `operation_id`) through a pino
    * `mixin` (yours, if given, still runs; its fields win).
    */
@@ -166,6 +170,24 @@ export const REDACTED_FIELDS = [
   'api_key',
   'signature',
 ] as const;
+
+/**
+ * Text fields of a log line masked by core's `redactText` rather than replaced: the request's URL (pino's
+ * `req.url`: a secret query parameter such as `?api_key=…`, `?token=…`, `?code=…` or `?key=…`, and any value
+ * that looks like an API key, a JWT or `Bearer …`, becomes `[redacted]`) and a logged error's message and stack
+ * (`err.message`, `err.stack`, causes included), which may quote a URL or a credential they were given.
+ */
+export const MASKED_TEXT_PATHS = ['req.url', 'err.message', 'err.stack'] as const;
+
+const MASKED_TEXT: ReadonlySet<string> = new Set(MASKED_TEXT_PATHS);
+
+type Censor = (value: unknown, path: readonly unknown[]) => unknown;
+
+/** Whether a redacted path (pino gives its keys, symbols included) is one of {@link MASKED_TEXT_PATHS}. */
+function isMaskedText(path: readonly unknown[]): boolean {
+  const [top, field] = path;
+  return path.length === 2 && typeof top === 'string' && MASKED_TEXT.has(`${top}.${String(field)}`);
+}
 
 /** {@link ServerOptions} with defaults applied. */
 export interface ResolvedServerOptions {
@@ -280,12 +302,22 @@ function resolveLogger(owner: string, value: unknown): false | ServerLoggerOptio
   const fields = REDACTED_FIELDS.flatMap((f) => [f, `*.${f}`]);
   const theirs = given.redact;
   const paths = Array.isArray(theirs) ? theirs : theirs === undefined ? [] : theirs.paths;
-  const redactOptions = Array.isArray(theirs) || theirs === undefined ? {} : theirs;
+  const redactOptions: { censor?: unknown; remove?: boolean } =
+    Array.isArray(theirs) || theirs === undefined ? {} : theirs;
+  const theirCensor = redactOptions.censor ?? REDACTED;
   const theirMixin = given.mixin;
   return {
     level: 'info',
     ...given,
-    redact: { censor: '[redacted]', ...redactOptions, paths: [...ours, ...fields, ...paths] },
+    redact: {
+      ...redactOptions,
+      paths: [...ours, ...fields, ...MASKED_TEXT_PATHS, ...paths],
+      // Free text keeps what is not a secret; every other path is replaced whole (by your censor, if given).
+      censor: (value: unknown, path: readonly unknown[]) => {
+        if (isMaskedText(path)) return typeof value === 'string' ? redactText(value) : value;
+        return typeof theirCensor === 'function' ? (theirCensor as Censor)(value, path) : theirCensor;
+      },
+    },
     // A new object each time: pino merges the line's fields into what the mixin returns.
     mixin: (line: object, level: number, logger: unknown) => {
       const scope = LogContext.fields();

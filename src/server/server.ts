@@ -10,6 +10,7 @@ import {
 import { eventsRoute } from './events-route.js';
 import { healthRoutes } from './health.js';
 import { jobRoutes } from './jobs-routes.js';
+import { installJsonBodyParser, refuseRepeatedQuery } from './input.js';
 import { installLifecycle } from './lifecycle.js';
 import { resolveServerOptions, type ServerOptions } from './options.js';
 import { installRequestTimeout } from './request-timeout.js';
@@ -51,6 +52,10 @@ export function createServer(options: ServerOptions): FastifyInstance {
   // request-timeout.ts for why not Fastify's handlerTimeout.
   installRequestTimeout(app, o.requestTimeoutMs, o.clock);
   app.setErrorHandler(handleError);
+  // JSON bodies nested past MAX_JSON_DEPTH, and a query parameter repeated where one value is expected, get a
+  // 400 before any route reads them.
+  installJsonBodyParser(app);
+  app.addHook('preValidation', refuseRepeatedQuery);
   app.setNotFoundHandler(handleNotFound);
   app.addHook('onSend', drainRefusedBody);
   installEdge(app, {

@@ -4,7 +4,7 @@
  * the jobs runtime to run a type ({@link WebhookJobs}: `createJobs(...)` fits as it is). One job type per
  * source, `webhook.<source>`; its payload names the inbox row, and the run reads the body back from it.
  */
-import { BreakwaterError, webhookPrincipal, type ErrorCode } from '../core/index.js';
+import { BreakwaterError, checkJsonDepth, webhookPrincipal, type ErrorCode } from '../core/index.js';
 import type { Backoff } from '../policy/index.js';
 import type { NewJob } from '../store/index.js';
 import type { AnyWebhookHandler, WebhookContext } from './handlers.js';
@@ -105,8 +105,10 @@ export function buildJob(
 }
 
 /**
- * Parses a stored or received body into the event: JSON, then the source's schema.
- * @throws BreakwaterError `invalid_payload` (400) saying what is wrong; with `details.issues` from the schema.
+ * Parses a stored or received body into the event: JSON nested at most `MAX_JSON_DEPTH` (64) levels (before
+ * the schema or a handler walks it), then the source's schema.
+ * @throws BreakwaterError `invalid_payload` (400) saying what is wrong; with `details.issues` from the schema,
+ *   `details.reason: 'too_deep'` for the depth.
  */
 export function parseEvent(source: AnyWebhookSource, body: string): unknown {
   let parsed: unknown;
@@ -115,6 +117,7 @@ export function parseEvent(source: AnyWebhookSource, body: string): unknown {
   } catch {
     throw invalidPayload(`The ${source.name} webhook body is not valid JSON.`);
   }
+  checkJsonDepth(parsed, `The ${source.name} webhook body`);
   if (source.schema === undefined) return parsed;
   const result = source.schema.safeParse(parsed);
   if (result.success) return result.data;

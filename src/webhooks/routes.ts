@@ -10,9 +10,11 @@ import {
   DRAIN_LIMIT_BYTES,
   PROBLEM_CONTENT_TYPE,
   type EventSource,
+  checkSingleValued,
   isBreakwaterError,
   isRequestTimeout,
   retryAfterHeader,
+  singleValuedParameters,
   toProblem,
 } from '../core/index.js';
 import { payloadTooLarge, readRawBody } from './body.js';
@@ -29,6 +31,16 @@ const ACCEPTED_SCHEMA = {
       duplicate: { type: 'boolean' },
       event_id: { type: 'string' },
     },
+  },
+} as const;
+
+/** The query of `GET /admin/webhooks`: each parameter once; `limit` 1 to 1000 (default 50). */
+const LIST_QUERY = {
+  type: 'object',
+  properties: {
+    source: { type: 'string', minLength: 1, maxLength: 255 },
+    limit: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },
+    before_id: { type: 'string', minLength: 1, maxLength: 255 },
   },
 } as const;
 
@@ -130,14 +142,15 @@ async function adminRoutes(
       }),
   );
 
-  app.get<{ Querystring: { source?: string; limit?: string; before_id?: string } }>(
+  app.get<{ Querystring: { source?: string; limit: number; before_id?: string } }>(
     '/admin/webhooks',
+    {
+      schema: { querystring: LIST_QUERY },
+      // A repeated parameter (`?source=a&source=b`, an array) is named, before the schema's type message.
+      preValidation: async (request) => checkSingleValued(request.query, singleValuedParameters(LIST_QUERY)),
+    },
     async (request, reply) => {
-      const { source, before_id: beforeId } = request.query;
-      const limit = request.query.limit === undefined ? 50 : Number(request.query.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-        throw new BreakwaterError('invalid_payload', { message: 'limit must be an integer from 1 to 1000.' });
-      }
+      const { source, limit, before_id: beforeId } = request.query;
       const records = await ingress.store.listWebhooks({ source, limit, beforeId });
       void reply.header('cache-control', 'no-store');
       return {
@@ -216,9 +229,14 @@ function answerError(
     });
   } else {
     const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
+    // Fastify's own messages (a schema's "querystring/limit must be <= 1000") say what to fix and hold no state.
+    const own = typeof error.code === 'string' && error.code.startsWith('FST_');
     mapped =
       status >= 400 && status < 500
-        ? new BreakwaterError(status === 413 ? 'payload_too_large' : 'invalid_payload', { status })
+        ? new BreakwaterError(status === 413 ? 'payload_too_large' : 'invalid_payload', {
+            status,
+            ...(own && status !== 413 ? { message: error.message } : {}),
+          })
         : new BreakwaterError('internal_error');
   }
   if (mapped.status >= 500) request.log.error({ err: error, code: mapped.code }, 'webhook request failed');

@@ -114,6 +114,8 @@ async function serve(
     answer = await handler.answer(aiRequest, info.model);
   } catch (caught) {
     const error = toAiError(caught);
+    // A fault of ours (a bug, a stack overflow): the client gets 500 without the details; the log gets them.
+    if (error.code === 'internal_error') request.log.error({ err: caught }, 'AI request failed');
     handler.log(failureLine(id, aiRequest?.route ?? null, stream, error, receivedAt, clock.now()));
     // The host's handler timeout may have answered already (createServer's requestTimeoutMs).
     if (reply.sent || reply.raw.headersSent) return reply;

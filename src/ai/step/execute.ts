@@ -2,7 +2,7 @@
  * The step executor: one model step from the limit check to an answer whose first bytes have arrived
  * (DESIGN: "AI gateway"). Route flows compose it (`runFallbackChain`, conditions, splits).
  */
-import { BreakwaterError } from '../../core/index.js';
+import { BreakwaterError, classify } from '../../core/index.js';
 import type { PolicyContext } from '../../policy/index.js';
 import { estimateInput, providerBody } from '../body.js';
 import { NO_GRANT, type LimitGrant } from '../limits/limits.js';
@@ -78,7 +78,7 @@ export async function executeStep(
     try {
       grant = await acquireLimits(step, request, ctx);
     } catch (error) {
-      throw failed(error, step, 0);
+      throw failed(limitFailure(error), step, 0);
     }
   }
 
@@ -100,6 +100,21 @@ export async function executeStep(
     await grant.settle(0);
     throw failed(providerFailure(error, provider), step, attempts);
   }
+}
+
+/**
+ * What the client is told when the limit check threw: a BreakwaterError as it is (a refusal, a 400 from the
+ * estimate); a programming error (a TypeError, a RangeError such as a stack overflow) is ours, `internal_error`
+ * (500, logged by the route), never blamed on the store; anything else is the store failing (`upstream_unavailable`).
+ */
+function limitFailure(error: unknown): BreakwaterError {
+  if (error instanceof BreakwaterError) return error;
+  if (classify(error).kind === 'fatal') return new BreakwaterError('internal_error', { cause: error });
+  return new BreakwaterError('upstream_unavailable', {
+    message: "The gateway's limit store is unavailable; try again shortly.",
+    source: 'ai-limits',
+    cause: error,
+  });
 }
 
 function jsonAnswer(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BreakwaterError } from '../../core/index.js';
-import { isSecretKey, redact, redactText } from './redact.js';
+import { BreakwaterError, MAX_JSON_DEPTH } from '../../core/index.js';
+import { TOO_DEEP, isSecretKey, redact, redactText } from './redact.js';
 
 describe('redact', () => {
   it('replaces secret members, nested and in arrays, whatever their value', () => {
@@ -162,6 +162,64 @@ describe('redact', () => {
     ]);
   });
 
+  it('masks API keys and JWTs by their look, in free text and values; leaves look-alikes alone', () => {
+    const jwt = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2lnbmF0dXJl';
+    expect(
+      redact({
+        note: 'key sk-proj-abc123def456ghi789 then sk-ant-api03-Zx9Yw8Vu7Ts6Rq5 end',
+        openai: 'sk-0123456789abcdefABCDEF',
+        list: [
+          'sk_test_4eC39HqLyjWDarjtT1zdp7dc',
+          'rk_live_abcdefgh12',
+          'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+        ],
+        github: ['ghp_abcdefghijklmnopqrstuvwxyz0123456789', 'github_pat_11ABCDEFG0123456789_abcdefghij'],
+        cloud: [
+          'AIzaSyA1234567890abcdefghijklmnopqrstu',
+          'AKIAIOSFODNN7EXAMPLE',
+          'xoxb-1234567890-abcdefghij',
+        ],
+        breakwater: `calling with bw_0123456789abcdef_${'aZ0_-'.repeat(8)}abc now`,
+        said: `got ${jwt}.`,
+        jwe: `${jwt}.part4.part5`,
+      }),
+    ).toEqual({
+      note: 'key [redacted] then [redacted] end',
+      openai: '[redacted]',
+      list: ['[redacted]', '[redacted]', '[redacted]'],
+      github: ['[redacted]', '[redacted]'],
+      cloud: ['[redacted]', '[redacted]', '[redacted]'],
+      breakwater: 'calling with [redacted] now',
+      said: 'got [redacted].',
+      jwe: '[redacted]',
+    });
+    // Words and ids that only resemble them.
+    for (const text of [
+      'sk-learn-pipelines-and-more',
+      'task-12345678901234567',
+      'disk-0123456789abcdef',
+      'eyJ alone',
+      'ask_live_x',
+      'AKIA-short',
+      'bw_0123456789abcdef_short',
+      '0190a6b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b',
+      'max_tokens=300&prompt_tokens=12',
+    ]) {
+      expect(redactText(text)).toBe(text);
+    }
+  });
+
+  it('masks parameters that are secret in URLs (key, code, sig, session) and Bearer written in a query', () => {
+    expect(redactText('GET /cb?code=4%2F0AX&state=ok&key=AIzaX&sig=abc&session_id=s1&page=2')).toBe(
+      'GET /cb?code=[redacted]&state=ok&key=[redacted]&sig=[redacted]&session_id=[redacted]&page=2',
+    );
+    expect(redactText('/search?q=Bearer%20abc.def&r=Bearer+xyz')).toBe(
+      '/search?q=Bearer%20[redacted]&r=Bearer+[redacted]',
+    );
+    // As object keys, `key` and `code` are not secret (an idempotency key, an error code).
+    expect(redact({ key: 'k1', code: 'not_found' })).toEqual({ key: 'k1', code: 'not_found' });
+  });
+
   it('follows JSON: toJSON honoured, primitives kept, the input untouched', () => {
     const input = { when: new Date(Date.UTC(2024, 0, 2)), ok: true, n: null, password: 'p' };
     expect(redact(input)).toEqual({
@@ -179,6 +237,25 @@ describe('redact', () => {
     const out = redact(JSON.parse('{"__proto__":{"token":"t"}}')) as Record<string, unknown>;
     expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
     expect(Object.getOwnPropertyDescriptor(out, '__proto__')?.value).toEqual({ token: '[redacted]' });
+  });
+
+  it('masks what nests past MAX_JSON_DEPTH as "[too deep]" (a value nested 10,000 deep is stored, not a stack overflow)', () => {
+    let deep: unknown = { token: 'sk-live-0123456789abcdef0123', note: 'x' };
+    for (let i = 0; i < 10_000; i++) deep = { next: deep };
+    let out = redact({ args: deep }) as Record<string, unknown>;
+    // The top object is level 1, `args` level 2, …: the last object kept is at level MAX_JSON_DEPTH.
+    let levels = 1;
+    out = out.args as Record<string, unknown>;
+    while (typeof out === 'object') {
+      levels++;
+      out = out.next as Record<string, unknown>;
+    }
+    expect(levels).toBe(MAX_JSON_DEPTH);
+    expect(out).toBe(TOO_DEEP);
+    // Within the limit nothing changes.
+    let shallow: unknown = 'end';
+    for (let i = 0; i < MAX_JSON_DEPTH; i++) shallow = [shallow];
+    expect(redact(shallow)).toEqual(shallow);
   });
 
   it('rejects a cycle as invalid_payload', () => {

@@ -1,9 +1,10 @@
 import Fastify from 'fastify';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../core/index.js';
+import { EventSource, FakeClock } from '../../core/index.js';
 import { rateLimit } from '../../policy/index.js';
 import type { JobStats } from '../../store/index.js';
+import type { WebhookReceipt, WebhookRejection } from '../../webhooks/index.js';
 import { METRIC_FAMILIES, methodLabel, statusClass } from './catalogue.js';
 import { createMetrics, metricsRoutes } from './metrics.js';
 import type { ObservedJobs } from './jobs.js';
@@ -194,6 +195,23 @@ describe('rate-limit decisions', () => {
     expect(series(parseExposition(await metrics.scrape()), 'breakwater_rate_limit_decisions_total')).toEqual({
       'decision="allowed",limiter="checkout"': 3,
       'decision="denied",limiter="checkout"': 1,
+    });
+  });
+});
+
+describe('webhook labels', () => {
+  it('a source nobody declared and a code outside the stable set count as _unknown, never as themselves', async () => {
+    const metrics = createMetrics();
+    const receipts = new EventSource<WebhookReceipt>();
+    const rejections = new EventSource<WebhookRejection>();
+    metrics.observeWebhooks({ sources: ['shop'], onReceipt: receipts.on, onRejected: rejections.on });
+    rejections.emit({ source: undefined, code: 'not_found', status: 404 });
+    rejections.emit({ source: 'shop', code: 'FST_ERR_SOMETHING_NEW', status: 400 });
+    rejections.emit({ source: 'shop', code: 'invalid_signature', status: 401 });
+    expect(series(parseExposition(await metrics.scrape()), 'breakwater_webhook_rejections_total')).toEqual({
+      'code="not_found",source="_unknown"': 1,
+      'code="_unknown",source="shop"': 1,
+      'code="invalid_signature",source="shop"': 1,
     });
   });
 });

@@ -2,8 +2,8 @@
  * The event-only observers: rate-limit decisions, webhook deliveries and operation outcomes. Each subscribes
  * to what its part emits and returns one disposable for all its subscriptions.
  */
-import type { AiRequestLog } from '../../ai/index.js';
-import type { Disposable } from '../../core/index.js';
+import type { AiGateway } from '../../ai/index.js';
+import { isErrorCode, type Disposable } from '../../core/index.js';
 import type { OperationLedger } from '../../operations/index.js';
 import type { RateLimitPolicy } from '../../policy/index.js';
 import type { WebhookIngress } from '../../webhooks/index.js';
@@ -44,7 +44,8 @@ export function observeWebhooks(m: Instruments, ingress: ObservedWebhooks): Disp
     ingress.onRejected((r) => {
       const source = r.source ?? UNKNOWN_SOURCE;
       m.webhookDeliveries.inc({ source, result: 'rejected' });
-      m.webhookRejections.inc({ source, code: r.code });
+      // The answered error code: one of core's stable codes (a fixed set), anything else `_unknown`.
+      m.webhookRejections.inc({ source, code: isErrorCode(r.code) ? r.code : UNKNOWN_SOURCE });
     }),
   ]);
 }
@@ -75,26 +76,25 @@ export function all(subscriptions: readonly Disposable[]): Disposable {
   };
 }
 
-/** What `observeAi` reads of an AI gateway: its one line per request. */
-export interface ObservedAi {
-  onRequest(listener: (line: AiRequestLog) => void): Disposable;
-}
+/**
+ * What `observeAi` reads of an AI gateway (any `createAiGateway` result fits): its one line per request, and
+ * the labels of a line, bounded by the gateway's configuration (the gateway knows its providers, prices and
+ * routes; the metrics do not).
+ */
+export type ObservedAi = Pick<AiGateway, 'onRequest' | 'metricLabels'>;
 
 /**
  * `ai_requests_total{route, step, provider, model, outcome}`, `ai_tokens_total{…, kind}`,
- * `ai_cost_usd_total{…}` and `ai_request_duration_seconds{…}` from each request's log line. The route label
- * is the route's name without its version (a deploy must not start new series), `direct` for a
- * `<provider>/<model>` request; a request refused before any step has `step`, `provider` and `model` `none`.
+ * `ai_cost_usd_total{…}` and `ai_request_duration_seconds{…}` from each request's log line, labelled by
+ * `ai.metricLabels(line)`: names from configuration only (a deployed route's name without its version, a
+ * configured provider, a priced model), `_unknown` for anything a client invented, `none` for what a request
+ * never reached (see `aiMetricLabels` in ai/). So the number of series is bounded by the configuration, not by
+ * the traffic.
  */
 export function observeAi(m: Instruments, ai: ObservedAi): Disposable {
   return ai.onRequest((line) => {
-    const labels = {
-      route: line.route === null ? 'direct' : line.route.replace(/@\d+$/, ''),
-      step: line.step ?? 'none',
-      provider: line.provider ?? 'none',
-      model: line.model ?? 'none',
-    };
-    m.aiRequests.inc({ ...labels, outcome: line.outcome });
+    const { outcome, ...labels } = ai.metricLabels(line);
+    m.aiRequests.inc({ ...labels, outcome });
     if (line.prompt_tokens !== null) m.aiTokens.inc({ ...labels, kind: 'prompt' }, line.prompt_tokens);
     if (line.completion_tokens !== null) {
       m.aiTokens.inc({ ...labels, kind: 'completion' }, line.completion_tokens);
