@@ -17,6 +17,7 @@ import {
   singleValuedParameters,
   toProblem,
 } from '../core/index.js';
+import { isLocalClient } from '../http/index.js';
 import { payloadTooLarge, readRawBody } from './body.js';
 import type { AdminGuard, WebhookIngress, WebhookRejection } from './ingress.js';
 import type { InboxRecord } from './ports.js';
@@ -133,7 +134,7 @@ async function adminRoutes(
     'onRequest',
     guard ??
       (async (request) => {
-        if (!isLoopback(request.socket.remoteAddress)) {
+        if (!isLocalClient(request)) {
           throw new BreakwaterError('unauthorized', {
             status: 403,
             message: 'The webhook admin API answers only to clients on this machine (loopback).',
@@ -197,11 +198,6 @@ export function toWebhookView(record: InboxRecord, withBody: boolean): Record<st
     replays: record.replays,
     ...(withBody ? { body: record.body } : {}),
   };
-}
-
-function isLoopback(address: string | undefined): boolean {
-  if (address === undefined) return false;
-  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }
 
 /**

@@ -14,13 +14,9 @@ import {
   retryAfterHeader,
   toProblem,
 } from '../../core/index.js';
+import { pathOf } from '../../http/index.js';
 
-/** The path of a request without its query. */
-export function pathOf(request: FastifyRequest): string {
-  const url = request.raw.url ?? '/';
-  const q = url.indexOf('?');
-  return q < 0 ? url : url.slice(0, q);
-}
+export { pathOf };
 
 /**
  * The headers of an error answer: `Retry-After`; for `rate_limited`, `x-ratelimit-limit/remaining/reset`;

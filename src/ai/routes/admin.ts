@@ -16,6 +16,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { BreakwaterError } from '../../core/index.js';
+import { isLocalClient } from '../../http/index.js';
 import type { RouteHead, RouteStore, RouteVersion } from '../../store/index.js';
 import { sendAiProblem, toAiError } from '../http/problems.js';
 import { createRouteVersion, deployRouteVersion, rollbackRoute, type RouteDeployment } from './manage.js';
@@ -57,7 +58,7 @@ export async function routeAdminRoutes(app: FastifyInstance, options: RouteAdmin
       'onRequest',
       options.guard ??
         (async (request) => {
-          if (!isLoopback(request.socket.remoteAddress)) {
+          if (!isLocalClient(request)) {
             throw new BreakwaterError('unauthorized', {
               status: 403,
               message: 'The routes admin API answers only to clients on this machine (loopback).',
@@ -151,9 +152,4 @@ function readBody<T>(schema: z.ZodType<T>, body: unknown): T {
           : `The body's ${field} is invalid: ${issue.message}.`,
     details: { reason: 'invalid_body', ...(field === '' ? {} : { field }) },
   });
-}
-
-function isLoopback(address: string | undefined): boolean {
-  if (address === undefined) return false;
-  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }

@@ -29,6 +29,7 @@ import {
   toProblem,
   type Clock,
 } from '../../core/index.js';
+import { isSafeMethod, pathOf } from '../../http/index.js';
 import type { IdempotencyRef, IdempotencyStore, StoredResponse } from '../../store/index.js';
 import { checkFingerprintFields, requestFingerprint, type FingerprintFields } from './fingerprint.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from './key.js';
@@ -346,26 +347,16 @@ function headerLines(request: FastifyRequest): string[] | string | undefined {
   return lines.length === 0 ? undefined : lines;
 }
 
-/** Methods whose repetition has no further effect (RFC 9110, section 9.2.1). */
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
-
 /**
  * Fastify's handler timeout on a write: the answer went out, but the handler may still be running and finish
  * its work. Neither its 503 nor a release is right: the record stays in progress (retries get 409) until its
  * lock lapses, and then a retry takes it over.
  */
 function stillRunning(request: FastifyRequest, error: unknown): boolean {
-  return isRequestTimeout(error) && !SAFE_METHODS.has(request.method.toUpperCase());
+  return isRequestTimeout(error) && !isSafeMethod(request.method);
 }
 
 function hooks<H>(existing: H | H[] | undefined): H[] {
   if (existing === undefined) return [];
   return Array.isArray(existing) ? existing : [existing];
-}
-
-/** The request path without its query (a query may carry tokens that do not belong in a problem body). */
-function pathOf(request: FastifyRequest): string {
-  const url = request.raw.url ?? '/';
-  const q = url.indexOf('?');
-  return q < 0 ? url : url.slice(0, q);
 }
