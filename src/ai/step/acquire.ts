@@ -14,8 +14,8 @@ import type { AiRequest, AiStep, StepContext } from '../types.js';
  * The grant of every rule that covers `step` for `request`; `NO_GRANT` (no work at all) when no rule is
  * configured and the caller has none of its own. A refusal releases what was already reserved.
  * @throws BreakwaterError `rate_limited`, `spend_limited`, `invalid_payload` (see `AiLimits.acquire`);
- *   `internal_error` when the caller's own limits cannot be applied (out of bounds: fail closed);
- *   `upstream_unavailable` (`source: 'ai-limits'`) when a limit store fails.
+ *   `internal_error` when the caller's own limits cannot be applied (out of bounds: fail closed); a limit
+ *   store's own error as it is (the caller maps it).
  */
 export async function acquireLimits(step: AiStep, request: AiRequest, ctx: StepContext): Promise<LimitGrant> {
   const own = callerLimits(ctx.limits, request);
@@ -27,25 +27,18 @@ export async function acquireLimits(step: AiStep, request: AiRequest, ctx: StepC
     principal: request.principal,
   };
   const estimate = () => estimateInput(request);
+  // A store failure or a fault of ours propagates as it is: execute.ts's limitFailure tells them apart
+  // (503 `upstream_unavailable` for the store, 500 `internal_error` for a RangeError or TypeError).
+  if (own === undefined) return ctx.limits.acquire(target, estimate);
+  const first = await own.acquire(target, estimate);
+  let second: LimitGrant;
   try {
-    if (own === undefined) return await ctx.limits.acquire(target, estimate);
-    const first = await own.acquire(target, estimate);
-    let second: LimitGrant;
-    try {
-      second = await ctx.limits.acquire(target, estimate);
-    } catch (error) {
-      await first.settle(0);
-      throw error;
-    }
-    return combineGrants([first, second]);
+    second = await ctx.limits.acquire(target, estimate);
   } catch (error) {
-    if (error instanceof BreakwaterError) throw error;
-    throw new BreakwaterError('upstream_unavailable', {
-      message: "The gateway's limit store is unavailable; try again shortly.",
-      source: 'ai-limits',
-      cause: error,
-    });
+    await first.settle(0);
+    throw error;
   }
+  return combineGrants([first, second]);
 }
 
 /** The caller's own limits, or undefined; its limits out of bounds fail the request (500), never run free. */
