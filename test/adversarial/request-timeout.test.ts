@@ -358,7 +358,9 @@ describe('request timeout: hostile clients over real sockets', () => {
       const rec = recordingRoutes({ hang: () => true });
       h = await harness({ requestTimeoutMs: TIMEOUT_MS, routes: [rec.routes] });
       const client = await RawClient.open(await listen(h.app));
-      client.write('GET /work/p1 HTTP/1.1\r\nHost: localhost\r\n\r\nGET /work/p2 HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      client.write(
+        'GET /work/p1 HTTP/1.1\r\nHost: localhost\r\n\r\nGET /work/p2 HTTP/1.1\r\nHost: localhost\r\n\r\n',
+      );
       await expect.poll(() => rec.seen.length).toBe(2);
       client.socket.destroy();
       await expect.poll(() => rec.signalOf('p1')!.aborted).toBe(true);
