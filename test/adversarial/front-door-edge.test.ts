@@ -127,26 +127,23 @@ describe('DNS rebinding', () => {
     expect(await orders()).toEqual([]);
   });
 
-  // DEFECT: the edge's refusals on /mcp reach the route's own error handler (src/mcp/routes.ts `bodyError`),
-  // which reads `statusCode` (a BreakwaterError has `status`) and answers 500 "Internal error".
-  it.fails(
-    '/mcp: a rebound initialize is 403 host_not_allowed, a malformed Host 400 (MCP conformance)',
-    async () => {
-      const { gw, a } = await frontDoor(defer);
-      const rebound = await raw(gw.mcpUrl, {
-        method: 'POST',
-        headers: { ...MCP_POST_HEADERS, ...bearer(a.key), ...EVIL_HOST, origin: 'http://evil.example' },
-        body: INITIALIZE,
-      });
-      expect(rebound.status).toBe(403);
-      const malformed = await raw(gw.mcpUrl, {
-        method: 'POST',
-        headers: { ...MCP_POST_HEADERS, ...bearer(a.key), host: '[::1]evil.example' },
-        body: INITIALIZE,
-      });
-      expect(malformed.status).toBe(400);
-    },
-  );
+  // Found by this suite (500 "Internal error" before): the route's own error handler read `statusCode`, a
+  // BreakwaterError carries `status`.
+  it('/mcp: a rebound initialize is 403 host_not_allowed, a malformed Host 400 (MCP conformance)', async () => {
+    const { gw, a } = await frontDoor(defer);
+    const rebound = await raw(gw.mcpUrl, {
+      method: 'POST',
+      headers: { ...MCP_POST_HEADERS, ...bearer(a.key), ...EVIL_HOST, origin: 'http://evil.example' },
+      body: INITIALIZE,
+    });
+    expect(rebound.status).toBe(403);
+    const malformed = await raw(gw.mcpUrl, {
+      method: 'POST',
+      headers: { ...MCP_POST_HEADERS, ...bearer(a.key), host: '[::1]evil.example' },
+      body: INITIALIZE,
+    });
+    expect(malformed.status).toBe(400);
+  });
 });
 
 describe('forged proxy headers', () => {
@@ -301,9 +298,9 @@ describe('malformed input answers a clear 4xx, never 5xx', () => {
   const deepArray = `${'['.repeat(10_000)}"x"${']'.repeat(10_000)}`;
   const deepObject = `${'{"c":'.repeat(10_000)}{}${'}'.repeat(10_000)}`;
 
-  // DEFECT (issue 28 item 8, still open): `messages` nested 10,000 deep answer 503 "limit store unavailable"
-  // (the cost estimate overflows the stack before the request is judged).
-  it.fails('/v1/chat/completions with messages nested 10,000 deep is 4xx', async () => {
+  // Issue 28 item 8: `messages` nested 10,000 deep answered 503 "limit store unavailable" (the cost estimate
+  // overflowed the stack); the body parser now refuses past 64 levels.
+  it('/v1/chat/completions with messages nested 10,000 deep is 4xx', async () => {
     const { gw, a } = await frontDoor(defer);
     for (const messages of [deepArray, `[{"role":"user","content":${deepArray}}]`]) {
       const answer = await raw(`${gw.url}/v1/chat/completions`, {
@@ -311,7 +308,7 @@ describe('malformed input answers a clear 4xx, never 5xx', () => {
         headers: { 'content-type': 'application/json', ...bearer(a.key) },
         body: `{"model":"sim/gift-ranker","messages":${messages}}`,
       });
-      expect([answer.status >= 400 && answer.status < 500, answer.text]).toEqual([true, answer.text]);
+      expect([answer.status, JSON.parse(answer.text).reason]).toEqual([400, 'too_deep']);
     }
   });
 
@@ -332,9 +329,10 @@ describe('malformed input answers a clear 4xx, never 5xx', () => {
       },
       body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"suggest_gifts","arguments":{"interests":${deepObject}}}}`,
     });
-    // A tool error (the arguments are not valid), in a 200 JSON-RPC answer.
-    expect(call.status).toBe(200);
-    expect(call.text).toContain('The arguments are not valid');
+    // Refused before the SDK walks it: 400, JSON-RPC -32600, saying it nests too deep.
+    expect(call.status).toBe(400);
+    expect(call.text).toContain('-32600');
+    expect(call.text).toContain('nests too deep');
     const key = await raw(`${gw.url}/admin/api/keys`, {
       method: 'POST',
       headers: { ...json, ...bearer(ADMIN_TOKEN) },
@@ -363,9 +361,8 @@ describe('malformed input answers a clear 4xx, never 5xx', () => {
     expect(await status(`/jobs?api_key=${a.key}`, '')).toBe(401);
   });
 
-  // DEFECT (issue 28 item 8, still open): the webhook admin list reads `source` and `before_id` as strings;
-  // repeated, they arrive as arrays and the store throws: 500 internal_error (src/webhooks/routes.ts).
-  it.fails('GET /admin/webhooks?source=a&source=b (and before_id twice) is 400, not 500', async () => {
+  // Issue 28 item 8: repeated, `source` and `before_id` arrived as arrays and the store threw (500).
+  it('GET /admin/webhooks?source=a&source=b (and before_id twice) is 400, not 500', async () => {
     const { gw } = await frontDoor(defer);
     for (const query of ['source=a&source=b', 'before_id=a&before_id=b']) {
       const answer = await raw(`${gw.url}/admin/webhooks?${query}`, { headers: bearer(ADMIN_TOKEN) });

@@ -256,7 +256,7 @@ describe('credentials', () => {
       headers: { ...bearer(jobsOnly.key), 'content-type': 'application/json' },
       body: '{}',
     });
-    // /mcp: see the it.fails below.
+    // /mcp: see the test below.
     expect(noMcp.status).not.toBe(200);
     expect((await raw(`${gw.url}/metrics`, { headers: bearer(a.key) })).status).toBe(403);
     expect((await raw(`${gw.url}/metrics`, { headers: { 'x-api-key': scraper.key } })).status).toBe(200);
@@ -295,11 +295,9 @@ describe('credentials', () => {
     expect(answer.status).toBe(401);
   });
 
-  // DEFECT: /mcp's route error handler (src/mcp/routes.ts `bodyError`) turns every refusal of the edge into
-  // HTTP 500 JSON-RPC -32603 "Internal error": a BreakwaterError carries `status`, the handler reads
-  // `statusCode`. The challenge header survives, the status does not, so an MCP client's OAuth flow (which
-  // starts on 401) never starts, and a key lacking `mcp` looks like a server fault.
-  it.fails('/mcp without a credential is 401 with the challenge; with a key lacking mcp, 403', async () => {
+  // Found by this suite (500 JSON-RPC -32603 before): the edge's refusals must keep their status on /mcp, or
+  // an MCP client's OAuth flow (which starts on 401) never starts.
+  it('/mcp without a credential is 401 with the challenge; with a key lacking mcp, 403', async () => {
     const { gw } = await frontDoor(defer);
     const jobsOnly = await createKey(gw, { name: 'jobs-only', scopes: ['jobs'] });
     const none = await raw(gw.mcpUrl, { method: 'POST', headers: MCP_POST_HEADERS, body: INITIALIZE });
