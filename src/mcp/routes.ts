@@ -5,10 +5,11 @@ import {
   nonEmptyString,
   POSITIVE_INTEGER,
   PrincipalContext,
+  isBreakwaterError,
   type BreakwaterError,
   type Principal,
 } from '../core/index.js';
-import { insufficientScope, missingScopes } from '../http/index.js';
+import { handleError, insufficientScope, missingScopes } from '../http/index.js';
 import { callerPrincipal } from '../jobs/index.js';
 import { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 
@@ -131,8 +132,14 @@ function isServer(value: BreakwaterMcpServer | McpServerOptions): value is Break
   return typeof (value as BreakwaterMcpServer).handle === 'function';
 }
 
-/** Fastify's body failures (before the handler runs) as JSON-RPC errors, like the SDK's own. */
-function bodyError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+/**
+ * Fastify's body failures (before the handler runs) as JSON-RPC errors, like the SDK's own. A route-level
+ * error handler also receives the edge's refusals (its `onRequest` hook: 401 without a credential, 403 for a
+ * foreign `Host`): those are answered as on every other route, problem+json with the edge's
+ * `WWW-Authenticate`, which an OAuth client needs to find the authorization server.
+ */
+function bodyError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (isBreakwaterError(error)) return handleError(error, request, reply);
   let status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
   let code = -32000;
   let message = 'Bad Request';
