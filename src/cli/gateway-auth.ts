@@ -3,6 +3,7 @@
  * the names, origins and proxies it trusts. Kept apart from gateway.ts so that file stays about the order
  * things start and stop in.
  */
+import type { Clock } from '../core/index.js';
 import { createAuthenticator, isLoopbackName, type Authenticator, type AuthMode } from '../http/index.js';
 import { createOAuthVerifier, type OAuthOptions, type OAuthVerifier } from '../http/oauth/index.js';
 import type { ApiKeys } from '../http/keys/index.js';
@@ -28,6 +29,8 @@ export interface GatewayAuthInput {
   publicUrl: string;
   /** OAuth settings; default from `BREAKWATER_OAUTH_ISSUER` (and `_AUDIENCE`, `_JWKS_URL`). */
   oauth: GatewayOAuthOptions | undefined;
+  /** The gateway's clock: the OAuth verifier checks `exp`/`nbf` and times its key refreshes on it. */
+  clock: Clock;
   allowedHosts: readonly string[] | undefined;
   allowedOrigins: readonly string[] | undefined;
   trustedProxies: readonly string[] | undefined;
@@ -67,7 +70,11 @@ export function gatewayAuth(input: GatewayAuthInput): GatewayAuth {
   const oauth =
     oauthOptions === undefined
       ? undefined
-      : createOAuthVerifier({ ...oauthOptions, audience: oauthOptions.audience ?? `${input.publicUrl}/mcp` });
+      : createOAuthVerifier({
+          ...oauthOptions,
+          audience: oauthOptions.audience ?? `${input.publicUrl}/mcp`,
+          clock: input.clock,
+        });
   const configured = input.adminToken !== undefined || oauth !== undefined || input.activeKeys > 0;
   const mode: AuthMode = input.insecureNoAuth === true ? 'insecure' : configured ? 'credentials' : 'loopback';
   if (mode === 'loopback' && !listensOnLoopbackOnly(input.host)) {

@@ -186,6 +186,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       activeKeys: await store.keys.countActive(clock.now()),
       insecureNoAuth: options.insecureNoAuth,
       oauth: options.oauth,
+      clock,
       allowedHosts: options.allowedHosts,
       allowedOrigins: options.allowedOrigins,
       trustedProxies: options.trustedProxies,

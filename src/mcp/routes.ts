@@ -11,7 +11,7 @@ import {
   type BreakwaterError,
   type Principal,
 } from '../core/index.js';
-import { insufficientScope, missingScopes } from '../http/index.js';
+import { handleError, insufficientScope, missingScopes } from '../http/index.js';
 import { callerPrincipal } from '../jobs/index.js';
 import { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 
@@ -133,15 +133,26 @@ function refuseScope(
     });
 }
 
+/** A refusal of the HTTP edge (src/http/edge.ts): no or a bad credential, a scope, a foreign or malformed Host. */
+function isEdgeRefusal(error: unknown): boolean {
+  if (!isBreakwaterError(error)) return false;
+  const reason = error.details?.reason;
+  return error.code === 'unauthorized' || reason === 'host_missing' || reason === 'host_malformed';
+}
+
 function isServer(value: BreakwaterMcpServer | McpServerOptions): value is BreakwaterMcpServer {
   return typeof (value as BreakwaterMcpServer).handle === 'function';
 }
 
 /**
  * Fastify's body failures (before the handler runs) as JSON-RPC errors, like the SDK's own; a BreakwaterError
- * (a body nested too deep) as `-32600` Invalid Request with its status and message.
+ * about the body (nested too deep) as `-32600` Invalid Request with its status and message. A route-level
+ * error handler also receives the edge's refusals (its `onRequest` hook: 401 without a credential, 403 for a
+ * foreign `Host`, 400 for a malformed one): those are answered as on every other route, problem+json with
+ * the edge's `WWW-Authenticate`, which an OAuth client needs to find the authorization server.
  */
-function bodyError(error: FastifyError | Error, _request: FastifyRequest, reply: FastifyReply): void {
+function bodyError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
+  if (isEdgeRefusal(error)) return handleError(error, request, reply);
   const fst = error as Partial<FastifyError>;
   let status = fst.statusCode !== undefined && fst.statusCode >= 400 ? fst.statusCode : 500;
   let code = -32000;

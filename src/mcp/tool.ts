@@ -97,6 +97,8 @@ export interface ResilientToolDefinition<I extends ToolInput, R = unknown> {
    * effect), and is retryable only with `idempotentHint: true`.
    */
   annotations?: ToolAnnotations;
+  /** Scopes a caller must hold besides `mcp` (see {@link ToolBaseDefinition.scopes}). Default none. */
+  scopes?: readonly string[];
   /** Does the work; its resolved value becomes the result (see {@link ToolContext}). */
   handler(args: ToolArgs<I>, ctx: ToolContext): R | Promise<R>;
   /** The text the model reads for a success (default: the value as JSON). */

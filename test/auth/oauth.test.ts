@@ -1,19 +1,62 @@
 /**
- * MCP authorization end to end, with real parts only: a real authorization server (`oidc-provider`, in
- * process), the official MCP SDK client with its OAuth client provider, and a gateway whose `/mcp` is guarded
- * by Breakwater's OAuth verifier (the MCP authorization spec, 2025-11-25).
+ * MCP authorization end to end, with real parts only (issue 28, "Proof"): a real authorization server
+ * (`oidc-provider`, in process), the official MCP SDK client with its OAuth client provider, and the real
+ * gateway (`startGateway`, on a temporary SQLite store) accepting that server's tokens as a resource server
+ * (the MCP authorization spec, 2025-11-25). The verifier runs on the gateway's fake clock.
  */
+import { request } from 'node:http';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { defineApp } from '../../src/cli/app.js';
+import { startGateway, type Gateway } from '../../src/cli/gateway.js';
+import { FakeClock, PrincipalContext } from '../../src/core/index.js';
+import { resilientTool } from '../../src/mcp/index.js';
+import { tempDb, useCleanups } from '../support/cleanups.js';
 import { startAuthorizationServer, type AuthorizationServer } from './authorization-server.js';
 import { TestOAuthProvider, recordingFetch, type Exchange } from './client.js';
-import { startGateway, type TestGateway } from './gateway.js';
+
+const defer = useCleanups();
+
+/** The texts `echo` was called with, in order (reset before each test). */
+const echoed: string[] = [];
+
+/** `echo` needs only `mcp`; `read_secret` also needs `secrets:read`. */
+const app = defineApp({
+  setup: () => ({
+    name: 'oauth-test-gateway',
+    version: '1.0.0',
+    tools: [
+      resilientTool({
+        name: 'echo',
+        description: 'Says the text back, with who called.',
+        inputSchema: { text: z.string() },
+        handler: ({ text }) => {
+          echoed.push(text);
+          const caller = PrincipalContext.get()!;
+          return `${caller.name} (${caller.metadata.team}): ${text}`;
+        },
+        toText: (line: string) => line,
+      }),
+      resilientTool({
+        name: 'read_secret',
+        description: 'Tells the secret.',
+        inputSchema: {},
+        scopes: ['secrets:read'],
+        handler: () => 'the secret is 42',
+        toText: (line: string) => line,
+      }),
+    ],
+  }),
+});
 
 let as: AuthorizationServer;
-let gateway: TestGateway;
+let gateway: Gateway;
+/** The gateway's clock, the OAuth verifier's too (starts at the real time, moves only when a test moves it). */
+let clock: FakeClock;
 
 beforeAll(async () => {
   as = await startAuthorizationServer();
@@ -22,10 +65,19 @@ afterAll(async () => {
   await as.close();
 });
 beforeEach(async () => {
-  gateway = await startGateway(as.issuer);
-});
-afterEach(async () => {
-  await gateway.close();
+  echoed.length = 0;
+  clock = new FakeClock(Date.now());
+  gateway = await startGateway({
+    app,
+    store: `sqlite:${tempDb(defer, 'breakwater-oauth')}`,
+    port: 0,
+    worker: false,
+    clock,
+    env: {},
+    log: () => undefined,
+    oauth: { issuer: as.issuer, tokenType: 'at+jwt', metadataClaims: { user: 'sub', team: 'org_id' } },
+  });
+  defer(() => gateway.close());
 });
 
 interface Session {
@@ -53,12 +105,12 @@ async function signIn(provider: TestOAuthProvider, log: Exchange[]): Promise<Ses
 }
 
 function where(url: string): string {
-  return url.replace(gateway.origin, 'gw').replace(as.issuer, 'as');
+  return url.replace(gateway.url, 'gw').replace(as.issuer, 'as');
 }
 
 /** The challenge every 401 starts with, at this gateway. */
 function prm(): string {
-  return `Bearer resource_metadata="${gateway.origin}/.well-known/oauth-protected-resource/mcp"`;
+  return `Bearer resource_metadata="${gateway.url}/.well-known/oauth-protected-resource/mcp"`;
 }
 
 /** A raw MCP `initialize` POST to the gateway, with `authorization` if given. */
@@ -84,7 +136,7 @@ describe('MCP authorization with the official SDK client', () => {
     const provider = new TestOAuthProvider();
     const log: Exchange[] = [];
     const interactionsBefore = as.interactions.length;
-    const { client } = await signIn(provider, log);
+    const { client, transport } = await signIn(provider, log);
 
     // The SDK followed the challenge: 401 → the metadata it names → the authorization server → register →
     // (login and consent in the "browser") → token. Every MCP request after that carries the token.
@@ -121,11 +173,31 @@ describe('MCP authorization with the official SDK client', () => {
 
     const result = await client.callTool({ name: 'echo', arguments: { text: 'hello' } });
     expect(result.content).toEqual([{ type: 'text', text: 'alice (acme): hello' }]);
+
+    // The same call in the same session without the token is refused at the edge, before any tool runs.
+    const bare = await fetch(gateway.mcpUrl, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': transport.sessionId!,
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'no token' } },
+      }),
+    });
+    expect(bare.status).toBe(401);
+    expect(bare.headers.get('www-authenticate')).toBe(`${prm()}, scope="mcp"`);
+    expect(echoed).toEqual(['hello']);
     await client.close();
   });
 
   it('serves the protected resource metadata the challenge names', async () => {
-    const response = await fetch(`${gateway.origin}/.well-known/oauth-protected-resource/mcp`);
+    const response = await fetch(`${gateway.url}/.well-known/oauth-protected-resource/mcp`);
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('public, max-age=300');
     expect(await response.json()).toEqual({
@@ -144,13 +216,13 @@ describe('MCP authorization with the official SDK client', () => {
     expect(await response.json()).toMatchObject({
       status: 401,
       code: 'unauthorized',
-      reason: 'missing_token',
-      detail: 'This resource needs an OAuth access token: send it as Authorization: Bearer <token>.',
+      reason: 'credentials_missing',
+      detail: 'This endpoint needs a credential: send Authorization: Bearer <API key or access token>.',
     });
   });
 
   it('refuses a token the same authorization server issued for another resource (RFC 8707 audience)', async () => {
-    const other = `${gateway.origin}/other`;
+    const other = `${gateway.url}/other`;
     const provider = new TestOAuthProvider(other);
     const log: Exchange[] = [];
     const first = session(provider, log);
@@ -179,12 +251,12 @@ describe('MCP authorization with the official SDK client', () => {
     const accessToken = provider.savedTokens!.access_token;
     const { exp } = decodeJwt(accessToken);
 
-    gateway.clock.tick((exp! + 30) * 1000 - 1 - gateway.clock.now());
+    clock.tick((exp! + 30) * 1000 - 1 - clock.now());
     expect((await client.callTool({ name: 'echo', arguments: { text: 'still valid' } })).content).toEqual([
       { type: 'text', text: 'alice (acme): still valid' },
     ]);
 
-    gateway.clock.tick(1);
+    clock.tick(1);
     const expired = `${prm()}, error="invalid_token", scope="mcp", error_description="The access token has expired."`;
     const response = await initialize(`Bearer ${accessToken}`);
     expect(response.status).toBe(401);
@@ -217,7 +289,7 @@ describe('MCP authorization with the official SDK client', () => {
     expect(forbidden).toMatchObject({
       method: 'POST',
       authorization: `Bearer ${firstToken}`,
-      wwwAuthenticate: `${prm()}, error="insufficient_scope", scope="mcp secrets:read", error_description="The tool 'read_secret' needs the scope secrets:read, which the credential does not hold."`,
+      wwwAuthenticate: `${prm()}, error="insufficient_scope", scope="mcp secrets:read", error_description="The tool read_secret needs the scope secrets:read, which the credential does not hold."`,
     });
     // Step-up (the MCP spec's "Scope Challenge Handling"): the SDK asked for the challenged scopes.
     expect(provider.authorizationUrls.at(-1)!.searchParams.get('scope')).toBe('mcp secrets:read');
@@ -230,5 +302,33 @@ describe('MCP authorization with the official SDK client', () => {
     const result = await client.callTool({ name: 'read_secret', arguments: {} });
     expect(result.content).toEqual([{ type: 'text', text: 'the secret is 42' }]);
     await client.close();
+  });
+});
+
+describe("the edge's refusals on /mcp", () => {
+  // /mcp has its own error handler (JSON-RPC errors for bodies Fastify cannot read); the edge's refusals
+  // reach it too and must keep their status and problem document (they were answered 500 "Internal error").
+  it('a foreign Host is 403 host_not_allowed as a problem document, before any credential is looked at', async () => {
+    const answer = await new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+      const req = request(
+        gateway.mcpUrl,
+        {
+          method: 'POST',
+          headers: { host: 'attacker.example', 'content-type': 'application/json' },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          res.on('end', () =>
+            resolve({ status: res.statusCode!, type: String(res.headers['content-type']), body }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end('{}');
+    });
+    expect(answer.status).toBe(403);
+    expect(answer.type).toBe('application/problem+json; charset=utf-8');
+    expect(JSON.parse(answer.body)).toMatchObject({ status: 403, reason: 'host_not_allowed' });
   });
 });

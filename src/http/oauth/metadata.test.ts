@@ -94,6 +94,13 @@ describe('challengeFor: the WWW-Authenticate value of each refusal', () => {
     });
     const prm = `resource_metadata="${PRM}"`;
     expect(verifier.challengeFor(missingToken())).toBe(`Bearer ${prm}, scope="mcp"`);
+    // The HTTP edge's own refusal of a request without any credential is the same case.
+    const edgeMissing = new BreakwaterError('unauthorized', {
+      status: 401,
+      message: 'This endpoint needs a credential.',
+      details: { reason: 'credentials_missing' },
+    });
+    expect(verifier.challengeFor(edgeMissing)).toBe(`Bearer ${prm}, scope="mcp"`);
 
     const expired = await verifier
       .verify(await signToken(server, 'https://gw.example.com/mcp', clock.now() / 1000 - 400))

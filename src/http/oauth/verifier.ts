@@ -69,7 +69,8 @@ export interface OAuthVerifier {
   metadata(): ProtectedResourceMetadata;
   /**
    * The `WWW-Authenticate` value for an error, or `undefined` when it is not an authorization failure:
-   * - 401 `unauthorized` with reason `missing_token` (or none): `Bearer resource_metadata="…", scope="…"`;
+   * - 401 `unauthorized` with reason `missing_token`, `credentials_missing` (the edge's) or none:
+   *   `Bearer resource_metadata="…", scope="…"` (RFC 6750 section 3.1: no error code without a credential);
    * - any other 401 `unauthorized`: `error="invalid_token"` with the message as `error_description`;
    * - 400 with reason `invalid_request`: `error="invalid_request"`;
    * - 403 with reason `insufficient_scope`: `error="insufficient_scope"`, `scope` = `scopesSupported` + the
@@ -164,7 +165,8 @@ export function createOAuthVerifier(options: OAuthOptions): OAuthVerifier {
     if (!isBreakwaterError(error) || error.code !== 'unauthorized') return undefined;
     const reason = error.details?.reason;
     if (error.status === 401) {
-      if (reason === undefined || reason === 'missing_token') {
+      // `credentials_missing` is the HTTP edge's name for the same case (src/http/edge.ts).
+      if (reason === undefined || reason === 'missing_token' || reason === 'credentials_missing') {
         return bearerChallenge({ resourceMetadataUrl, scope: scopesSupported });
       }
       return bearerChallenge({
