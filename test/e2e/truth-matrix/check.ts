@@ -28,7 +28,7 @@ export function expectTold(error: ToldError, told: Failure, elapsedMs: number): 
     outcome: error.outcome,
     retryable: error.retryable,
   }).toEqual({ code: told.code, category: told.category, outcome: told.outcome, retryable: told.retryable });
-  expectSentence(error.message, told);
+  expectSentence(error.message, told, error.retry_after_ms);
   if (told.waitMs === null) {
     expect(error.retry_after_ms).toBeNull();
   } else {
@@ -45,8 +45,11 @@ export function expectTold(error: ToldError, told: Failure, elapsedMs: number): 
   }
 }
 
-/** The sentence is of `told.kind`, says no other kind's words, and names the wait exactly when one is known. */
-export function expectSentence(message: string, told: Failure): void {
+/**
+ * The sentence is of `told.kind`, says no other kind's words, and names the wait exactly when one is known:
+ * the `retryAfterMs` the answer carries, rounded up to whole seconds.
+ */
+export function expectSentence(message: string, told: Failure, retryAfterMs: number | null): void {
   for (const pattern of SENTENCE_RULES[told.kind].must) expect(message).toMatch(pattern);
   for (const [word, kind] of EXCLUSIVE_WORDS) {
     if (kind !== told.kind) expect(message).not.toMatch(word);
@@ -56,7 +59,12 @@ export function expectSentence(message: string, told: Failure): void {
     expect(hint).toBeNull();
   } else {
     expect(hint, `"${message}" names the wait`).not.toBeNull();
-    // Rounded up to whole seconds when the sentence was made, a moment after the wait started.
-    expect(Math.abs(Number(hint![1]) * 1_000 - told.waitMs)).toBeLessThanOrEqual(1_000);
+    // The sentence may have been made a moment before `retry_after_ms` was read: a second at most apart.
+    const seconds = Math.ceil((retryAfterMs ?? Number.NaN) / 1_000);
+    expect(
+      Number(hint![1]) - seconds,
+      `"${message}" with retry_after_ms ${retryAfterMs}`,
+    ).toBeGreaterThanOrEqual(0);
+    expect(Number(hint![1]) - seconds).toBeLessThanOrEqual(1);
   }
 }
