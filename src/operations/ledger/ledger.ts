@@ -191,7 +191,7 @@ export class OperationLedger {
     const record = await this.store.get(id).catch(() => undefined);
     if (record === undefined)
       return new BreakwaterError('outcome_unknown', { operationId: id, cause: error });
-    if (record.state === 'failed') return operationError(toResult(record, action));
+    if (record.state === 'failed') return operationError(toResult(record, action, this.clock.now()));
     if (record.state === 'pending') {
       const base = toBreakwaterError(error);
       return new BreakwaterError(base.code, {
@@ -216,7 +216,7 @@ export class OperationLedger {
       await this.store.update(id, record.version, patch).catch(() => undefined);
     }
     // in_flight, unknown, needs_attention, even succeeded (stored, not answered): the caller resumes it.
-    return operationError(toResult({ ...record, state: 'unknown' }, action));
+    return operationError(toResult({ ...record, state: 'unknown' }, action, this.clock.now()));
   }
 
   /**
@@ -239,12 +239,13 @@ export class OperationLedger {
         `The action ${record.action} of operation ${operationId} is not registered in this process.`,
       );
     }
-    if (record.state === 'succeeded' || record.state === 'failed') return toResult(record, action);
+    if (record.state === 'succeeded' || record.state === 'failed')
+      return toResult(record, action, this.clock.now());
     const manual = record.state === 'needs_attention' || this.clock.now() >= record.recoveryDeadlineAt;
     const after = await LogContext.run(recoveryFields(record), () =>
       this.steps.lookupStep(action, record, neverAbortedSignal, actor, manual),
     );
-    return toResult(after.record, action);
+    return toResult(after.record, action, this.clock.now());
   }
 
   /**
@@ -322,13 +323,17 @@ export class OperationLedger {
     const now = this.clock.now();
     if (now >= record.recoveryDeadlineAt) {
       if (record.state === 'pending') {
-        // Every attempt failed before it was written: nothing happened, and nobody came back for it.
+        // Every attempt failed before it was written, or was answered "not processed" (`decideFailure`):
+        // nothing happened, and nobody came back for it.
+        const answered = record.observation !== null && /^http_\d{3}$/.test(record.observation);
         await this.steps.transition(record, 'system', 'operation.failed', {
           state: 'failed',
-          error: {
-            code: 'not_sent',
-            message: 'No attempt reached the service before the recovery deadline.',
-          },
+          error: answered
+            ? {
+                code: 'not_processed',
+                message: 'The service did not process any attempt before the recovery deadline.',
+              }
+            : { code: 'not_sent', message: 'No attempt reached the service before the recovery deadline.' },
           nextCheckAt: null,
         });
         return;
