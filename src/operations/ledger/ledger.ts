@@ -36,10 +36,13 @@ import type {
 /**
  * The outbound operation ledger (DESIGN: "Idempotency and operations"). `execute` persists the intent and
  * an operation id before any network call, then sends with that id as idempotency key and correlation id
- * (on every attempt, also after a restart), and tells the three histories apart:
- * - the request never reached the service (a transient failure before it was written): the operation stays
- *   `pending`; the result is `failed` with `retry_allowed: true`;
- * - the service refused it (a permanent error) or did it: settled `failed` / `succeeded`;
+ * (on every attempt, also after a restart), and tells the histories apart (`decideFailure`):
+ * - the request never reached the service (a transient failure before it was written), or the service
+ *   answered that it did not process it (408, 425, 429, 503) and the action allows resending: the operation
+ *   stays `pending`; the result is `failed` with `retry_allowed: true` and the wait the failure carried
+ *   (`retry_after_ms`);
+ * - the service refused it (a permanent error), answered "not processed" to an action that does not allow
+ *   resending, or did it: settled `failed` / `succeeded`;
  * - it went silent after it may have been written: `unknown`. The ledger then looks it up (the action's
  *   `lookup`, same id) and continues only on a confirmed result; it resends only when the action allows it and
  *   the lookup found nothing; past the recovery deadline a recovery pass (`recover`, or the loop of
