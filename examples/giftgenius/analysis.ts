@@ -3,7 +3,7 @@
  * result at step 3, the final list as the result. Each step waits `stepMs` (the "LLM-heavy" part of the
  * story) on the injected clock and stops at once when the job is canceled or times out.
  *
- * Its retries (docs/giftgenius.md, "The deep analysis under a gift overload"): 3 attempts, a backoff of
+ * Its retries (see docs/jobs.md, "Retries", for the rules): 3 attempts, a backoff of
  * 2.5-5 s then 5-10 s (exponential from 5 s, equal jitter: never near zero, so a short burst of a full
  * bulkhead or of 500s is not met three times within a few seconds), and never inside the gift breaker's open
  * time: a failure while the breaker is open carries its remaining open time as the wait, which the job
