@@ -72,7 +72,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
     breakers: o.breakers,
     clock: o.clock,
   });
-  jobRoutes(app, { jobs: o.jobs, store: o.store, publicUrl: o.publicUrl });
+  jobRoutes(app, { jobs: o.jobs, store: o.store, publicUrl: o.publicUrl, clock: o.clock });
   eventsRoute(app, {
     jobs: o.jobs,
     state,

@@ -329,6 +329,8 @@ describe('the admin JSON API', () => {
             message: 'The report template is missing.',
             kind: 'permanent',
             userFacing: true,
+            retry_at: null,
+            retry_after_ms: null,
           },
           status_url: `${gw.url}/jobs/${jobId}`,
         }),

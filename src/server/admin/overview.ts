@@ -158,15 +158,16 @@ export async function readOverview(
     else queue.in_progress++;
     queues.set(job.type, queue);
   }
+  const now = sources.clock.now();
   const recentViews = await Promise.all(
     recent.map(async (job) =>
       job.status === 'pending' || job.status === 'in_progress'
-        ? toJobView(job, publicUrl, await lastProgress(sources.store, job.id))
-        : toJobView(job, publicUrl),
+        ? toJobView(job, now, publicUrl, await lastProgress(sources.store, job.id))
+        : toJobView(job, now, publicUrl),
     ),
   );
   return {
-    generated_at: iso(sources.clock.now()),
+    generated_at: iso(now),
     admin,
     breakers: sources.breakers().map(toBreakerView),
     bulkheads: sources.bulkheads().map(toBulkheadView),
@@ -179,7 +180,7 @@ export async function readOverview(
       queues_complete: active.length < OVERVIEW_LIMITS.activeJobs,
       recent: recentViews,
     },
-    dead_letters: failed.map((job) => toJobView(job, publicUrl)),
+    dead_letters: failed.map((job) => toJobView(job, now, publicUrl)),
     operations: operations.map(toOperationView),
     webhooks: webhooks === undefined ? null : { sources: webhooks },
     spend: spend === undefined ? null : { rules: spend },

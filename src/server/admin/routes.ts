@@ -236,7 +236,7 @@ async function apiRoutes(app: FastifyInstance, options: AdminRoutesOptions): Pro
         limit,
       });
       return {
-        jobs: found.map((job) => toJobView(job, publicUrl)),
+        jobs: found.map((job) => toJobView(job, options.clock.now(), publicUrl)),
         next_before_id: found.length === limit ? (found.at(-1)?.id ?? null) : null,
       };
     },
@@ -245,7 +245,8 @@ async function apiRoutes(app: FastifyInstance, options: AdminRoutesOptions): Pro
   app.post<{ Params: { id: string } }>(
     '/admin/api/jobs/:id/retry',
     { schema: { params: JOB_ID_PARAMS } },
-    async (request) => toJobView(await retryDeadLetter(jobs, request.params.id), publicUrl),
+    async (request) =>
+      toJobView(await retryDeadLetter(jobs, request.params.id), options.clock.now(), publicUrl),
   );
 
   app.get<{ Querystring: ListQuery & { state?: OperationState[]; action?: string } }>(
