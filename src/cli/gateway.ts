@@ -27,7 +27,7 @@ import { createWebhookIngress, type WebhookIngress } from '../webhooks/index.js'
 import type { AppParts, BreakwaterApp } from './app.js';
 import { assembleAi } from './gateway-ai.js';
 import { auditAdminActions, auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
-import { adminToken, gatewayAdminAuth, gatewayDashboard } from './gateway-admin.js';
+import { adminToken, checkAdminToken, gatewayAdminAuth, gatewayDashboard } from './gateway-admin.js';
 import { gatewayAuth, type GatewayOAuthOptions } from './gateway-auth.js';
 import type { AuthMode } from '../http/index.js';
 import { oauthMetadataRoutes } from '../http/oauth/index.js';
@@ -162,7 +162,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const env = options.env ?? process.env;
   // Checked before anything opens: a bad token is a startup error that names the variable.
   const token = adminToken(options.adminToken, env);
-  const adminAuth = gatewayAdminAuth(token, clock);
+  checkAdminToken(token);
   const ownsStore = typeof options.store !== 'object';
   const store =
     typeof options.store === 'object' ? options.store : await openStore({ url: options.store, clock });
@@ -172,6 +172,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   };
   if (ownsStore) cleanups.push(() => store.close());
   try {
+    // Its dashboard sessions live in the store.
+    const adminAuth = gatewayAdminAuth(token, store, clock);
     const jobs = createJobs({ store, clock, leaseMs: options.leaseMs });
     // Job URLs are built from the public URL before the server listens, so port 0 is resolved up front.
     const listenPort = port === 0 ? await freePort(host) : port;
