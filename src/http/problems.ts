@@ -1,19 +1,16 @@
 /**
- * problem+json for every route (RFC 9457, through core `toProblem`): the error handler, the not-found handler,
- * Fastify's framework and client errors, and the 413 drain. Capabilities throw `BreakwaterError`; the edge
- * answers. A route whose clients read another shape (the AI gateway's OpenAI-style `error` member, MCP's
- * JSON-RPC errors) renders it from the same `BreakwaterError`.
+ * What a failure of a request is to its client (`toHttpError`), the request path of a problem's `instance`,
+ * Node's client errors (a request the HTTP parser refused) and the 413 drain. The error handler that answers
+ * with them, and the renderers of capabilities, are `errors.ts`'s.
  */
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
+import type { FastifyError, FastifyRequest, onSendHookHandler } from 'fastify';
 import {
   BreakwaterError,
   DRAIN_LIMIT_BYTES,
   PROBLEM_CONTENT_TYPE,
   isBreakwaterError,
   isRequestTimeout,
-  requestNotReceived,
-  retryAfterHeader,
   toProblem,
   type ErrorCode,
 } from '../core/index.js';
@@ -93,81 +90,11 @@ function validationError(error: FastifyError): BreakwaterError {
   });
 }
 
-/**
- * Answers with `error` as `application/problem+json` (RFC 9457, via core `toProblem`; `instance` is the
- * request path) and `Retry-After` in whole seconds when the error carries `retryAfterMs`. For routes mounted
- * through `routes` that answer an error themselves instead of throwing it.
- */
-export function sendProblem(reply: FastifyReply, error: BreakwaterError): FastifyReply {
-  const retryAfter = retryAfterHeader(error);
-  if (retryAfter !== undefined) void reply.header('retry-after', retryAfter);
-  return reply
-    .code(error.status)
-    .header('content-type', `${PROBLEM_CONTENT_TYPE}; charset=utf-8`)
-    .send(toProblem(error, pathOf(reply.request)));
-}
-
 /** The request path without its query string (a query may carry tokens that do not belong in a body). */
 export function pathOf(request: FastifyRequest): string {
   const url = request.raw.url ?? '/';
   const q = url.indexOf('?');
   return q < 0 ? url : url.slice(0, q);
-}
-
-/**
- * The server's error handler: maps with {@link toHttpError}, logs 5xx at `error` (with the original error and
- * its stack) and 4xx at `info`, and answers problem+json. An error after a hijacked reply has started (an SSE
- * stream) can only be logged.
- */
-export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-  const mapped = notReceived(error, request, reply) ?? toHttpError(error, request.method);
-  if (mapped.status >= 500) request.log.error({ err: error, code: mapped.code }, 'request failed');
-  else request.log.info({ code: mapped.code, status: mapped.status }, mapped.message);
-  if (reply.sent || reply.raw.headersSent) return;
-  sendProblem(reply, mapped);
-}
-
-/**
- * The request timeout fired while the request itself was still arriving (a body sent too slowly): nothing ran,
- * so it is 408 `timeout`, safe to send again (RFC 9110, section 15.5.9), not the 504 of a request that may
- * have taken effect; and the half-read connection cannot carry another request, so it closes.
- */
-function notReceived(
-  error: unknown,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): BreakwaterError | undefined {
-  if (!isRequestTimeout(error)) return undefined;
-  // `complete` is Node's "the whole message was parsed"; an injected request (light-my-request) has none.
-  if (request.raw.complete !== false) return undefined;
-  void reply.header('connection', 'close');
-  return requestNotReceived('server');
-}
-
-/** The not-found handler: every unknown route (and method) is a `not_found` problem. */
-export function handleNotFound(request: FastifyRequest, reply: FastifyReply): void {
-  sendProblem(
-    reply,
-    new BreakwaterError('not_found', { message: `There is no route ${request.method} ${pathOf(request)}.` }),
-  );
-}
-
-/**
- * Fastify's `frameworkErrors`: a malformed URL (`FST_ERR_BAD_URL`) or a failing route constraint, raised
- * before routing, answered as problem+json like everything else.
- */
-export function handleFrameworkError(
-  error: FastifyError,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): void {
-  const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
-  sendProblem(
-    reply,
-    status < 500
-      ? new BreakwaterError('invalid_payload', { status, message: 'The request URL is not valid.' })
-      : new BreakwaterError('internal_error'),
-  );
 }
 
 /**
