@@ -3,6 +3,7 @@
  * Node's client errors (a request the HTTP parser refused) and the 413 drain. The error handler that answers
  * with them, and the renderers of capabilities, are `errors.ts`'s.
  */
+import { STATUS_CODES, maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyRequest, onSendHookHandler } from 'fastify';
 import {
@@ -99,25 +100,45 @@ export function pathOf(request: FastifyRequest): string {
 
 /**
  * Node's `clientError` (a request the HTTP parser rejected, or one that took longer than `requestTimeoutMs`
- * to arrive): answered 400 `invalid_payload` or 408 `timeout` as problem+json on the raw socket, then closed.
+ * to arrive), answered as problem+json on the raw socket, then closed, with the statuses Node's own answer
+ * has (its `socketOnError`):
+ * - `HPE_HEADER_OVERFLOW`, headers over Node's `maxHeaderSize` (16 KiB unless `--max-http-header-size`) →
+ *   431 `invalid_payload`, `details.reason: 'headers_too_large'` (RFC 6585, section 5);
+ * - `HPE_CHUNK_EXTENSIONS_OVERFLOW`, chunk extensions over Node's limit → 413 `payload_too_large`;
+ * - `ERR_HTTP_REQUEST_TIMEOUT` → 408 `timeout`;
+ * - anything else → 400 `invalid_payload`.
  */
 export function handleClientError(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
-  const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-  const problem = toProblem(
-    timedOut
-      ? new BreakwaterError('timeout', { status: 408, message: 'The request took too long to arrive.' })
-      : new BreakwaterError('invalid_payload', { message: 'The request is not valid HTTP.' }),
-  );
+  const problem = toProblem(clientError(error.code));
   const body = JSON.stringify(problem);
   socket.end(
-    `HTTP/1.1 ${problem.status} ${timedOut ? 'Request Timeout' : 'Bad Request'}\r\n` +
+    `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? 'Bad Request'}\r\n` +
       `Content-Type: ${PROBLEM_CONTENT_TYPE}; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+function clientError(code: string | undefined): BreakwaterError {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new BreakwaterError('invalid_payload', {
+        status: 431,
+        message: `The request's header fields are too large: at most ${maxHeaderSize} bytes of headers are accepted.`,
+        details: { reason: 'headers_too_large', max_header_bytes: maxHeaderSize },
+      });
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return new BreakwaterError('payload_too_large', {
+        message: "The request body's chunk extensions are too large.",
+      });
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new BreakwaterError('timeout', { status: 408, message: 'The request took too long to arrive.' });
+    default:
+      return new BreakwaterError('invalid_payload', { message: 'The request is not valid HTTP.' });
+  }
 }
 
 /**
