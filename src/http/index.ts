@@ -10,6 +10,7 @@ export { DEFAULT_ACCESS, accessOf, type RouteAccess } from './access.js';
 export {
   MAX_CREDENTIAL_LENGTH,
   createAuthenticator,
+  presentedCredential,
   type AuthMode,
   type Authenticator,
   type AuthenticatorOptions,
