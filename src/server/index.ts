@@ -17,7 +17,15 @@ export {
 } from './options.js';
 export { closeGracefully, type CloseOptions } from './lifecycle.js';
 export { releaseRequestTimeout, requestSignal, type RouteTimeoutConfig } from './request-timeout.js';
-export { sendProblem, toHttpError } from '../http/index.js';
+export {
+  PROBLEM_RENDERER,
+  createErrorHandler,
+  installErrorRenderer,
+  pathOf,
+  sendProblem,
+  toHttpError,
+  type ErrorRenderer,
+} from '../http/index.js';
 export {
   jobUrls,
   toEventView,

@@ -3,7 +3,7 @@
  * page, its JSON API (`/admin/api/…`), `/admin/webhooks…` and `/admin/ai/routes…`.
  *
  * - **Token mode** (`token` set, from `BREAKWATER_ADMIN_TOKEN`): a request needs `Authorization: Bearer
- *   <token>` (compared in constant time) or the session cookie that `POST /admin/login` sets after checking
+ *   <token>` (or `x-api-key: <token>`, as the edge reads credentials; compared in constant time) or the session cookie that `POST /admin/login` sets after checking
  *   the token. The cookie is `HttpOnly; SameSite=Strict; Path=/` (and `Secure` when the request came over
  *   TLS, directly or through a trusted proxy) and holds a random session id kept server-side
  *   (sessions.ts): each cookie request reads its row, `POST /admin/logout` revokes it, so a copied cookie
@@ -38,6 +38,7 @@ import {
   isLoopbackName,
   isSafeMethod,
   parseHost,
+  presentedCredential,
   viaTls,
 } from '../../http/index.js';
 import type { AdminSessionStore } from '../../store/index.js';
@@ -201,11 +202,10 @@ export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
       }
       return 'loopback';
     }
-    const authorization = request.headers.authorization;
-    if (authorization !== undefined) {
+    const presented = adminCredential(request);
+    if (presented !== undefined) {
       throttle.refuseIfBlocked(request.ip);
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-      if (match !== null && verifyToken(match[1])) return 'bearer';
+      if (verifyToken(presented)) return 'bearer';
       throttle.recordFailure(request.ip);
       throw unauthorized(reply, 'The admin token is wrong.', 'invalid_token');
     }
@@ -298,6 +298,19 @@ export function refuseCrossSite(request: FastifyRequest): void {
       'Admin changes are accepted only from the gateway’s own pages or API clients.',
       'cross_site',
     );
+  }
+}
+
+/**
+ * The token a request presents as the edge reads every credential (`Authorization: Bearer <token>`, or
+ * `x-api-key: <token>`: http's `presentedCredential`), or undefined; `''`, never the token, for a malformed
+ * one (another scheme, two different values), so that it is refused and counted as a wrong token.
+ */
+function adminCredential(request: FastifyRequest): string | undefined {
+  try {
+    return presentedCredential(request);
+  } catch {
+    return '';
   }
 }
 
