@@ -35,7 +35,8 @@ Options:
   --port <port>        port (default: $PORT, then ${GATEWAY_DEFAULTS.port})
   --public-url <url>   base URL clients reach the gateway at (default: http://<host>:<port>)
   --no-worker          do not run jobs here (run 'breakwater worker' processes instead)
-  --log                JSON request logs on stdout (pino)
+  --log                JSON logs on stdout (pino), the operator's notices included (without it they are
+                       printed as text lines)
   --grace-ms <ms>      shutdown grace for in-flight requests and running jobs (default ${GATEWAY_DEFAULTS.graceMs})
   --request-timeout-ms <ms>
                        how long a request may take before the server answers 504 for it (default
