@@ -75,10 +75,8 @@ export interface GatewayOptions {
   clock?: Clock;
   env?: NodeJS.ProcessEnv;
   /**
-   * Where the app's and the gateway's operator lines go (default `console.log`): the banner, and the
-   * notices (a breaker opening and closing, a dependency timing out repeatedly, a job dead-lettered, a
-   * webhook source rejecting deliveries, an AI budget at 80 % and used up, the store unreachable; see
-   * docs/operations-guide.md). With `logger` set, the notices go to that JSON log instead.
+   * Where the app's and the gateway's operator lines go (default `console.log`), the notices included
+   * (docs/operations-guide.md, "What the operator sees"); with `logger` set, the notices go to that JSON log.
    */
   log?: (line: string) => void;
   /** How often the store is probed for the "store unreachable" notice, ms (default 10 000). */
@@ -355,7 +353,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       jobs: options.worker === false ? undefined : jobs,
       webhooks,
       budgets: gatewayAi?.onBudget,
-      storeProbe: () => store.get(STORE_PROBE_ID),
+      store,
       storeCheckEveryMs: options.storeCheckEveryMs,
     });
     cleanups.push(async () => notices.dispose());
@@ -385,9 +383,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     throw error;
   }
 }
-
-/** The id the store probe reads: a job id that never exists (one indexed read, as `/readyz` does). */
-export const STORE_PROBE_ID = 'job_store-probe';
 
 /** One pruning round; each kind on its own, so one failing does not keep the others. */
 async function pruneExpired(store: Store): Promise<void> {

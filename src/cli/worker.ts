@@ -6,7 +6,7 @@ import { createJobs, openStore, systemClock, type Jobs, type Store } from '../in
 import type { AuditLog, OperationLedger } from '../operations/index.js';
 import { createWebhookIngress } from '../webhooks/index.js';
 import type { AppParts } from './app.js';
-import { GATEWAY_DEFAULTS, STORE_PROBE_ID, type GatewayOptions } from './gateway.js';
+import { GATEWAY_DEFAULTS, type GatewayOptions } from './gateway.js';
 import { textNotices, watchOperatorEvents } from './operator/index.js';
 import { auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
 
@@ -77,7 +77,7 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
     upstreams: parts.upstreams,
     breakers: (parts.webhooks?.handlers ?? []).flatMap((h) => (h.breaker === undefined ? [] : [h.breaker])),
     jobs,
-    storeProbe: () => store.get(STORE_PROBE_ID),
+    store,
     storeCheckEveryMs: options.storeCheckEveryMs,
   });
   let closing: Promise<void> | undefined;

@@ -8,13 +8,13 @@ import type { CircuitBreakerPolicy } from '../../policy/index.js';
 import { watchBudgets, type BudgetEvents } from './budgets.js';
 import { watchBreakers, watchTimeouts, type WatchedBreaker, type WatchedUpstream } from './dependencies.js';
 import type { NoticeSink } from './lines.js';
-import { watchStore } from './store.js';
+import { watchStore, type ProbedStore } from './store.js';
 import { watchDeadLetters, watchWebhookRejections, type WatchedIngress, type WatchedJobs } from './work.js';
 
 export { BUDGET_NOTICES, type BudgetEvents } from './budgets.js';
 export { DEPENDENCY_NOTICES, type WatchedUpstream } from './dependencies.js';
 export { jsonNotices, textNotices, type Notice, type NoticeLevel, type NoticeSink } from './lines.js';
-export { STORE_NOTICES } from './store.js';
+export { STORE_NOTICES, STORE_PROBE_ID, type ProbedStore } from './store.js';
 export { WORK_NOTICES } from './work.js';
 
 /** What {@link watchOperatorEvents} watches; each part is optional. */
@@ -32,8 +32,8 @@ export interface OperatorEventsOptions {
   webhooks?: WatchedIngress;
   /** The AI gateway's budget events (80 % and 100 %). */
   budgets?: BudgetEvents;
-  /** The store probe (an indexed read); absent: the store is not watched. */
-  storeProbe?: () => Promise<unknown>;
+  /** The store, probed with one indexed read; absent: the store is not watched. */
+  store?: ProbedStore;
   /** How often the store is probed, ms (default {@link STORE_NOTICES.checkEveryMs}: 10 000). */
   storeCheckEveryMs?: number;
 }
@@ -55,8 +55,8 @@ export function watchOperatorEvents(options: OperatorEventsOptions): Disposable 
   if (options.jobs !== undefined) watchers.push(watchDeadLetters(options.jobs, sink, clock));
   if (options.webhooks !== undefined) watchers.push(watchWebhookRejections(options.webhooks, sink, clock));
   if (options.budgets !== undefined) watchers.push(watchBudgets(options.budgets, sink, clock));
-  if (options.storeProbe !== undefined) {
-    watchers.push(watchStore(options.storeProbe, sink, clock, options.storeCheckEveryMs));
+  if (options.store !== undefined) {
+    watchers.push(watchStore(options.store, sink, clock, options.storeCheckEveryMs));
   }
   let active = true;
   return {

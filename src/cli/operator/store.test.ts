@@ -5,7 +5,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../core/index.js';
 import { openSqliteStore, type Store } from '../../store/index.js';
-import { STORE_PROBE_ID } from '../gateway.js';
 import { textNotices, watchOperatorEvents } from './index.js';
 
 const NEXT =
@@ -20,7 +19,7 @@ describe('operator notices: the store', () => {
     const watching = watchOperatorEvents({
       sink: textNotices((line) => lines.push(line), clock),
       clock,
-      storeProbe: () => (answer === 'store' ? store.get(STORE_PROBE_ID) : new Promise(() => undefined)),
+      store: { get: (id) => (answer === 'store' ? store.get(id) : new Promise(() => undefined)) },
     });
     const probe = async () => {
       await clock.tickAsync(10_000);

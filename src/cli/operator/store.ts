@@ -16,13 +16,21 @@ export const STORE_NOTICES = {
   maxMessage: 160,
 } as const;
 
+/** The job id the probe reads: one that never exists (one indexed read, as `/readyz` does). */
+export const STORE_PROBE_ID = 'job_store-probe';
+
+/** What the probe reads of a store (any `Store` fits). */
+export interface ProbedStore {
+  get(id: string): Promise<unknown>;
+}
+
 /**
  * Probes the store every `checkEveryMs` (the first probe one interval after the start, which already
  * needed the store). Prints `store unreachable (…)` when a probe fails or times out after one that
  * answered, and `store reachable again after …` when one answers after that. At most one line per probe.
  */
 export function watchStore(
-  probe: () => Promise<unknown>,
+  store: ProbedStore,
   sink: NoticeSink,
   clock: Clock,
   checkEveryMs: number = STORE_NOTICES.checkEveryMs,
@@ -42,7 +50,7 @@ export function watchStore(
           STORE_NOTICES.timeoutMs,
         );
       });
-      await Promise.race([Promise.resolve().then(probe), late]);
+      await Promise.race([Promise.resolve().then(() => store.get(STORE_PROBE_ID)), late]);
     } catch (error) {
       failure = error ?? new Error('the probe failed');
     } finally {
