@@ -95,7 +95,9 @@ export function breakerNotice(
   }
   if (to !== 'open') return undefined;
   const status = breaker.state();
-  const openMs = status.halfOpenAt === null ? breaker.openDurationMs : status.halfOpenAt - change.at;
+  // A snapshot restored late may have little (or none) of its open period left.
+  const openMs =
+    status.halfOpenAt === null ? breaker.openDurationMs : Math.max(0, status.halfOpenAt - change.at);
   const next = `calls fail fast for ${duration(openMs)}, then a trial call`;
   let text: string;
   if (reason === 'restored') text = `breaker ${label} opened${elsewhere}; ${next}`;
