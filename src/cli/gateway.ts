@@ -32,6 +32,7 @@ import { gatewayAuth, type GatewayOAuthOptions } from './gateway-auth.js';
 import type { AuthMode } from '../http/index.js';
 import { oauthMetadataRoutes } from '../http/oauth/index.js';
 import { createApiKeys } from '../http/keys/index.js';
+import { jsonNotices, textNotices, watchOperatorEvents } from './operator/index.js';
 
 /** Options of {@link startGateway}. */
 export interface GatewayOptions {
@@ -73,8 +74,13 @@ export interface GatewayOptions {
   pruneEveryMs?: number;
   clock?: Clock;
   env?: NodeJS.ProcessEnv;
-  /** Where the app's and the gateway's operator lines go (default `console.log`). */
+  /**
+   * Where the app's and the gateway's operator lines go (default `console.log`), the notices included
+   * (docs/operations-guide.md, "What the operator sees"); with `logger` set, the notices go to that JSON log.
+   */
   log?: (line: string) => void;
+  /** How often the store is probed for the "store unreachable" notice, ms (default 10 000). */
+  storeCheckEveryMs?: number;
   /**
    * The admin token of the dashboard and every admin route (default `$BREAKWATER_ADMIN_TOKEN`; at least 16
    * characters). None: the admin routes answer clients on this machine only. See docs/http.md.
@@ -337,6 +343,22 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // Unsettled operations of the app's actions are looked up (and escalated) from every process.
     const recovery = operations.startRecovery();
     cleanups.push(async () => recovery.dispose());
+    // Last in, so first out at shutdown: nothing is reported about the parts being closed.
+    const notices = watchOperatorEvents({
+      sink:
+        options.logger === undefined || options.logger === false
+          ? textNotices(log, clock)
+          : jsonNotices(http.log),
+      clock,
+      upstreams: parts.upstreams,
+      breakers: (parts.webhooks?.handlers ?? []).flatMap((h) => (h.breaker === undefined ? [] : [h.breaker])),
+      jobs: options.worker === false ? undefined : jobs,
+      webhooks,
+      budgets: gatewayAi?.onBudget,
+      store,
+      storeCheckEveryMs: options.storeCheckEveryMs,
+    });
+    cleanups.push(async () => notices.dispose());
 
     let closing: Promise<void> | undefined;
     return {
