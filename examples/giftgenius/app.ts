@@ -27,6 +27,8 @@ export interface GiftGeniusSettings extends Partial<Omit<UpstreamSettings, 'cloc
    */
   llmUrl?: string;
   llmPort?: number;
+  /** Each tool call's budget in ms (default 10 000); tests shrink it with the timeouts. */
+  toolDeadlineMs?: number;
 }
 
 const INSTRUCTIONS = `GiftGenius helps choose and buy gifts. Use suggest_gifts for quick ideas, start_deep_analysis for a
@@ -105,7 +107,7 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
         name: 'giftgenius',
         version: '1.0.0',
         instructions: INSTRUCTIONS,
-        tools: giftGeniusTools(upstreams, operations),
+        tools: giftGeniusTools(upstreams, operations, { deadlineMs: settings.toolDeadlineMs }),
         upstreams: [upstreams.gift, upstreams.commerce, upstreams.analytics],
         webhooks,
         ai: ai?.options,

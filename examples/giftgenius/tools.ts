@@ -10,6 +10,7 @@ import {
   jobTool,
   operationError,
   resilientTool,
+  TOOL_DEADLINE_DEFAULT_MS,
   type McpTool,
   type OperationLedger,
   type ToolContext,
@@ -52,8 +53,25 @@ const checkoutInput = {
     .describe('Resume an earlier checkout whose outcome was unknown: pass its operation_id, never a new one'),
 };
 
-export function giftGeniusTools(upstreams: GiftGeniusUpstreams, operations: OperationLedger): McpTool[] {
+/** Options of {@link giftGeniusTools}. */
+export interface GiftGeniusToolOptions {
+  /**
+   * Each tool call's budget in ms (integer 1..30 000, default 10 000; `suggest_gifts`'s description states
+   * it). Tests shrink it together with the upstream timeouts.
+   */
+  deadlineMs?: number;
+}
+
+/** @throws RangeError naming `deadlineMs` when it is not an integer in 1..30 000. */
+export function giftGeniusTools(
+  upstreams: GiftGeniusUpstreams,
+  operations: OperationLedger,
+  options: GiftGeniusToolOptions = {},
+): McpTool[] {
   const { gift, commerce, analytics } = upstreams;
+  const deadlineMs = options.deadlineMs ?? TOOL_DEADLINE_DEFAULT_MS;
+  const seconds = deadlineMs / 1_000;
+  const within = `Answers within ${seconds} second${seconds === 1 ? '' : 's'}.`;
   const createOrder = createOrderAction(commerce);
   // Registered now, so this process recovers checkouts left unsettled (also by an earlier run).
   operations.define(createOrder);
@@ -106,15 +124,16 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams, operations: Oper
   return [
     resilientTool({
       name: 'suggest_gifts',
+      deadlineMs,
       title: 'Suggest gifts',
-      description:
-        'Suggests gifts within a budget for someone with the given interests, best match first. Answers within 10 seconds.',
+      description: `Suggests gifts within a budget for someone with the given interests, best match first. ${within}`,
       inputSchema: suggestInput,
       annotations: { readOnlyHint: true },
       handler: async (args, ctx) => ({ gifts: await suggest(args, ctx.signal, ctx.correlationId) }),
     }),
     jobTool({
       name: 'start_deep_analysis',
+      deadlineMs,
       title: 'Start a deep gift analysis',
       description:
         'Starts a longer analysis (four steps, about a few seconds) and answers at once with a job_id. Follow it with get_job_status; draft gifts appear as partial results before the final list.',
@@ -123,6 +142,7 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams, operations: Oper
     }),
     resilientTool({
       name: 'checkout',
+      deadlineMs,
       title: 'Buy a gift',
       description:
         'Orders a product for a customer. Returns the order, or an error whose outcome says whether the order may exist: after outcome "unknown", call checkout again with the same operation_id to resume safely.',
@@ -132,6 +152,7 @@ export function giftGeniusTools(upstreams: GiftGeniusUpstreams, operations: Oper
     }),
     resilientTool({
       name: 'suggest_and_checkout',
+      deadlineMs,
       title: 'Pick the best gift and buy it',
       description:
         'Suggests gifts for the interests and budget, then orders the best one for the customer. Each step has its own limits, so a slow gift service does not block checkouts in progress.',

@@ -122,6 +122,28 @@ describe('POST /orders', () => {
     expect(retried.status).toBe(201);
     expect(retried.headers.get('idempotent-replayed')).toBeNull();
   });
+
+  it.each([
+    [500, 'internal_error', 0],
+    [503, 'service_unavailable', 45],
+    [429, 'rate_limited', 50],
+  ])(
+    'stores no order and keeps the key free when it answers an injected %i',
+    async (status, code, retryAfterS) => {
+      commerce.faults.set({ status, retryAfterS });
+      const refused = await order(ORDER, 'k1');
+      expect([refused.status, refused.body.code, refused.headers.get('retry-after')]).toEqual([
+        status,
+        code,
+        retryAfterS === 0 ? null : String(retryAfterS),
+      ]);
+      commerce.faults.clear();
+      expect(await countOrders()).toBe(0);
+      const retried = await order(ORDER, 'k1');
+      expect([retried.status, retried.headers.get('idempotent-replayed')]).toEqual([201, null]);
+      expect(await countOrders()).toBe(1);
+    },
+  );
 });
 
 describe('status lookup by idempotency key', () => {
@@ -159,6 +181,18 @@ describe('status lookup by idempotency key', () => {
     const replayed = await order(ORDER, 'k1');
     expect(replayed.headers.get('idempotent-replayed')).toBe('true');
     expect(replayed.body).toEqual(found.body);
+    expect(await countOrders()).toBe(1);
+  });
+
+  it('commits and drops the answer while its status lookups fail (statusOn: reads)', async () => {
+    commerce.faults.set({ commitThenDrop: true, status: 503, statusOn: 'reads' });
+    await expect(order(ORDER, 'k1')).rejects.toThrow(TypeError);
+    const lookup = await byKey('k1');
+    expect([lookup.status, lookup.body.code]).toEqual([503, 'service_unavailable']);
+    expect((await call('GET', `${commerce.url}/orders/ord_000001`)).status).toBe(503);
+    commerce.faults.clear();
+    // The write did happen: once lookups work again they find it.
+    expect((await byKey('k1')).body).toMatchObject({ order_id: 'ord_000001', idempotency_key: 'k1' });
     expect(await countOrders()).toBe(1);
   });
 });

@@ -24,7 +24,15 @@ describe('fault switches over HTTP and in process', () => {
     const s = await start();
     expect((await call('GET', `${s.url}/_faults`)).body).toEqual({ faults: NO_FAULTS, hanging_requests: 0 });
     const put = await call('PUT', `${s.url}/_faults`, { latencyMs: 5, errorRate: 0.25 });
-    expect(put.body.faults).toEqual({ latencyMs: 5, errorRate: 0.25, hang: false, commitThenDrop: false });
+    expect(put.body.faults).toEqual({
+      latencyMs: 5,
+      errorRate: 0.25,
+      status: 0,
+      statusOn: 'all',
+      retryAfterS: 0,
+      hang: false,
+      commitThenDrop: false,
+    });
     expect(s.faults.get()).toEqual(put.body.faults);
     // PUT replaces: what is left out is off.
     await call('PUT', `${s.url}/_faults`, { commitThenDrop: true });
@@ -49,7 +57,7 @@ describe('fault switches over HTTP and in process', () => {
     });
     const unknown = await call('PUT', `${s.url}/_faults`, { slow: true });
     expect(unknown.body.detail).toBe(
-      'Unknown fault "slow"; known: latencyMs, errorRate, hang, commitThenDrop.',
+      'Unknown fault "slow"; known: latencyMs, errorRate, status, statusOn, retryAfterS, hang, commitThenDrop.',
     );
     expect(s.faults.get()).toEqual({ ...NO_FAULTS, latencyMs: 3 });
     expect(() => s.faults.set({ latencyMs: -1 })).toThrow(RangeError);
@@ -95,6 +103,85 @@ describe('errorRate', () => {
     expect((await call('GET', `${s.url}/_faults`)).status).toBe(200);
     expect((await call('DELETE', `${s.url}/_faults`)).status).toBe(200);
     expect((await product(s)).status).toBe(200);
+  });
+});
+
+describe('status and retryAfterS', () => {
+  const recommend = (s: ServiceHandle) =>
+    call('POST', `${s.url}/recommendations`, { interests: ['tea'], budget_usd: 50 });
+
+  it('answers every request with the status instead of handling it, with Retry-After when set', async () => {
+    const s = await start();
+    const put = await call('PUT', `${s.url}/_faults`, { status: 429, retryAfterS: 50 });
+    expect(put.body.faults).toEqual({ ...NO_FAULTS, status: 429, retryAfterS: 50 });
+    const limited = await recommend(s);
+    expect([limited.status, limited.headers.get('retry-after')]).toEqual([429, '50']);
+    expect(limited.body).toEqual({
+      type: 'https://giftgenius.example/problems/rate_limited',
+      title: 'Too many requests',
+      status: 429,
+      code: 'rate_limited',
+      detail: 'The service answered 429 instead of handling the request (injected fault).',
+      injected: true,
+    });
+    expect((await product(s)).status).toBe(429);
+
+    s.faults.set({ status: 500 });
+    const failing = await product(s);
+    expect([failing.status, failing.body.code, failing.headers.get('retry-after')]).toEqual([
+      500,
+      'internal_error',
+      null,
+    ]);
+    s.faults.set({ status: 418 });
+    expect((await product(s)).body).toMatchObject({ status: 418, code: 'request_refused', injected: true });
+    s.faults.set({ status: 599 });
+    expect((await product(s)).body).toMatchObject({ status: 599, code: 'server_error' });
+    s.faults.clear();
+    expect((await product(s)).status).toBe(200);
+  });
+
+  it('statusOn: reads answer the status while writes are handled, and writes the other way round', async () => {
+    const s = await start();
+    s.faults.set({ status: 503, statusOn: 'reads' });
+    expect((await product(s)).status).toBe(503);
+    expect((await recommend(s)).status).toBe(200);
+    s.faults.set({ status: 502, statusOn: 'writes' });
+    expect((await product(s)).status).toBe(200);
+    expect((await recommend(s)).body).toMatchObject({ status: 502, code: 'bad_gateway' });
+  });
+
+  it('sends Retry-After with the errorRate 503s too', async () => {
+    const s = await start(sequence(0.1));
+    s.faults.set({ errorRate: 0.5, retryAfterS: 7 });
+    const answer = await product(s);
+    expect([answer.status, answer.body.code, answer.headers.get('retry-after')]).toEqual([
+      503,
+      'service_unavailable',
+      '7',
+    ]);
+  });
+
+  it('validates status, statusOn and retryAfterS, naming the field', async () => {
+    const s = await start();
+    const bad = await call('PUT', `${s.url}/_faults`, { status: 200 });
+    expect([bad.status, bad.body.detail]).toEqual([
+      400,
+      'status must be 0 (off) or an HTTP error status from 400 to 599.',
+    ]);
+    expect(() => s.faults.set({ status: 503.5 })).toThrow('status must be 0 (off)');
+    expect(() => s.faults.set({ status: '503' as unknown as number })).toThrow(RangeError);
+    expect(() => s.faults.set({ status: 503, statusOn: 'posts' as 'all' })).toThrow(
+      'statusOn must be "all", "reads" or "writes".',
+    );
+    expect(() => s.faults.set({ status: 503, retryAfterS: 1.5 })).toThrow(
+      'retryAfterS must be a whole number of seconds from 0 to 86400.',
+    );
+    expect(() => s.faults.set({ status: 503, retryAfterS: 86_401 })).toThrow('retryAfterS must be');
+    expect(() => s.faults.set({ retryAfterS: 5 })).toThrow(
+      'retryAfterS is sent with injected errors only: set status or errorRate too.',
+    );
+    expect(s.faults.get()).toEqual(NO_FAULTS);
   });
 });
 
@@ -158,6 +245,13 @@ describe('commitThenDrop', () => {
       call('POST', `${s.url}/recommendations`, { interests: ['tea'], budget_usd: 50 }),
     ).rejects.toThrow(TypeError);
     expect((await product(s)).status).toBe(200);
+  });
+
+  it('keeps an injected error answer: nothing was handled, so there is no commit to drop', async () => {
+    const s = await start();
+    s.faults.set({ commitThenDrop: true, status: 503, statusOn: 'writes' });
+    const refused = await call('POST', `${s.url}/recommendations`, { interests: ['tea'], budget_usd: 50 });
+    expect([refused.status, refused.body.code]).toEqual([503, 'service_unavailable']);
   });
 });
 

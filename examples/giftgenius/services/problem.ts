@@ -30,6 +30,11 @@ const TITLES: Readonly<Record<string, string>> = {
   idempotency_in_progress: 'A request with this idempotency key is in progress',
   service_unavailable: 'Service unavailable',
   internal_error: 'Internal error',
+  rate_limited: 'Too many requests',
+  bad_gateway: 'Bad gateway',
+  gateway_timeout: 'Gateway timeout',
+  request_refused: 'Request refused',
+  server_error: 'Server error',
 };
 
 /**
