@@ -13,6 +13,7 @@ import {
   type Dashboard,
 } from '../server/index.js';
 import type { AiGateway } from '../ai/index.js';
+import type { Pruner } from '../store/index.js';
 import type { OperationLedger } from '../operations/index.js';
 import type { WebhookIngress } from '../webhooks/index.js';
 import type { AppParts } from './app.js';
@@ -69,6 +70,8 @@ export interface GatewayDashboardParts {
    * within its cache time).
    */
   keys?: ApiKeys;
+  /** The gateway's pruner: the store's size on the overview. */
+  pruner?: Pruner;
 }
 
 /** The dashboard over a gateway's parts: its upstreams, webhook handlers, ingress, AI gateway and store. */
@@ -99,6 +102,7 @@ export function gatewayDashboard(g: GatewayDashboardParts): Dashboard {
           },
     publicUrl: g.publicUrl,
     keys: g.keys ?? createApiKeys({ store: g.store, clock: g.clock }),
+    storeSize: g.pruner,
     clock: g.clock,
   });
 }

@@ -30,6 +30,12 @@ Who may call (docs/security.md): with no credential configured, only clients on 
 BREAKWATER_ADMIN_TOKEN (at least 16 characters) or API keys ('breakwater keys create'), every route but the
 probes and signed webhooks needs one, as Authorization: Bearer <key or token>.
 
+Retention (docs/operations-guide.md): every 5 minutes ($BREAKWATER_PRUNE_EVERY) the gateway removes finished
+jobs after 7 days ($BREAKWATER_RETAIN_JOBS), dead letters after 30 ($BREAKWATER_RETAIN_DEAD_LETTERS), webhook
+deliveries 7 days after their job finished ($BREAKWATER_RETAIN_WEBHOOKS), stream events after an hour
+($BREAKWATER_RETAIN_STREAM_EVENTS), settled operations after 30 days ($BREAKWATER_RETAIN_OPERATIONS) and
+expired idempotency records; durations such as 90s, 30m, 12h, 7d, or forever. See 'breakwater prune --help'.
+
 Options:
   --host <host>        interface to listen on (default: $BREAKWATER_HOST, then ${GATEWAY_DEFAULTS.host})
   --port <port>        port (default: $PORT, then ${GATEWAY_DEFAULTS.port})

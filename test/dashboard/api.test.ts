@@ -238,6 +238,8 @@ describe('admin auth over HTTP', () => {
 describe('the admin JSON API', () => {
   it('GET /admin/api/overview: breakers, bulkheads, jobs, dead letters, operations, webhooks and spend', async () => {
     const { gw } = await start();
+    // The pruner measures the store once at start, in the background.
+    await expect.poll(() => gw.pruner.size).toBeDefined();
     const { status, body, headers } = await call(`${gw.url}/admin/api/overview`);
     expect([status, headers.get('cache-control')]).toEqual([200, 'no-store']);
     expect(body).toEqual({
@@ -274,6 +276,20 @@ describe('the admin JSON API', () => {
             complete: true,
           },
         ],
+      },
+      store: {
+        measured_at: new Date(gw.pruner.size!.measuredAt).toISOString(),
+        rows: {
+          jobs: 0,
+          job_events: 0,
+          webhook_inbox: 0,
+          stream_events: 0,
+          idempotency: 0,
+          operations: 0,
+          audit: 0,
+        },
+        bytes: gw.pruner.size!.bytes,
+        last_prune: null,
       },
     });
   });
