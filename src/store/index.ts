@@ -92,13 +92,7 @@ export {
   type SizeKind,
   type StoreSize,
 } from './retention.js';
-export {
-  PRUNER_DEFAULTS,
-  startPruner,
-  type PrunedStore,
-  type Pruner,
-  type PrunerOptions,
-} from './pruner.js';
+export { PRUNER_DEFAULTS, startPruner, type PrunedStore, type Pruner, type PrunerOptions } from './pruner.js';
 export { openSqliteStore, type SqliteStoreOptions } from './sqlite/index.js';
 export { openPostgresStore, type PostgresStoreOptions } from './postgres/index.js';
 export {
