@@ -172,6 +172,39 @@ function renderSpend(spend) {
   empty('spend', rows.length === 0);
 }
 
+/** Bytes as a person reads them: 1.2 MB. */
+function bytes(n) {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+  let value = n;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+function renderStore(store) {
+  const kinds = Object.keys(store?.rows ?? {});
+  const removed = store?.last_prune?.removed ?? {};
+  sync(
+    $('store'),
+    kinds,
+    (kind) => kind,
+    (kind) => ({
+      attrs: { 'data-kind': kind },
+      html: `<td>${esc(kind.replace(/_/g, ' '))}</td><td class="num">${store.rows[kind]}</td>
+      <td class="num">${kind in removed ? `−${removed[kind]}` : '—'}</td>`,
+    }),
+  );
+  $('store-hint').textContent =
+    store === null
+      ? 'Rows per kind and size on disk, measured after each prune.'
+      : `${bytes(store.bytes)} on disk, measured ${ago(store.measured_at)}` +
+        (store.last_prune === null ? '; no prune yet.' : `; last prune ${ago(store.last_prune.at)}.`);
+  empty('store', kinds.length === 0);
+}
+
 function renderHeader(overview) {
   const open = overview.breakers.filter((b) => b.state !== 'closed');
   const attention = overview.operations.length;
@@ -206,6 +239,7 @@ async function refreshOverview() {
   renderOperations(overview.operations);
   renderWebhooks(overview.webhooks);
   renderSpend(overview.spend);
+  renderStore(overview.store);
   document.body.dataset.ready = 'true';
 }
 

@@ -30,7 +30,57 @@ export interface UpstreamSettings {
 export const CHECKOUT_UNKNOWN = {
   code: 'checkout_outcome_unknown',
   sentence:
-    'The payment service did not confirm the order in time, so it may or may not have been placed; check its status before trying again.',
+    'No confirmation came back from the payment service, so the order may or may not have been placed; check its status by calling checkout again with the same operation_id before ordering again.',
+} as const;
+
+/**
+ * What the model is told about the gift service, by what happened (docs/upstream.md, "Errors"). "try again
+ * shortly" becomes "try again in about N seconds" when the wait is known (the breaker's, `Retry-After`).
+ */
+export const GIFT_ERRORS = {
+  timeout: {
+    code: 'gift_service_timeout',
+    sentence: 'The gift recommendation service did not answer in time; try again shortly.',
+  },
+  open: {
+    code: 'gift_service_unavailable',
+    sentence:
+      'The gift recommendation service is temporarily unavailable after repeated failures; try again shortly.',
+  },
+  busy: {
+    code: 'gift_service_busy',
+    sentence: 'The gift recommendation service is busy right now; try again shortly.',
+  },
+  unavailable: {
+    code: 'gift_service_failing',
+    sentence: 'The gift recommendation service is not working right now; try again shortly.',
+  },
+  error: {
+    code: 'gift_service_error',
+    sentence: 'The gift recommendation service could not handle this request.',
+  },
+} as const;
+
+/** What the model is told about the payment (commerce) service, by what happened. */
+export const COMMERCE_ERRORS = {
+  timeout: {
+    code: 'payment_service_timeout',
+    sentence: 'The payment service did not answer in time; try again shortly.',
+  },
+  open: {
+    code: 'payment_service_unavailable',
+    sentence: 'The payment service is temporarily unavailable after repeated failures; try again shortly.',
+  },
+  busy: {
+    code: 'payment_service_busy',
+    sentence: 'The payment service is busy right now; try again shortly.',
+  },
+  unavailable: {
+    code: 'payment_service_failing',
+    sentence: 'The payment service is not working right now; try again shortly.',
+  },
+  error: { code: 'checkout_rejected', sentence: 'The shop could not accept this order.' },
+  unknown: CHECKOUT_UNKNOWN,
 } as const;
 
 export interface GiftGeniusUpstreams {
@@ -51,16 +101,7 @@ export function createUpstreams(settings: UpstreamSettings): GiftGeniusUpstreams
     breaker: { consecutiveFailures: 5, openMs: settings.giftOpenMs ?? 30_000, shared },
     // One retry: a second 4 s attempt still fits the 10 s tool deadline; a third would not.
     retry: { maxAttempts: 2 },
-    errors: {
-      unavailable: {
-        code: 'gift_service_unavailable',
-        sentence: 'The gift recommendation service is overloaded right now; try again shortly.',
-      },
-      error: {
-        code: 'gift_service_error',
-        sentence: 'The gift recommendation service could not handle this request.',
-      },
-    },
+    errors: GIFT_ERRORS,
     clock,
   });
   const commerce = createUpstream({
@@ -70,14 +111,7 @@ export function createUpstreams(settings: UpstreamSettings): GiftGeniusUpstreams
     bulkhead: { maxConcurrent: 3, maxQueue: 5, queueTimeoutMs: 1_000 },
     breaker: { consecutiveFailures: 3, openMs: settings.commerceOpenMs ?? 20_000, shared },
     retry: { maxAttempts: 2 },
-    errors: {
-      unavailable: {
-        code: 'payment_service_unavailable',
-        sentence: 'The payment service is temporarily unavailable; try again shortly.',
-      },
-      error: { code: 'checkout_rejected', sentence: 'The shop could not accept this order.' },
-      unknown: CHECKOUT_UNKNOWN,
-    },
+    errors: COMMERCE_ERRORS,
     clock,
   });
   const analytics = createUpstream({

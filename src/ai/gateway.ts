@@ -10,6 +10,7 @@ import { splitModel } from './body.js';
 import { checkModelAllowed } from './caller.js';
 import { chatCompletionsRoutes } from './http/routes.js';
 import { counterRateLimitStore } from './limits/counter-rate-limit-store.js';
+import type { BudgetEvent } from './limits/budget-events.js';
 import { AiLimits } from './limits/limits.js';
 import { MemoryCounterStore } from './limits/memory-counters.js';
 import { aiMetricLabels, type AiLabelConfig, type AiMetricLabels } from './metric-labels.js';
@@ -44,6 +45,12 @@ export interface AiGateway {
   answer(request: AiRequest, model: string): Promise<StepAnswer>;
   /** Hears the log line of every request (for metrics per step). A listener that throws breaks nothing. */
   onRequest(listener: (line: AiRequestLog) => void): Disposable;
+  /**
+   * Hears each spend rule counter of the gateway's rules (and of callers' own budgets) reaching 80 % or
+   * 100 % of its budget in its window, in this process (see {@link BudgetEvent}; a route's limit nodes
+   * report through the route resolver's `onBudget`). A listener that throws breaks nothing.
+   */
+  onBudget(listener: (event: BudgetEvent) => void): Disposable;
   /**
    * The metric labels of a request's line, bounded by this gateway's configuration: a provider, model or route
    * the configuration does not name is `_unknown` (see `aiMetricLabels`), so no client adds series.
@@ -82,6 +89,7 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
     (options.store === undefined
       ? new MemoryRateLimitStore()
       : counterRateLimitStore(options.store.counters));
+  const budgets = new EventSource<BudgetEvent>();
   const limits = new AiLimits({
     rateRules: o.data.rateRules ?? [],
     spendRules: o.data.spendRules ?? [],
@@ -93,6 +101,7 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
       o.data.maxRequestCostUsd === undefined ? undefined : usdToMicro(o.data.maxRequestCostUsd),
     maxReservedShare: o.data.maxReservedShare,
     clock: o.clock,
+    onBudget: (event) => budgets.emit(event),
   });
   const context: StepContext = {
     providers,
@@ -184,6 +193,7 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
         },
       }),
     onRequest: lines.on,
+    onBudget: budgets.on,
     metricLabels: (line) => aiMetricLabels(line, labelConfig),
     close: () => providers.close(),
   };

@@ -30,6 +30,7 @@ export {
   type SpendRule,
 } from './limits/limits.js';
 export { scopeKey, type LimitTarget, type RuleScope } from './limits/scope.js';
+export { BUDGET_THRESHOLDS, type BudgetEvent } from './limits/budget-events.js';
 export { combineGrants } from './limits/grants.js';
 export { parsePrincipalAiLimits, principalAiLimitsSchema } from './limits/caller-rules.js';
 export { callerMetadata, checkModelAllowed } from './caller.js';

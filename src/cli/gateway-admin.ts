@@ -5,8 +5,15 @@
  */
 import type { Clock, Jobs, Store } from '../index.js';
 import { createApiKeys, type ApiKeys } from '../http/keys/index.js';
-import { createAdminAuth, createDashboard, type AdminAuth, type Dashboard } from '../server/index.js';
+import {
+  adminTokenOption,
+  createAdminAuth,
+  createDashboard,
+  type AdminAuth,
+  type Dashboard,
+} from '../server/index.js';
 import type { AiGateway } from '../ai/index.js';
+import type { Pruner } from '../store/index.js';
 import type { OperationLedger } from '../operations/index.js';
 import type { WebhookIngress } from '../webhooks/index.js';
 import type { AppParts } from './app.js';
@@ -21,19 +28,29 @@ export function adminToken(option: string | undefined, env: NodeJS.ProcessEnv): 
 }
 
 /**
- * The admin check of a gateway.
- * @throws RangeError naming `BREAKWATER_ADMIN_TOKEN` when the token is shorter than 16 characters (the value
- *   is never printed).
+ * Checks the admin token before anything opens, so a bad one is a startup error naming the variable.
+ * @throws RangeError naming `BREAKWATER_ADMIN_TOKEN` when the token is shorter than 16 characters or has
+ *   whitespace (the value is never printed).
  */
-export function gatewayAdminAuth(token: string | undefined, clock: Clock): AdminAuth {
+export function checkAdminToken(token: string | undefined): void {
   try {
-    return createAdminAuth({ token, clock });
+    adminTokenOption('createAdminAuth', token);
   } catch (error) {
     throw new RangeError(
       'BREAKWATER_ADMIN_TOKEN must be at least 16 characters without whitespace (e.g. `openssl rand -hex 24`)',
       { cause: error },
     );
   }
+}
+
+/**
+ * The admin check of a gateway, its dashboard sessions in `store.sessions` (shared by every gateway on the
+ * store: a logout on one ends the session on all).
+ * @throws RangeError naming `BREAKWATER_ADMIN_TOKEN` as {@link checkAdminToken}.
+ */
+export function gatewayAdminAuth(token: string | undefined, store: Store, clock: Clock): AdminAuth {
+  checkAdminToken(token);
+  return createAdminAuth({ token, sessions: store.sessions, clock });
 }
 
 /** What {@link gatewayDashboard} is built from. */
@@ -53,6 +70,8 @@ export interface GatewayDashboardParts {
    * within its cache time).
    */
   keys?: ApiKeys;
+  /** The gateway's pruner: the store's size on the overview. */
+  pruner?: Pruner;
 }
 
 /** The dashboard over a gateway's parts: its upstreams, webhook handlers, ingress, AI gateway and store. */
@@ -83,6 +102,7 @@ export function gatewayDashboard(g: GatewayDashboardParts): Dashboard {
           },
     publicUrl: g.publicUrl,
     keys: g.keys ?? createApiKeys({ store: g.store, clock: g.clock }),
+    storeSize: g.pruner,
     clock: g.clock,
   });
 }

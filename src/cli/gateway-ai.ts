@@ -3,11 +3,13 @@
  * `REDIS_URL`), `dynamic/<route>` resolved from the store's deployed routes, and the routes admin API.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { EventSource, type Disposable } from '../core/index.js';
 import {
   createAiGateway,
   createRouteResolver,
   routeAdminRoutes,
   type AiGateway,
+  type BudgetEvent,
   type RedisLimits,
 } from '../ai/index.js';
 import type { Clock, Store } from '../index.js';
@@ -18,6 +20,8 @@ export interface GatewayAi {
   ai: AiGateway;
   /** `POST /v1/chat/completions` and the loopback/admin-token routes admin API. */
   routes: Array<(app: FastifyInstance) => Promise<void>>;
+  /** Hears the budgets of the gateway's rules, callers' own and routes' limit nodes reaching 80 % and 100 %. */
+  onBudget(listener: (event: BudgetEvent) => void): Disposable;
   close(): Promise<void>;
 }
 
@@ -39,7 +43,9 @@ export async function assembleAi(options: {
 }): Promise<GatewayAi> {
   const { ai: settings, store, clock, redis } = options;
   const stores = { rateLimitStore: redis?.rateLimitStore, spendStore: redis?.spendStore };
+  const budgets = new EventSource<BudgetEvent>();
   const resolver = createRouteResolver({
+    onBudget: (event) => budgets.emit(event),
     routes: store.routes,
     counters: store.counters,
     ...stores,
@@ -54,6 +60,7 @@ export async function assembleAi(options: {
     routes: resolver.resolve,
     logger: { info: (line, message) => options.log(line, message) },
   });
+  const aiBudgets = ai.onBudget((event) => budgets.emit(event));
   const admin = (app: FastifyInstance) =>
     routeAdminRoutes(app, {
       routes: store.routes,
@@ -64,7 +71,9 @@ export async function assembleAi(options: {
   return {
     ai,
     routes: [ai.routes, admin],
+    onBudget: budgets.on,
     async close() {
+      aiBudgets.dispose();
       await ai.close();
     },
   };

@@ -20,6 +20,8 @@ import {
   type ServerLoggerOptions,
   type Store,
 } from '../index.js';
+import { startPruner, type Pruner, type RetentionPolicy } from '../store/index.js';
+import { pruneEveryFromEnv, retentionFromEnv } from './retention-env.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
 import { createRedisLimits, type AiGateway } from '../ai/index.js';
 import { setLogger } from '../core/index.js';
@@ -27,11 +29,12 @@ import { createWebhookIngress, type WebhookIngress } from '../webhooks/index.js'
 import type { AppParts, BreakwaterApp } from './app.js';
 import { assembleAi } from './gateway-ai.js';
 import { auditAdminActions, auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
-import { adminToken, gatewayAdminAuth, gatewayDashboard } from './gateway-admin.js';
+import { adminToken, checkAdminToken, gatewayAdminAuth, gatewayDashboard } from './gateway-admin.js';
 import { gatewayAuth, type GatewayOAuthOptions } from './gateway-auth.js';
 import type { AuthMode } from '../http/index.js';
 import { oauthMetadataRoutes } from '../http/oauth/index.js';
 import { createApiKeys } from '../http/keys/index.js';
+import { jsonNotices, textNotices, watchOperatorEvents } from './operator/index.js';
 
 /** Options of {@link startGateway}. */
 export interface GatewayOptions {
@@ -67,14 +70,26 @@ export interface GatewayOptions {
    */
   sharedBreakers?: boolean;
   /**
-   * How often expired state is pruned, ms (default 300 000): resumable-stream messages past their retention,
-   * idempotency records past their lifetime, counters past their window.
+   * About how often finished state past its retention is pruned, ms (default `$BREAKWATER_PRUNE_EVERY`, else
+   * 300 000; each wait varied by 10 % either way): jobs and their events, webhook deliveries, stream events,
+   * expired idempotency records, settled operations (`retention`), and counters past their window. See
+   * `startPruner`.
    */
   pruneEveryMs?: number;
+  /**
+   * Retentions differing from the defaults (docs/operations-guide.md, "Retention"). Default: those set by the
+   * `BREAKWATER_RETAIN_*` variables of `env` (`retention-env.ts`), else `RETENTION_DEFAULTS`.
+   */
+  retention?: Partial<RetentionPolicy>;
   clock?: Clock;
   env?: NodeJS.ProcessEnv;
-  /** Where the app's and the gateway's operator lines go (default `console.log`). */
+  /**
+   * Where the app's and the gateway's operator lines go (default `console.log`), the notices included
+   * (docs/operations-guide.md, "What the operator sees"); with `logger` set, the notices go to that JSON log.
+   */
   log?: (line: string) => void;
+  /** How often the store is probed for the "store unreachable" notice, ms (default 10 000). */
+  storeCheckEveryMs?: number;
   /**
    * The admin token of the dashboard and every admin route (default `$BREAKWATER_ADMIN_TOKEN`; at least 16
    * characters). None: the admin routes answer clients on this machine only. See docs/http.md.
@@ -130,6 +145,8 @@ export interface Gateway {
   ai: AiGateway | undefined;
   /** The process's Prometheus metrics (served at `GET /metrics`). */
   metrics: Metrics;
+  /** The background pruner: retention, and the store's size the dashboard and `/metrics` show. */
+  pruner: Pruner;
   /** The dashboard's URL (`${url}/`); its JSON API is under `/admin/api/`. */
   dashboardUrl: string;
   /** `token` when an admin token is set, else `loopback` (admin routes answer this machine only). */
@@ -149,7 +166,9 @@ export interface Gateway {
  * Starts a gateway: opens the store, runs the app's `setup`, mounts `/mcp`, `/jobs…`, `/healthz`, `/readyz`,
  * `/metrics` and the dashboard (`/`, `/admin/api/…`, behind the admin token or loopback-only), starts the
  * worker (unless `worker: false`) and listens.
- * @throws RangeError naming BREAKWATER_ADMIN_TOKEN when the admin token is too short (nothing is opened);
+ * @throws RangeError naming BREAKWATER_ADMIN_TOKEN when the admin token is too short, or the variable of a
+ *   retention (`BREAKWATER_RETAIN_…`, `BREAKWATER_PRUNE_EVERY`) that is not a duration (nothing is opened);
+ *   RangeError naming the option for a bad `retention` or `pruneEveryMs`;
  *   Error with `code` `EADDRINUSE` when the port is taken (everything opened is closed again); the
  *   store's error when it cannot be opened; the app's error from `setup`.
  */
@@ -160,9 +179,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const graceMs = options.graceMs ?? GATEWAY_DEFAULTS.graceMs;
   const log = options.log ?? ((line: string) => console.log(line));
   const env = options.env ?? process.env;
-  // Checked before anything opens: a bad token is a startup error that names the variable.
+  // Checked before anything opens: a bad token or retention is a startup error that names the variable.
   const token = adminToken(options.adminToken, env);
-  const adminAuth = gatewayAdminAuth(token, clock);
+  checkAdminToken(token);
+  const retention = options.retention ?? retentionFromEnv(env);
+  const pruneEveryMs = options.pruneEveryMs ?? pruneEveryFromEnv(env) ?? GATEWAY_DEFAULTS.pruneEveryMs;
   const ownsStore = typeof options.store !== 'object';
   const store =
     typeof options.store === 'object' ? options.store : await openStore({ url: options.store, clock });
@@ -172,6 +193,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   };
   if (ownsStore) cleanups.push(() => store.close());
   try {
+    // Its dashboard sessions live in the store.
+    const adminAuth = gatewayAdminAuth(token, store, clock);
     const jobs = createJobs({ store, clock, leaseMs: options.leaseMs });
     // Job URLs are built from the public URL before the server listens, so port 0 is resolved up front.
     const listenPort = port === 0 ? await freePort(host) : port;
@@ -192,6 +215,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       trustedProxies: options.trustedProxies,
       env,
     });
+    // Stopped before the store closes (cleanups run in reverse): a round in progress ends after its batch.
+    const pruner = startPruner({ store, clock, everyMs: pruneEveryMs, retention, onError: warnPruneFailed });
+    cleanups.push(() => pruner.close());
     const { audit, operations } = operationsRuntime(store, clock, env, log, options.operationsCheckEveryMs);
     // Runs just before the store closes: records still queued are appended, not rejected.
     cleanups.push(() => audit.flush());
@@ -230,6 +256,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     for (const upstream of parts.upstreams ?? []) metrics.observeUpstream(upstream);
     metrics.observeJobs(jobs, store);
     metrics.observeOperations(operations);
+    metrics.observeStore(pruner);
     const server: { app?: FastifyInstance } = {};
     // With REDIS_URL, rate windows (the AI gateway's and webhook admission's) and spend budgets live in Redis,
     // shared by every instance; when Redis is away, rate decisions deny and spend refuses.
@@ -284,6 +311,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       clock,
       // The instance the edge verifies with: a revoke over the admin API applies to the next request.
       keys: apiKeys,
+      pruner,
     };
     const dashboard = gatewayDashboard(admin);
     cleanups.push(async () => dashboard.close());
@@ -327,14 +355,26 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     auditJobsAndWebhooks(audit, jobs, webhooks);
     await http.listen({ host, port: listenPort });
 
-    const pruneEveryMs = options.pruneEveryMs ?? GATEWAY_DEFAULTS.pruneEveryMs;
-    const pruner = setInterval(() => void pruneExpired(store), pruneEveryMs);
-    pruner.unref();
-    cleanups.push(async () => clearInterval(pruner));
     if (options.worker !== false) jobs.start();
     // Unsettled operations of the app's actions are looked up (and escalated) from every process.
     const recovery = operations.startRecovery();
     cleanups.push(async () => recovery.dispose());
+    // Last in, so first out at shutdown: nothing is reported about the parts being closed.
+    const notices = watchOperatorEvents({
+      sink:
+        options.logger === undefined || options.logger === false
+          ? textNotices(log, clock)
+          : jsonNotices(http.log),
+      clock,
+      upstreams: parts.upstreams,
+      breakers: (parts.webhooks?.handlers ?? []).flatMap((h) => (h.breaker === undefined ? [] : [h.breaker])),
+      jobs: options.worker === false ? undefined : jobs,
+      webhooks,
+      budgets: gatewayAi?.onBudget,
+      store,
+      storeCheckEveryMs: options.storeCheckEveryMs,
+    });
+    cleanups.push(async () => notices.dispose());
 
     let closing: Promise<void> | undefined;
     return {
@@ -350,6 +390,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       webhooks,
       ai,
       metrics,
+      pruner,
       dashboardUrl: `${url}/`,
       adminMode: adminAuth.mode,
       authMode: front.mode,
@@ -362,17 +403,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
 }
 
-/** One pruning round; each kind on its own, so one failing does not keep the others. */
-async function pruneExpired(store: Store): Promise<void> {
-  await store.pruneStreamEvents().catch(warnPruneFailed);
-  await store.idempotency.prune().catch(warnPruneFailed);
-  await store.counters.prune().catch(warnPruneFailed);
-  await store.pruneWatches().catch(warnPruneFailed);
-}
-
 /** A failed prune is retried at the next interval; the operator hears of it as a process warning. */
 function warnPruneFailed(error: unknown): void {
-  const warning = new Error(`gateway: pruning expired state failed: ${(error as Error)?.message ?? error}`, {
+  const warning = new Error(`gateway: pruning finished state failed: ${(error as Error)?.message ?? error}`, {
     cause: error,
   });
   warning.name = 'BreakwaterGatewayWarning';

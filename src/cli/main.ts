@@ -2,7 +2,7 @@
 /**
  * The `breakwater` command: `serve` (the gateway), `worker` (a worker-only process), `jobs` (the queue from a
  * terminal), `webhooks`, `ops` and `audit` (the inbox, the operation ledger and the audit log), `routes` (the AI
- * gateway's versioned routes), `keys` (API keys), `demo` (the policies in four seconds) and `version`. Exit codes: 0 done, 1 failed (a message
+ * gateway's versioned routes), `keys` (API keys), `prune` (retention), `demo` (the policies in four seconds) and `version`. Exit codes: 0 done, 1 failed (a message
  * says why), 2 bad command line.
  */
 import { readFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ Commands:
   routes      list, show, create, deploy or roll back AI gateway routes (breakwater routes --help)
   keys        create, list or revoke API keys (breakwater keys --help)
   audit       verify the tamper-evident audit log, or print its newest records (breakwater audit --help)
+  prune       remove what is past its retention, or count it with --dry-run (breakwater prune --help)
   demo        run a resilience pipeline against a flaky in-process service and print what happens
   version     print the version
 
@@ -78,6 +79,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'audit': {
         const { runAuditCommand } = await import('./audit-command.js');
         return await runAuditCommand(rest);
+      }
+      case 'prune': {
+        const { runPruneCommand } = await import('./prune-command.js');
+        return await runPruneCommand(rest);
       }
       case 'jobs': {
         const { runJobsCommand } = await import('./jobs-command.js');

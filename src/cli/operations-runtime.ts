@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { getLogger } from '../core/index.js';
 import type { Clock, Jobs, Store } from '../index.js';
 import { OperationLedger, createAuditLog, type AuditLog, type LedgerLog } from '../operations/index.js';
+import { endedAdminSession } from '../server/index.js';
 import type { WebhookIngress } from '../webhooks/index.js';
 
 /**
@@ -55,11 +56,13 @@ const AUDITED_ROUTES: Readonly<Record<string, string>> = {
   '/admin/api/keys': 'admin.key_create',
   '/admin/api/keys/:id/revoke': 'admin.key_revoke',
   '/admin/login': 'admin.login',
+  '/admin/logout': 'admin.logout',
 };
 
 /**
  * Audits each admin action over HTTP that succeeded, and each refused admin login (`admin.login_failed` for
- * a wrong token, `admin.login_throttled` for one refused by the throttle). The actor is the caller's
+ * a wrong token, `admin.login_throttled` for one refused by the throttle). A logout is audited
+ * (`admin.logout`) only when it revoked a live session: one without a session changed nothing. The actor is the caller's
  * principal (`key:<id>`, `admin`, `local`; `http:<address>` for a caller the edge did not name), the client
  * address is in `data.ip`; the target is the path, or for a 201 the `Location` of what it created (a new API
  * key's). Nothing of the request's or the answer's body is recorded (a new key's secret is only in the body),
@@ -70,6 +73,7 @@ export function auditAdminActions(http: FastifyInstance, audit: AuditLog): void 
     const route = request.routeOptions.url ?? '';
     let action = AUDITED_ROUTES[route];
     if (action === undefined || request.method !== 'POST') return;
+    if (route === '/admin/logout' && !endedAdminSession(request)) return;
     if (reply.statusCode >= 400) {
       if (route !== '/admin/login') return;
       if (reply.statusCode === 401) action = 'admin.login_failed';

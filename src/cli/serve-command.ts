@@ -7,6 +7,7 @@ import { loadApp } from './app.js';
 import { CliError, EXIT, openStoreForCli, storeUrl } from './context.js';
 import { SERVER_DEFAULTS } from '../server/index.js';
 import { GATEWAY_DEFAULTS, startGateway } from './gateway.js';
+import { watchStopSignals } from './stop-signals.js';
 import { startWorker } from './worker.js';
 
 const COMMON_OPTIONS = `  --app <module>       the app module (default: $BREAKWATER_APP), e.g. examples/giftgenius/app.ts
@@ -22,18 +23,26 @@ export const SERVE_USAGE = `Usage: breakwater serve [options]
 
 Runs the gateway: the dashboard at / (admin API under /admin/api/), MCP (Streamable HTTP) at /mcp,
 GET /jobs/:id, GET /jobs/:id/events (SSE), POST /jobs/:id/cancel, /healthz, /readyz and /metrics, plus a
-worker for the app's jobs. Stops on SIGINT/SIGTERM.
+worker for the app's jobs. Stops gracefully on SIGINT/SIGTERM (running jobs finish or are released within
+--grace-ms); signals within 500 ms of the first are the same request, a later one exits at once.
 
 Who may call (docs/security.md): with no credential configured, only clients on this machine. With
 BREAKWATER_ADMIN_TOKEN (at least 16 characters) or API keys ('breakwater keys create'), every route but the
 probes and signed webhooks needs one, as Authorization: Bearer <key or token>.
+
+Retention (docs/operations-guide.md): every 5 minutes ($BREAKWATER_PRUNE_EVERY) the gateway removes finished
+jobs after 7 days ($BREAKWATER_RETAIN_JOBS), dead letters after 30 ($BREAKWATER_RETAIN_DEAD_LETTERS), webhook
+deliveries 7 days after their job finished ($BREAKWATER_RETAIN_WEBHOOKS), stream events after an hour
+($BREAKWATER_RETAIN_STREAM_EVENTS), settled operations after 30 days ($BREAKWATER_RETAIN_OPERATIONS) and
+expired idempotency records; durations such as 90s, 30m, 12h, 7d, or forever. See 'breakwater prune --help'.
 
 Options:
   --host <host>        interface to listen on (default: $BREAKWATER_HOST, then ${GATEWAY_DEFAULTS.host})
   --port <port>        port (default: $PORT, then ${GATEWAY_DEFAULTS.port})
   --public-url <url>   base URL clients reach the gateway at (default: http://<host>:<port>)
   --no-worker          do not run jobs here (run 'breakwater worker' processes instead)
-  --log                JSON request logs on stdout (pino)
+  --log                JSON logs on stdout (pino), the operator's notices included (without it they are
+                       printed as text lines)
   --grace-ms <ms>      shutdown grace for in-flight requests and running jobs (default ${GATEWAY_DEFAULTS.graceMs})
   --request-timeout-ms <ms>
                        how long a request may take before the server answers 504 for it (default
@@ -56,7 +65,8 @@ ${COMMON_OPTIONS}`;
 export const WORKER_USAGE = `Usage: breakwater worker [options]
 
 Runs a worker only: claims and runs the app's jobs from the store, no HTTP. Stops on SIGINT/SIGTERM after
-running jobs finish (up to the grace period).
+running jobs finish (up to the grace period, then they are released); signals within 500 ms of the first are
+the same request, a later one exits at once.
 
 Options:
   --public-url <url>   the gateway's base URL, for job links the app builds (default: $BREAKWATER_PUBLIC_URL)
@@ -64,20 +74,6 @@ Options:
   --lease-ms <ms>      how long a job whose worker died waits before another worker takes it (default 30000)
 ${SHARED_BREAKERS_OPTION}
 ${COMMON_OPTIONS}`;
-
-/** Resolves when the process gets SIGINT or SIGTERM; a second signal exits at once with code 1. */
-function untilSignal(out: (line: string) => void): Promise<string> {
-  return new Promise((resolve) => {
-    const onSignal = (signal: string) => {
-      out(`breakwater: ${signal} received, shutting down (send it again to exit at once)`);
-      process.once('SIGINT', () => process.exit(EXIT.failed));
-      process.once('SIGTERM', () => process.exit(EXIT.failed));
-      resolve(signal);
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-  });
-}
 
 type Values = Record<string, string | boolean | undefined>;
 
@@ -219,7 +215,7 @@ export async function runServe(argv: string[], out: (line: string) => void = con
   out(
     `  store          ${db ?? './data/breakwater.db'}${notes.length === 0 ? '' : ` (${notes.join(', ')})`}`,
   );
-  await untilSignal(out);
+  await watchStopSignals({ out }).requested;
   await gateway.close();
   await store.close();
   out('breakwater: stopped');
@@ -255,7 +251,7 @@ export async function runWorker(argv: string[], out: (line: string) => void = co
     throw startError(error);
   }
   out(`breakwater: worker running on ${db ?? './data/breakwater.db'}${shared ? ' (breakers shared)' : ''}`);
-  await untilSignal(out);
+  await watchStopSignals({ out }).requested;
   await worker.close();
   await store.close();
   out('breakwater: stopped');

@@ -7,12 +7,13 @@ import type { AuditLog, OperationLedger } from '../operations/index.js';
 import { createWebhookIngress } from '../webhooks/index.js';
 import type { AppParts } from './app.js';
 import { GATEWAY_DEFAULTS, type GatewayOptions } from './gateway.js';
+import { textNotices, watchOperatorEvents } from './operator/index.js';
 import { auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
 
 /** Options of {@link startWorker}. */
 export type WorkerOptions = Pick<
   GatewayOptions,
-  'app' | 'store' | 'graceMs' | 'leaseMs' | 'sharedBreakers' | 'clock' | 'env' | 'log'
+  'app' | 'store' | 'graceMs' | 'leaseMs' | 'sharedBreakers' | 'clock' | 'env' | 'log' | 'storeCheckEveryMs'
 > & {
   /** Base URL of the gateway, for job URLs the app may build (default `http://127.0.0.1:8787`). */
   publicUrl?: string;
@@ -69,6 +70,16 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
   }
   jobs.start();
   const recovery = operations.startRecovery();
+  // The same notices as the gateway's, as text: a worker has no JSON log.
+  const notices = watchOperatorEvents({
+    sink: textNotices(log, clock),
+    clock,
+    upstreams: parts.upstreams,
+    breakers: (parts.webhooks?.handlers ?? []).flatMap((h) => (h.breaker === undefined ? [] : [h.breaker])),
+    jobs,
+    store,
+    storeCheckEveryMs: options.storeCheckEveryMs,
+  });
   let closing: Promise<void> | undefined;
   return {
     store,
@@ -78,6 +89,7 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
     parts,
     close: () =>
       (closing ??= (async () => {
+        notices.dispose();
         recovery.dispose();
         await jobs.stop({ graceMs });
         await parts.close?.().catch(() => undefined);

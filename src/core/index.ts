@@ -28,7 +28,7 @@ export { DRAIN_LIMIT_BYTES } from './drain.js';
 export { rejectSoon } from './promises.js';
 export { canonicalJson, checkedJson, fingerprint } from './fingerprint.js';
 export { MAX_JSON_DEPTH, checkJsonDepth, jsonDepthExceeds, tooDeep } from './json-depth.js';
-export { checkSingleValued, singleValuedParameters } from './query.js';
+export { refuseRepeated, repeatableParameters } from './query.js';
 export {
   GRACE_END,
   LinkedAbort,

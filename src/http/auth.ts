@@ -101,7 +101,7 @@ export function createAuthenticator(options: AuthenticatorOptions = {}): Authent
     mode,
     challenge,
     async fromCredential(request) {
-      const value = presented(request);
+      const value = presentedCredential(request);
       if (value === undefined) return undefined;
       if (value.startsWith('bw_')) {
         if (apiKeys === undefined) throw invalidCredential('API keys are not enabled on this gateway.');
@@ -123,11 +123,12 @@ export function createAuthenticator(options: AuthenticatorOptions = {}): Authent
 }
 
 /**
- * The credential a request presents: the `Authorization: Bearer` value, else `x-api-key`.
- * @throws BreakwaterError `unauthorized` (401, `invalid_request`) for another scheme, an empty or oversized
- *   value, or two different credentials at once.
+ * The credential a request presents: the `Authorization: Bearer` value, else `x-api-key` (the same value in
+ * both is one credential). Undefined when it presents none. The admin routes read the admin token with it too.
+ * @throws BreakwaterError `unauthorized` (401, `invalid_request`) for another scheme or a `Bearer` without a
+ *   value, an oversized value, or two different credentials at once.
  */
-function presented(request: FastifyRequest): string | undefined {
+export function presentedCredential(request: FastifyRequest): string | undefined {
   const authorization = request.headers.authorization;
   const apiKey = request.headers['x-api-key'];
   let value: string | undefined;

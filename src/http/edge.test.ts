@@ -1,7 +1,7 @@
 import { fastify, type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BreakwaterError, PrincipalContext, type Principal } from '../core/index.js';
-import { handleError } from './problems.js';
+import { handleError } from './errors.js';
 import { createAuthenticator, installEdge, type AuthenticatorOptions, type EdgeOptions } from './index.js';
 
 function keyPrincipal(id: string, scopes: string[]): Principal {

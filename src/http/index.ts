@@ -1,7 +1,8 @@
 /**
  * http/: the HTTP edge every route sits behind (DESIGN: "http/"): `Host`/`Origin` validation, the trusted-proxy
- * rule, the caller's identity (`request.principal`) and each route's access. Below the capabilities, above
- * core: imports core only.
+ * rule, the caller's identity (`request.principal`) and each route's access, the one error handler (with the
+ * renderers capabilities choose for their routes) and the checks of request input. Below the capabilities,
+ * above core: imports core and store only.
  */
 import './request.js';
 
@@ -9,6 +10,7 @@ export { DEFAULT_ACCESS, accessOf, type RouteAccess } from './access.js';
 export {
   MAX_CREDENTIAL_LENGTH,
   createAuthenticator,
+  presentedCredential,
   type AuthMode,
   type Authenticator,
   type AuthenticatorOptions,
@@ -33,16 +35,18 @@ export {
   viaTls,
 } from './proxy.js';
 export { IDEMPOTENT_METHODS, SAFE_METHODS, isSafeMethod } from './methods.js';
+export { drainRefusedBody, handleClientError, pathOf, toHttpError } from './problems.js';
 export {
-  drainRefusedBody,
-  handleClientError,
+  PROBLEM_RENDERER,
+  createErrorHandler,
   handleError,
   handleFrameworkError,
   handleNotFound,
-  pathOf,
+  installErrorRenderer,
   sendProblem,
-  toHttpError,
-} from './problems.js';
+  type ErrorRenderer,
+} from './errors.js';
+export { installJsonBodyParser, refuseRepeatedQuery } from './input.js';
 export {
   assertCanCallTool,
   canCallTool,

@@ -1,19 +1,17 @@
 /**
- * problem+json for every route (RFC 9457, through core `toProblem`): the error handler, the not-found handler,
- * Fastify's framework and client errors, and the 413 drain. Capabilities throw `BreakwaterError`; the edge
- * answers. A route whose clients read another shape (the AI gateway's OpenAI-style `error` member, MCP's
- * JSON-RPC errors) renders it from the same `BreakwaterError`.
+ * What a failure of a request is to its client (`toHttpError`), the request path of a problem's `instance`,
+ * Node's client errors (a request the HTTP parser refused) and the 413 drain. The error handler that answers
+ * with them, and the renderers of capabilities, are `errors.ts`'s.
  */
+import { STATUS_CODES, maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
+import type { FastifyError, FastifyRequest, onSendHookHandler } from 'fastify';
 import {
   BreakwaterError,
   DRAIN_LIMIT_BYTES,
   PROBLEM_CONTENT_TYPE,
   isBreakwaterError,
   isRequestTimeout,
-  requestNotReceived,
-  retryAfterHeader,
   toProblem,
   type ErrorCode,
 } from '../core/index.js';
@@ -93,20 +91,6 @@ function validationError(error: FastifyError): BreakwaterError {
   });
 }
 
-/**
- * Answers with `error` as `application/problem+json` (RFC 9457, via core `toProblem`; `instance` is the
- * request path) and `Retry-After` in whole seconds when the error carries `retryAfterMs`. For routes mounted
- * through `routes` that answer an error themselves instead of throwing it.
- */
-export function sendProblem(reply: FastifyReply, error: BreakwaterError): FastifyReply {
-  const retryAfter = retryAfterHeader(error);
-  if (retryAfter !== undefined) void reply.header('retry-after', retryAfter);
-  return reply
-    .code(error.status)
-    .header('content-type', `${PROBLEM_CONTENT_TYPE}; charset=utf-8`)
-    .send(toProblem(error, pathOf(reply.request)));
-}
-
 /** The request path without its query string (a query may carry tokens that do not belong in a body). */
 export function pathOf(request: FastifyRequest): string {
   const url = request.raw.url ?? '/';
@@ -115,82 +99,46 @@ export function pathOf(request: FastifyRequest): string {
 }
 
 /**
- * The server's error handler: maps with {@link toHttpError}, logs 5xx at `error` (with the original error and
- * its stack) and 4xx at `info`, and answers problem+json. An error after a hijacked reply has started (an SSE
- * stream) can only be logged.
- */
-export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-  const mapped = notReceived(error, request, reply) ?? toHttpError(error, request.method);
-  if (mapped.status >= 500) request.log.error({ err: error, code: mapped.code }, 'request failed');
-  else request.log.info({ code: mapped.code, status: mapped.status }, mapped.message);
-  if (reply.sent || reply.raw.headersSent) return;
-  sendProblem(reply, mapped);
-}
-
-/**
- * The request timeout fired while the request itself was still arriving (a body sent too slowly): nothing ran,
- * so it is 408 `timeout`, safe to send again (RFC 9110, section 15.5.9), not the 504 of a request that may
- * have taken effect; and the half-read connection cannot carry another request, so it closes.
- */
-function notReceived(
-  error: unknown,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): BreakwaterError | undefined {
-  if (!isRequestTimeout(error)) return undefined;
-  // `complete` is Node's "the whole message was parsed"; an injected request (light-my-request) has none.
-  if (request.raw.complete !== false) return undefined;
-  void reply.header('connection', 'close');
-  return requestNotReceived('server');
-}
-
-/** The not-found handler: every unknown route (and method) is a `not_found` problem. */
-export function handleNotFound(request: FastifyRequest, reply: FastifyReply): void {
-  sendProblem(
-    reply,
-    new BreakwaterError('not_found', { message: `There is no route ${request.method} ${pathOf(request)}.` }),
-  );
-}
-
-/**
- * Fastify's `frameworkErrors`: a malformed URL (`FST_ERR_BAD_URL`) or a failing route constraint, raised
- * before routing, answered as problem+json like everything else.
- */
-export function handleFrameworkError(
-  error: FastifyError,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): void {
-  const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
-  sendProblem(
-    reply,
-    status < 500
-      ? new BreakwaterError('invalid_payload', { status, message: 'The request URL is not valid.' })
-      : new BreakwaterError('internal_error'),
-  );
-}
-
-/**
  * Node's `clientError` (a request the HTTP parser rejected, or one that took longer than `requestTimeoutMs`
- * to arrive): answered 400 `invalid_payload` or 408 `timeout` as problem+json on the raw socket, then closed.
+ * to arrive), answered as problem+json on the raw socket, then closed, with the statuses Node's own answer
+ * has (its `socketOnError`):
+ * - `HPE_HEADER_OVERFLOW`, headers over Node's `maxHeaderSize` (16 KiB unless `--max-http-header-size`) →
+ *   431 `invalid_payload`, `details.reason: 'headers_too_large'` (RFC 6585, section 5);
+ * - `HPE_CHUNK_EXTENSIONS_OVERFLOW`, chunk extensions over Node's limit → 413 `payload_too_large`;
+ * - `ERR_HTTP_REQUEST_TIMEOUT` → 408 `timeout`;
+ * - anything else → 400 `invalid_payload`.
  */
 export function handleClientError(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
-  const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-  const problem = toProblem(
-    timedOut
-      ? new BreakwaterError('timeout', { status: 408, message: 'The request took too long to arrive.' })
-      : new BreakwaterError('invalid_payload', { message: 'The request is not valid HTTP.' }),
-  );
+  const problem = toProblem(clientError(error.code));
   const body = JSON.stringify(problem);
   socket.end(
-    `HTTP/1.1 ${problem.status} ${timedOut ? 'Request Timeout' : 'Bad Request'}\r\n` +
+    `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? 'Bad Request'}\r\n` +
       `Content-Type: ${PROBLEM_CONTENT_TYPE}; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+function clientError(code: string | undefined): BreakwaterError {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new BreakwaterError('invalid_payload', {
+        status: 431,
+        message: `The request's header fields are too large: at most ${maxHeaderSize} bytes of headers are accepted.`,
+        details: { reason: 'headers_too_large', max_header_bytes: maxHeaderSize },
+      });
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return new BreakwaterError('payload_too_large', {
+        message: "The request body's chunk extensions are too large.",
+      });
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new BreakwaterError('timeout', { status: 408, message: 'The request took too long to arrive.' });
+    default:
+      return new BreakwaterError('invalid_payload', { message: 'The request is not valid HTTP.' });
+  }
 }
 
 /**

@@ -138,4 +138,45 @@ describePostgres('jobs tests')('jobs on PostgreSQL', () => {
       'job.completed',
     ]);
   });
+
+  it('a circuit_open wait of 20 s with a 1 s backoff reruns at +20 s; the dead letter keeps the wait', async () => {
+    h = await pgHarness();
+    const t0 = h.clock.now();
+    const runs: number[] = [];
+    h.jobs.defineJob(
+      'analysis',
+      () => {
+        runs.push(h.clock.now());
+        throw new BreakwaterError('circuit_open', {
+          retryAfterMs: 20_000,
+          details: { dependency_code: 'gift_service_unavailable' },
+        });
+      },
+      { maxAttempts: 2, backoff: fixedBackoff(1_000) },
+    );
+    h.jobs.start();
+    const id = await h.jobs.enqueue('analysis', {});
+    const error = (retryAt: number) => ({
+      code: 'circuit_open',
+      message: 'The service is temporarily unavailable after repeated failures; try again shortly.',
+      kind: 'transient',
+      userFacing: true,
+      dependencyCode: 'gift_service_unavailable',
+      retryAt,
+    });
+    await eventually(h.clock, async () => {
+      expect(await h.jobs.get(id)).toMatchObject({ status: 'pending', runAt: t0 + 20_000 });
+    });
+    expect((await h.jobs.get(id))?.error).toEqual(error(t0 + 20_000));
+    await h.clock.tickAsync(19_999);
+    expect(runs).toEqual([t0]);
+    await h.clock.tickAsync(1);
+    await eventually(h.clock, async () => {
+      expect(await h.jobs.get(id)).toMatchObject({ status: 'failed', attempts: 2 });
+    });
+    expect(runs).toEqual([t0, t0 + 20_000]);
+    expect((await h.jobs.get(id))?.error).toEqual(error(t0 + 40_000));
+    const failed = (await h.store.events(id)).at(-1);
+    expect(failed).toMatchObject({ type: 'job.failed', payload: { error: error(t0 + 40_000), attempts: 2 } });
+  });
 });

@@ -53,8 +53,9 @@ export interface RunDeps {
  *   result completes the job, one that throws has its lease released (the run is not counted).
  * - otherwise: a result completes the job (it must be JSON-serializable, else the run fails permanently with
  *   `invalid_payload`); a failure is classified (core `classify`): transient with attempts left →
- *   `fail(lease, error, now + delay)` with the type's backoff (or the error's larger `retryAfterMs`);
- *   permanent, fatal or the last attempt → `fail(lease, error)`, the dead letter.
+ *   `fail(lease, error, runAt)`, `runAt` the later of the type's backoff and the end of the wait the error
+ *   carried (`retryAfterMs`, kept in the error as `retryAt`: `run-failure.ts`); permanent, fatal, the last
+ *   attempt or a wait past `maxRetryWaitMs` → `fail(lease, error)`, the dead letter.
  *
  * Observed: the run is a `job <type>` span (CONSUMER, child of its enqueue's span when the job carries one,
  * see `carrier.ts`) active around the handler, and everything the run does runs in a `LogContext` with
@@ -397,9 +398,8 @@ export class JobRun {
   private async fail(cause: unknown): Promise<JobEvent | undefined> {
     const { store, clock } = this.deps;
     const { attempts, maxAttempts } = this.claim.job;
-    const { error, retryInMs } = failureOf(cause, attempts, maxAttempts, this.jobType.backoff);
-    if (retryInMs === undefined) return store.fail(this.lease, error);
-    return store.fail(this.lease, error, clock.now() + retryInMs);
+    const { error, runAt } = failureOf(cause, attempts, maxAttempts, this.jobType, clock.now());
+    return runAt === undefined ? store.fail(this.lease, error) : store.fail(this.lease, error, runAt);
   }
 }
 

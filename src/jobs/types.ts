@@ -36,6 +36,7 @@ export const JOBS_DEFAULTS = {
   concurrency: 1,
   maxAttempts: 5,
   backoff: { baseMs: 1_000, factor: 2, maxMs: 300_000, jitter: 'full' },
+  maxRetryWaitMs: 3_600_000,
   graceMs: 10_000,
 } as const;
 
@@ -78,10 +79,17 @@ export interface DefineJobOptions {
   maxAttempts?: number;
   /**
    * Delay before each retry of a transient failure (`next(retry, 0)`, retry = the attempt that failed).
-   * Default: exponential, base 1 s, ×2, full jitter, capped at 5 min. A failure's `retryAfterMs`, when
-   * larger, wins.
+   * Default: exponential, base 1 s, ×2, full jitter, capped at 5 min. The wait the failure carried wins when
+   * it ends later: the next attempt runs at `max(now + delay, now + retryAfterMs)` (docs/jobs.md, "Retries").
    */
   backoff?: Backoff;
+  /**
+   * Longest wait carried by a failure (its `retryAfterMs`: an open breaker's remaining time, a dependency's
+   * `Retry-After`, a limit's reset) that a retry waits out, in ms (integer >= 0, default 3 600 000, one hour).
+   * A failure that asks for longer is not retried: the job ends `failed` (the dead letter) at once, its error
+   * keeping the wait (`retryAt`), rather than parked past this bound or retried inside the wait.
+   */
+  maxRetryWaitMs?: number;
 }
 
 /** Options of {@link Jobs.enqueue}; invalid values reject with BreakwaterError `invalid_payload` (400). */

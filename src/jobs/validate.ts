@@ -82,6 +82,8 @@ export interface JobType {
   timeoutMs: number | undefined;
   maxAttempts: number;
   backoff: Backoff;
+  /** Longest carried wait a retry waits out, ms (see {@link DefineJobOptions.maxRetryWaitMs}). */
+  maxRetryWaitMs: number;
   /** Span names, made once: `enqueue <type>` and `job <type>`. */
   spanNames: { enqueue: string; run: string };
 }
@@ -119,6 +121,10 @@ export function resolveJobType(type: string, handler: JobHandler, options: Defin
       max: INT32_MAX,
     }),
     backoff: (backoff as Backoff | undefined) ?? new ExponentialBackoff(JOBS_DEFAULTS.backoff),
+    maxRetryWaitMs: finite(owner, 'maxRetryWaitMs', options.maxRetryWaitMs ?? JOBS_DEFAULTS.maxRetryWaitMs, {
+      min: 0,
+      integer: true,
+    }),
     spanNames: { enqueue: `enqueue ${type}`, run: `job ${type}` },
   };
 }

@@ -118,12 +118,12 @@ function tools(): McpTool[] {
     }),
     resilientTool({
       name: 'gifts',
-      description: 'The gift service is overloaded.',
+      description: 'The gift service is busy (it answered 503).',
       inputSchema: {},
       handler: async () => {
         throw new BreakwaterError('upstream_unavailable', {
-          message: 'The gift recommendation service is overloaded right now; try again shortly.',
-          details: { dependency_code: 'gift_service_unavailable' },
+          message: 'The gift recommendation service is busy right now; try again shortly.',
+          details: { dependency_code: 'gift_service_busy', upstream_status: 503 },
         });
       },
     }),

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { BreakwaterError, invalidOption, nonEmptyString, optionalFn, optionalObject } from '../core/index.js';
+import {
+  BreakwaterError,
+  invalidOption,
+  nonEmptyString,
+  optionalFn,
+  optionalObject,
+  type Clock,
+} from '../core/index.js';
 import { callerPrincipal, jobPaths, jobVisibleTo, type EnqueueOptions, type Jobs } from '../jobs/index.js';
 import type { JobEvent, JobRecord, JobStore } from '../store/index.js';
 import { jobErrorInfo, successResult } from './results.js';
@@ -91,6 +98,8 @@ export interface JobToolDeps {
   urls: JobUrls;
   /** Job tools by job type: only these jobs are visible through MCP. */
   byType: ReadonlyMap<string, JobTool>;
+  /** The server's clock: a job's error tells what is left of its wait as of this clock's now. */
+  clock: Clock;
 }
 
 /**
@@ -163,7 +172,8 @@ const JOB_ID = { job_id: z.string().min(1).max(200).describe('The job_id a job t
 /**
  * The `get_job_status` tool: a job's status, latest progress (`{ step, total, message? }` or null), its
  * partial results so far (the latest {@link MAX_PARTIALS}, oldest first, with `partial_count`), and the
- * result (completed) or `error` (failed, canceled). Only jobs of job tools that the caller owns (or any, for
+ * result (completed) or `error` (failed, canceled), or `last_error` while a retry is scheduled; an error's
+ * `retry_after_ms` and message tell what is left of the wait its failure carried at the time of the call. Only jobs of job tools that the caller owns (or any, for
  * `admin`) are visible; others are `not_found`, as an id that does not exist.
  */
 export function getJobStatusTool(deps: JobToolDeps, name = 'get_job_status'): SyncTool {
@@ -256,12 +266,13 @@ function jobStatus(deps: JobToolDeps, job: JobRecord, events: EventSummary): Rec
     events_url: deps.urls.events(job.id),
   };
   if (job.status === 'completed') view['result'] = jobResultValue(deps, job);
+  const now = deps.clock.now();
   if (job.status === 'failed' || job.status === 'canceled') {
-    const error: ToolErrorInfo = jobErrorInfo(job.error, job.status);
+    const error: ToolErrorInfo = jobErrorInfo(job.error, job.status, now);
     view['error'] = error;
   } else if (job.error !== null) {
     // A retry is scheduled: say why the last attempt failed, without the raw message (see results.ts).
-    view['last_error'] = jobErrorInfo(job.error, 'failed');
+    view['last_error'] = jobErrorInfo(job.error, 'failed', now);
   }
   return view;
 }

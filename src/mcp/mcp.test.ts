@@ -96,9 +96,9 @@ describe('resilient tools', () => {
     const result = await call(f, 'gifts');
     expect(result.structuredContent).toEqual({
       error: {
-        code: 'gift_service_unavailable',
+        code: 'gift_service_busy',
         category: 'upstream_unavailable',
-        message: 'The gift recommendation service is overloaded right now; try again shortly.',
+        message: 'The gift recommendation service is busy right now; try again shortly.',
         retryable: true,
         retry_after_ms: null,
         outcome: 'failed',

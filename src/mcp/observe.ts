@@ -25,7 +25,7 @@ export interface ToolCallSummary {
   outcome: 'succeeded' | 'failed' | 'unknown';
   /** The generic code of a failure (`circuit_open`, `deadline_exceeded`, `internal_error`, …). */
   code?: string;
-  /** The dependency's own code, when it differs (`gift_service_unavailable`). */
+  /** The dependency's own code, when it differs (`gift_service_busy`). */
   dependency_code?: string;
   operation_id?: string;
   job_id?: string;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BreakwaterError } from '../core/index.js';
+import type { JobError } from '../store/index.js';
 import { errorResult, jobErrorInfo, successResult, toolErrorInfo } from './results.js';
 
 describe('successResult', () => {
@@ -103,24 +104,56 @@ describe('errorResult', () => {
 });
 
 describe('jobErrorInfo', () => {
+  const NOW = 1_700_000_000_000;
+
   it("uses a Breakwater error's own sentence and dependency code when the job stored them", () => {
-    const stored = {
+    const stored: JobError = {
       code: 'circuit_open',
       kind: 'transient',
-      message: 'The gift recommendation service is overloaded right now; try again in about 30 seconds.',
+      message: 'The gift recommendation service is overloaded right now; try again shortly.',
       userFacing: true,
       dependencyCode: 'gift_service_unavailable',
     };
-    expect(jobErrorInfo(stored, 'failed')).toEqual({
+    expect(jobErrorInfo(stored, 'failed', NOW)).toEqual({
       code: 'gift_service_unavailable',
       category: 'circuit_open',
-      message: 'The gift recommendation service is overloaded right now; try again in about 30 seconds.',
+      message: 'The gift recommendation service is overloaded right now; try again shortly.',
       retryable: true,
       retry_after_ms: null,
       outcome: 'failed',
     });
     const unknown = { ...stored, code: 'outcome_unknown', outcome: 'unknown' as const };
-    expect(jobErrorInfo(unknown, 'failed')).toMatchObject({ retryable: false, outcome: 'unknown' });
+    expect(jobErrorInfo(unknown, 'failed', NOW)).toMatchObject({ retryable: false, outcome: 'unknown' });
+  });
+
+  it('tells what is left of the stored wait at the time of reading, in retry_after_ms and the sentence', () => {
+    const stored: JobError = {
+      code: 'circuit_open',
+      kind: 'transient',
+      message: 'The gift recommendation service is temporarily unavailable; try again shortly.',
+      userFacing: true,
+      dependencyCode: 'gift_service_unavailable',
+      retryAt: NOW + 29_841,
+    };
+    expect(jobErrorInfo(stored, 'failed', NOW)).toEqual({
+      code: 'gift_service_unavailable',
+      category: 'circuit_open',
+      message: 'The gift recommendation service is temporarily unavailable; try again in about 30 seconds.',
+      retryable: true,
+      retry_after_ms: 29_841,
+      outcome: 'failed',
+    });
+    expect(jobErrorInfo(stored, 'failed', NOW + 20_000.5)).toMatchObject({
+      message: 'The gift recommendation service is temporarily unavailable; try again in about 10 seconds.',
+      retry_after_ms: 9_841,
+    });
+    // Over: 0, and the stored sentence as it is.
+    for (const at of [NOW + 29_841, NOW + 60_000]) {
+      expect(jobErrorInfo(stored, 'failed', at)).toMatchObject({
+        message: 'The gift recommendation service is temporarily unavailable; try again shortly.',
+        retry_after_ms: 0,
+      });
+    }
   });
 
   it('uses the code sentence, never a stored message that was not written for users', () => {
@@ -128,9 +161,10 @@ describe('jobErrorInfo', () => {
       jobErrorInfo(
         { code: 'internal_error', kind: 'fatal', message: 'relation "orders" does not exist' },
         'failed',
+        NOW,
       ).message,
-    ).toBe(jobErrorInfo(null, 'failed').message);
-    expect(jobErrorInfo({ code: 'rate_limited', kind: 'transient' }, 'failed')).toEqual({
+    ).toBe(jobErrorInfo(null, 'failed', NOW).message);
+    expect(jobErrorInfo({ code: 'rate_limited', kind: 'transient', message: 'raw' }, 'failed', NOW)).toEqual({
       code: 'rate_limited',
       category: 'rate_limited',
       message: 'Too many requests were made in a short time; wait a moment before trying again.',
@@ -138,7 +172,20 @@ describe('jobErrorInfo', () => {
       retry_after_ms: null,
       outcome: 'failed',
     });
-    expect(jobErrorInfo({ code: 'invalid_payload', kind: 'permanent' }, 'failed').retryable).toBe(false);
-    expect(jobErrorInfo(null, 'failed').code).toBe('internal_error');
+    // With a wait, the code's sentence says it (core sentenceFor).
+    const limited: JobError = {
+      code: 'rate_limited',
+      kind: 'transient',
+      message: 'raw',
+      retryAt: NOW + 4_200,
+    };
+    expect(jobErrorInfo(limited, 'failed', NOW)).toMatchObject({
+      message: 'Too many requests were made in a short time; try again in about 5 seconds.',
+      retry_after_ms: 4_200,
+    });
+    expect(
+      jobErrorInfo({ code: 'invalid_payload', kind: 'permanent', message: 'x' }, 'failed', NOW).retryable,
+    ).toBe(false);
+    expect(jobErrorInfo(null, 'failed', NOW).code).toBe('internal_error');
   });
 });

@@ -5,6 +5,8 @@ import {
   toBreakwaterError,
   type BreakwaterError,
 } from '../core/index.js';
+import { jobErrorMessage, retryAfterMsOf } from '../jobs/index.js';
+import type { JobError } from '../store/index.js';
 import type { ToolErrorInfo, ToolResult } from './types.js';
 
 /**
@@ -73,22 +75,15 @@ export function toolErrorInfo(error: unknown, options: ErrorResultOptions = {}):
 }
 
 /**
- * The failure result of a job that ended `failed` or `canceled`, from what the job store kept (`code`,
- * `kind`). The sentence is the code's own: the store keeps the raw message of whatever the handler threw
- * (a driver's error may name hosts or tables), which must not reach the model.
+ * The failure result of a job that ended `failed` or `canceled`, from what the job store kept, read at `now`
+ * (ms since the epoch, the reader's clock). See {@link jobErrorInfo}.
  */
 export function jobErrorResult(
-  error: {
-    code: string;
-    kind: string;
-    message?: string;
-    userFacing?: boolean;
-    dependencyCode?: string;
-    outcome?: 'failed' | 'unknown';
-  } | null,
+  error: JobError | null,
   status: 'failed' | 'canceled',
+  now: number,
 ): ToolResult {
-  const info = jobErrorInfo(error, status);
+  const info = jobErrorInfo(error, status, now);
   return {
     content: [{ type: 'text', text: info.message }],
     structuredContent: { error: info },
@@ -96,17 +91,21 @@ export function jobErrorResult(
   };
 }
 
-/** The {@link ToolErrorInfo} of a finished job's error (see {@link jobErrorResult}). */
+/**
+ * The {@link ToolErrorInfo} of a job's stored error (a finished job's, or the last one of a job waiting to
+ * retry), read at `now` (ms since the epoch):
+ * - `code`: the dependency's code when the error carried one, else the stored code; `category`: the stored
+ *   code when it is a Breakwater code, else `upstream_error`;
+ * - `message`: a Breakwater error's own sentence (written for users) with what is left of its wait at `now`
+ *   (jobs' `jobErrorMessage`); otherwise the code's sentence, never the raw message of another error (a
+ *   driver's error may name hosts or tables, which must not reach the model);
+ * - `retry_after_ms`: what is left of the wait the failure carried, `max(0, ceil(retryAt - now))`, or null
+ *   when no wait was known.
+ */
 export function jobErrorInfo(
-  error: {
-    code: string;
-    kind: string;
-    message?: string;
-    userFacing?: boolean;
-    dependencyCode?: string;
-    outcome?: 'failed' | 'unknown';
-  } | null,
+  error: JobError | null,
   status: 'failed' | 'canceled',
+  now: number,
 ): ToolErrorInfo {
   if (status === 'canceled') {
     return {
@@ -120,18 +119,20 @@ export function jobErrorInfo(
   }
   const code = error?.code ?? 'internal_error';
   const known = isErrorCode(code);
+  const retryAfterMs = retryAfterMsOf(error, now);
   return {
     code: error?.dependencyCode ?? code,
     category: known ? code : 'upstream_error',
-    // A Breakwater error's own sentence (written for users, with its retry hint) when the job stored one;
-    // never the raw message of another error, which may name internals.
     message:
-      (error?.userFacing === true ? error.message : undefined) ??
-      (known ? sentenceFor(code) : (JOB_ONLY_SENTENCES[code] ?? 'The job failed and will not be retried.')),
+      error?.userFacing === true
+        ? jobErrorMessage(error, now)
+        : known
+          ? sentenceFor(code, retryAfterMs ?? undefined)
+          : (JOB_ONLY_SENTENCES[code] ?? 'The job failed and will not be retried.'),
     // A dead-lettered job is not retried by itself; the caller may start the work again when the cause was
     // transient (a retry by hand from the dead letter is an operator's decision, not the model's).
     retryable: error?.kind === 'transient' && error.outcome !== 'unknown',
-    retry_after_ms: null,
+    retry_after_ms: retryAfterMs,
     outcome: error?.outcome ?? 'failed',
   };
 }

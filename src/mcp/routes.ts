@@ -11,7 +11,13 @@ import {
   type BreakwaterError,
   type Principal,
 } from '../core/index.js';
-import { handleError, insufficientScope, missingScopes } from '../http/index.js';
+import {
+  PROBLEM_RENDERER,
+  createErrorHandler,
+  insufficientScope,
+  missingScopes,
+  type ErrorRenderer,
+} from '../http/index.js';
 import { callerPrincipal } from '../jobs/index.js';
 import { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 
@@ -70,11 +76,11 @@ export function mcpRoutes(
       url: path,
       bodyLimit,
       config: { access: ['mcp'] },
-      errorHandler: bodyError,
+      errorHandler: createErrorHandler(MCP_ERRORS),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         // Before the SDK (and the tool's argument checks, fingerprints and audit) walks it. On a Breakwater
         // server the body parser has refused it already; this holds on any Fastify host.
-        if (jsonDepthExceeds(request.body)) return bodyError(tooDeep(), request, reply);
+        if (jsonDepthExceeds(request.body)) throw tooDeep();
         const principal = callerPrincipal(request.principal);
         if (scopedTools.size > 0 && request.method === 'POST') {
           const refused = toolScopeRefusal(request.body, principal, scopedTools);
@@ -145,38 +151,38 @@ function isServer(value: BreakwaterMcpServer | McpServerOptions): value is Break
 }
 
 /**
- * Fastify's body failures (before the handler runs) as JSON-RPC errors, like the SDK's own; a BreakwaterError
- * about the body (nested too deep) as `-32600` Invalid Request with its status and message. A route-level
- * error handler also receives the edge's refusals (its `onRequest` hook: 401 without a credential, 403 for a
- * foreign `Host`, 400 for a malformed one): those are answered as on every other route, problem+json with
- * the edge's `WWW-Authenticate`, which an OAuth client needs to find the authorization server.
+ * The endpoint's errors, answered by the edge's one handler (status, `Retry-After`, logging): Fastify's body
+ * failures (before the handler runs) as JSON-RPC errors, like the SDK's own (`application/json`, `id: null`):
+ * invalid JSON → 400 `-32700`, a non-JSON content type → 415, too large → 413, a body that did not arrive in
+ * time → 408 (with `Connection: close`), a BreakwaterError about the body (nested too deep) → `-32600` Invalid
+ * Request with its status and message, a fault of ours → `-32603`. The edge's refusals (its `onRequest` hook:
+ * 401 without a credential, 403 for a foreign `Host`, 400 for a malformed one) are answered as on every other
+ * route, problem+json with the edge's `WWW-Authenticate`, which an OAuth client needs to find the
+ * authorization server.
  */
-function bodyError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
-  if (isEdgeRefusal(error)) return handleError(error, request, reply);
-  const fst = error as Partial<FastifyError>;
-  let status = fst.statusCode !== undefined && fst.statusCode >= 400 ? fst.statusCode : 500;
-  let code = -32000;
-  let message = 'Bad Request';
-  if (isBreakwaterError(error) && error.status < 500) {
-    status = error.status;
-    code = -32600;
-    message = error.message;
-  } else if (isRequestTimeout(error)) {
-    // The server's request timeout fired while the body was still arriving: nothing ran; send it again.
-    status = 408;
-    message = 'Request Timeout: the request body did not arrive in time';
-    void reply.header('connection', 'close');
-  } else if (status === 415) message = 'Unsupported Media Type: Content-Type must be application/json';
-  else if (status === 413) message = 'Payload Too Large: the request body exceeds the limit';
-  else if (status === 400 && fst.code?.startsWith('FST_ERR_CTP_') === true) {
-    code = -32700;
-    message = 'Parse error: Invalid JSON';
-  } else if (status >= 500) {
-    code = -32603;
-    message = 'Internal error';
+const MCP_ERRORS: ErrorRenderer = Object.freeze({
+  body(error: BreakwaterError, request: FastifyRequest, reply: FastifyReply, cause: unknown): unknown {
+    if (isEdgeRefusal(cause)) return PROBLEM_RENDERER.body(error, request, reply, cause);
+    void reply.header('content-type', 'application/json');
+    return { jsonrpc: '2.0', error: rpcError(error, cause), id: null };
+  },
+});
+
+function rpcError(error: BreakwaterError, cause: unknown): { code: number; message: string } {
+  if (isBreakwaterError(cause) && error.status < 500) return { code: -32600, message: error.message };
+  if (error.status >= 500) return { code: -32603, message: 'Internal error' };
+  if (isRequestTimeout(cause)) {
+    return { code: -32000, message: 'Request Timeout: the request body did not arrive in time' };
   }
-  void reply
-    .code(status)
-    .header('content-type', 'application/json')
-    .send({ jsonrpc: '2.0', error: { code, message }, id: null });
+  if (error.status === 415) {
+    return { code: -32000, message: 'Unsupported Media Type: Content-Type must be application/json' };
+  }
+  if (error.status === 413) {
+    return { code: -32000, message: 'Payload Too Large: the request body exceeds the limit' };
+  }
+  const fst = cause as Partial<FastifyError> | null;
+  if (error.status === 400 && fst?.code?.startsWith('FST_ERR_CTP_') === true) {
+    return { code: -32700, message: 'Parse error: Invalid JSON' };
+  }
+  return { code: -32000, message: 'Bad Request' };
 }

@@ -98,7 +98,13 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     if (options.store === undefined) throw invalidOption(owner, 'store', 'the JobStore of jobs', undefined);
     const byType = new Map<string, JobTool>();
     for (const tool of jobTools) if (!byType.has(tool.jobType)) byType.set(tool.jobType, tool);
-    deps = { jobs: options.jobs, store: options.store, urls: jobUrls(owner, options.publicUrl), byType };
+    deps = {
+      jobs: options.jobs,
+      store: options.store,
+      urls: jobUrls(owner, options.publicUrl),
+      byType,
+      clock,
+    };
     if (options.jobStatusTools ?? true) tools.push(getJobStatusTool(deps), cancelJobTool(deps));
   }
   const byName = new Map<string, McpTool>();

@@ -43,6 +43,7 @@ beforeEach(async () => {
     store,
     urls: jobUrls('test', 'https://gw.example'),
     byType,
+    clock,
     byName: new Map([
       ['tool_a', toolA],
       ['tool_b', toolB],

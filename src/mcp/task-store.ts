@@ -114,7 +114,8 @@ export class JobTaskStore implements TaskStoreLike {
 
   /**
    * The tool result of a finished task: the job's result through its tool (`toResult`, `toText`), or an
-   * error result (`isError`) for a failed or cancelled one.
+   * error result (`isError`) for a failed or cancelled one; a failed one's `retry_after_ms` and message tell
+   * what is left of the wait its failure carried, now (`jobErrorInfo`).
    * @throws McpProtocolError -32602 for an unknown task or one still working.
    */
   async getTaskResult(taskId: string): Promise<ToolResult> {
@@ -124,9 +125,9 @@ export class JobTaskStore implements TaskStoreLike {
       case 'completed':
         return completedResult(this.deps, job);
       case 'failed':
-        return jobErrorResult(job.error, 'failed');
+        return jobErrorResult(job.error, 'failed', this.deps.clock.now());
       case 'cancelled':
-        return jobErrorResult(null, 'canceled');
+        return jobErrorResult(null, 'canceled', this.deps.clock.now());
       default:
         throw new McpProtocolError(RPC.invalidParams, `Task ${taskId} has not finished yet.`);
     }
@@ -204,8 +205,9 @@ export class JobTaskStore implements TaskStoreLike {
       pollInterval: this.pollIntervalMs,
     };
     if (status === 'cancelled') task.statusMessage = 'The task was cancelled.';
-    else if (status === 'failed') task.statusMessage = jobErrorInfo(job.error, 'failed').message;
-    else if (status === 'working' && job.error !== null && job.status === 'pending') {
+    else if (status === 'failed') {
+      task.statusMessage = jobErrorInfo(job.error, 'failed', this.deps.clock.now()).message;
+    } else if (status === 'working' && job.error !== null && job.status === 'pending') {
       task.statusMessage = `Retrying after a failure (attempt ${job.attempts} of ${job.maxAttempts} failed).`;
     }
     return task;

@@ -17,8 +17,25 @@ export {
 } from './options.js';
 export { closeGracefully, type CloseOptions } from './lifecycle.js';
 export { releaseRequestTimeout, requestSignal, type RouteTimeoutConfig } from './request-timeout.js';
-export { sendProblem, toHttpError } from '../http/index.js';
-export { jobUrls, toEventView, toJobView, type JobEventView, type JobUrls, type JobView } from './views.js';
+export {
+  PROBLEM_RENDERER,
+  createErrorHandler,
+  installErrorRenderer,
+  pathOf,
+  sendProblem,
+  toHttpError,
+  type ErrorRenderer,
+} from '../http/index.js';
+export {
+  jobUrls,
+  toEventView,
+  toJobErrorView,
+  toJobView,
+  type JobErrorView,
+  type JobEventView,
+  type JobUrls,
+  type JobView,
+} from './views.js';
 export { LIST_LIMITS } from './jobs-routes.js';
 export type { OpenBreakerView } from './health.js';
 export {

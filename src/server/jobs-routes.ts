@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { BreakwaterError } from '../core/index.js';
+import { BreakwaterError, type Clock } from '../core/index.js';
 import { callerPrincipal, listOwner, jobVisibleTo, type Jobs } from '../jobs/index.js';
 import { JOB_STATUSES, MAX_OWNER_LENGTH, type JobRecord, type JobStatus } from '../store/index.js';
 import type { ServerStore } from './options.js';
@@ -10,6 +10,8 @@ export interface JobRoutesOptions {
   jobs: Jobs;
   store: ServerStore;
   publicUrl: string | undefined;
+  /** The server's clock: a job's error tells what is left of its wait as of this clock's now. */
+  clock: Clock;
 }
 
 /** Route schema of `:id`: ids are short (`job_` + a UUID); anything else cannot exist. */
@@ -40,10 +42,12 @@ interface ListQuery {
  * every owner's (and may pass `?owner=` for one); a non-admin's `?owner=` naming someone else lists nothing.
  */
 export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void {
-  const { jobs, store, publicUrl } = options;
+  const { jobs, store, publicUrl, clock } = options;
 
-  const fullView = async (job: JobRecord): Promise<JobView> =>
-    toJobView(job, publicUrl, await lastProgress(store, job.id));
+  const fullView = async (job: JobRecord): Promise<JobView> => {
+    const extra = await lastProgress(store, job.id);
+    return toJobView(job, clock.now(), publicUrl, extra);
+  };
 
   app.get<{ Params: { id: string } }>(
     '/jobs/:id',
@@ -101,7 +105,7 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
             });
       void reply.header('cache-control', 'no-store');
       return {
-        jobs: found.map((job) => toJobView(job, publicUrl)),
+        jobs: found.map((job) => toJobView(job, clock.now(), publicUrl)),
         // Newest first by id: the next page is everything older than the last one shown.
         next_before_id: found.length === limit ? (found.at(-1)?.id ?? null) : null,
       };

@@ -6,11 +6,12 @@ import {
   handleFrameworkError,
   handleNotFound,
   installEdge,
+  installJsonBodyParser,
+  refuseRepeatedQuery,
 } from '../http/index.js';
 import { eventsRoute } from './events-route.js';
 import { healthRoutes } from './health.js';
 import { jobRoutes } from './jobs-routes.js';
-import { installJsonBodyParser, refuseRepeatedQuery } from './input.js';
 import { installLifecycle } from './lifecycle.js';
 import { resolveServerOptions, type ServerOptions } from './options.js';
 import { installRequestTimeout } from './request-timeout.js';
@@ -22,8 +23,9 @@ import { installRequestTimeout } from './request-timeout.js';
  * Routes: `GET /healthz`, `GET /readyz`, `GET /jobs`, `GET /jobs/:id`, `POST /jobs/:id/cancel`,
  * `GET /jobs/:id/events` (SSE), then every `options.routes` entry (the MCP endpoint, …). Every error any
  * route throws, and Fastify's own (unknown route, schema validation, body too large, unsupported media type,
- * malformed URL or HTTP), is answered as `application/problem+json` (RFC 9457) with `Retry-After` when the
- * error has a retry hint; see `toHttpError`. A route that has not answered within `requestTimeoutMs` gets a
+ * malformed URL or HTTP), is answered by the edge's one error handler: `application/problem+json` (RFC 9457)
+ * with `Retry-After` when the error has a retry hint (see `toHttpError`), in the body shape of the renderer a
+ * mounted capability chose for its routes (`installErrorRenderer`: the AI gateway's OpenAI-shaped `error`). A route that has not answered within `requestTimeoutMs` gets a
  * 504 (`timeout`, or `outcome_unknown` for a non-safe method) and its `requestSignal(request)` aborts; routes that
  * stream hijack their reply and are exempt.
  *
@@ -72,7 +74,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
     breakers: o.breakers,
     clock: o.clock,
   });
-  jobRoutes(app, { jobs: o.jobs, store: o.store, publicUrl: o.publicUrl });
+  jobRoutes(app, { jobs: o.jobs, store: o.store, publicUrl: o.publicUrl, clock: o.clock });
   eventsRoute(app, {
     jobs: o.jobs,
     state,

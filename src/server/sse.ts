@@ -62,9 +62,9 @@ export class SseStream implements Closable {
     this.armKeepAlive();
   }
 
-  /** Writes one job event as an SSE frame. */
+  /** Writes one job event as an SSE frame; an error in it tells what is left of its wait now (`toEventView`). */
   send(event: JobEvent): void {
-    const data = JSON.stringify(toEventView(event));
+    const data = JSON.stringify(toEventView(event, this.options.clock.now()));
     this.write(`id: ${event.seq}\nevent: ${event.type}\ndata: ${data}\n\n`);
   }
 

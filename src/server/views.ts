@@ -1,5 +1,5 @@
 import type { JobError, JobEvent, JobRecord, JobStatus } from '../store/index.js';
-import { jobPaths } from '../jobs/index.js';
+import { jobErrorMessage, jobPaths, retryAfterMsOf } from '../jobs/index.js';
 import type { ServerStore } from './options.js';
 
 /** Where a job can be polled and followed: absolute under `publicUrl`, else absolute paths. */
@@ -26,12 +26,24 @@ export interface JobView extends JobUrls {
   /** A completed job's result, else null. */
   result: unknown;
   /** The last failure (kept while a retry is scheduled), else null. */
-  error: JobError | null;
+  error: JobErrorView | null;
   run_at: string;
   created_at: string;
   updated_at: string;
   finished_at: string | null;
   cancel_requested_at: string | null;
+}
+
+/**
+ * A job's stored error as read at a given time: the stored fields (`code`, `message`, `kind`, and `userFacing`,
+ * `dependencyCode`, `outcome` when set), with the wait the failure carried said as of that time. `message`
+ * says what is left of the wait ("try again in about 12 seconds", see jobs' `jobErrorMessage`).
+ */
+export interface JobErrorView extends Omit<JobError, 'retryAt'> {
+  /** When the wait the failure carried ends (ISO 8601, UTC), or null when no wait was known. */
+  retry_at: string | null;
+  /** What is left of that wait at the time of reading, whole ms (0 once over), or null when none was known. */
+  retry_after_ms: number | null;
 }
 
 /** An event as SSE `data:` carries it (DESIGN: "Jobs": `{event_id, seq, type, job_id, timestamp, payload}`). */
@@ -42,6 +54,10 @@ export interface JobEventView {
   job_id: string;
   /** ISO 8601, UTC. */
   timestamp: string;
+  /**
+   * The stored payload; its `error` (`job.retrying`, `job.failed`) as a {@link JobErrorView} read when the
+   * event is sent, so a replayed event tells what is left of the wait then, not when it was written.
+   */
   payload: unknown;
 }
 
@@ -55,9 +71,13 @@ export function jobUrls(id: string, publicUrl?: string): JobUrls {
   return { status_url: `${base}${paths.status}`, events_url: `${base}${paths.events}` };
 }
 
-/** {@link JobView} of a stored job; `extra` adds the single-job fields (progress, last event seq). */
+/**
+ * {@link JobView} of a stored job read at `now` (ms since the epoch, the server's clock: the wait of its error
+ * is told as of then); `extra` adds the single-job fields (progress, last event seq).
+ */
 export function toJobView(
   job: JobRecord,
+  now: number,
   publicUrl?: string,
   extra?: { progress: unknown; lastEventSeq: number },
 ): JobView {
@@ -70,7 +90,7 @@ export function toJobView(
     priority: job.priority,
     ...(extra === undefined ? {} : { progress: extra.progress, last_event_seq: extra.lastEventSeq }),
     result: job.result ?? null,
-    error: job.error,
+    error: job.error === null ? null : toJobErrorView(job.error, now),
     run_at: iso(job.runAt),
     created_at: iso(job.createdAt),
     updated_at: iso(job.updatedAt),
@@ -80,16 +100,41 @@ export function toJobView(
   };
 }
 
-/** {@link JobEventView} of a stored event. */
-export function toEventView(event: JobEvent): JobEventView {
+/** {@link JobErrorView} of a stored error read at `now` (ms since the epoch). */
+export function toJobErrorView(error: JobError, now: number): JobErrorView {
+  const { retryAt, ...stored } = error;
+  return {
+    ...stored,
+    message: jobErrorMessage(error, now),
+    retry_at: typeof retryAt === 'number' && Number.isFinite(retryAt) ? iso(retryAt) : null,
+    retry_after_ms: retryAfterMsOf(error, now),
+  };
+}
+
+/** {@link JobEventView} of a stored event sent at `now` (ms since the epoch; see its `payload`). */
+export function toEventView(event: JobEvent, now: number): JobEventView {
   return {
     event_id: event.eventId,
     seq: event.seq,
     type: event.type,
     job_id: event.jobId,
     timestamp: iso(event.timestamp),
-    payload: event.payload,
+    payload: withErrorView(event.payload, now),
   };
+}
+
+/** A payload whose `error` is a stored job error, with it as a {@link JobErrorView}; any other as it is. */
+function withErrorView(payload: unknown, now: number): unknown {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return payload;
+  const error = (payload as { error?: unknown }).error;
+  if (!isJobError(error)) return payload;
+  return { ...payload, error: toJobErrorView(error, now) };
+}
+
+function isJobError(value: unknown): value is JobError {
+  if (typeof value !== 'object' || value === null) return false;
+  const { code, message } = value as { code?: unknown; message?: unknown };
+  return typeof code === 'string' && typeof message === 'string';
 }
 
 /** Most events read per page while looking for the last progress (the store's own page size). */

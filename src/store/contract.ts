@@ -806,6 +806,38 @@ export function jobStoreContract(
         );
       });
 
+      it('keeps every field of the error, the wait it carried (retryAt) included, in the job and its events', async () => {
+        const full: JobError = {
+          code: 'circuit_open',
+          message: 'The gift service is temporarily unavailable; try again shortly.',
+          kind: 'transient',
+          userFacing: true,
+          dependencyCode: 'gift_service_unavailable',
+          outcome: 'failed',
+          retryAt: start + 20_000,
+        };
+        const job = await enqueue({ maxAttempts: 2 });
+        const retrying = await store.fail(leaseOf(await claimOne()), full, start + 20_000);
+        expect(retrying?.payload).toEqual({ error: full, nextAttempt: 2, runAt: start + 20_000 });
+        expect((await mustGet(job.id)).error).toEqual(full);
+        clock.tick(20_000);
+        const last = { ...full, outcome: 'unknown' as const, retryAt: start + 50_000 };
+        const failed = await store.fail(leaseOf(await claimOne()), last);
+        expect(failed?.payload).toEqual({ error: last, attempts: 2 });
+        expect((await mustGet(job.id)).error).toEqual(last);
+        expect((await store.events(job.id)).map((e) => e.payload)).toEqual([
+          { attempt: 1 },
+          { error: full, nextAttempt: 2, runAt: start + 20_000 },
+          { attempt: 2 },
+          { error: last, attempts: 2 },
+        ]);
+        // Only the error's own fields are stored: not an Error's extras, not unknown keys.
+        const job2 = await enqueue({ maxAttempts: 1 });
+        const extra = Object.assign(new Error('ignored'), { code: 'x', message: 'kept', kind: 'permanent' });
+        await store.fail(leaseOf(await claimOne()), extra as unknown as JobError);
+        expect((await mustGet(job2.id)).error).toEqual({ code: 'x', message: 'kept', kind: 'permanent' });
+      });
+
       it('without retryAt: failed (dead letter) with job.failed { error, attempts }', async () => {
         const job = await enqueue({ maxAttempts: 3 });
         const claim = await claimOne();

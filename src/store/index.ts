@@ -3,7 +3,7 @@
  * streams and the webhook inbox as methods of the store; inbound idempotency records, the outbound operation
  * ledger, the audit log, counters, versioned routes, API keys and admin sessions as its facets
  * (`store.idempotency`, `store.operations`, `store.audit`, `store.counters`, `store.routes`, `store.keys`,
- * `store.sessions`). Imports only core.
+ * `store.sessions`, `store.retention`). Imports only core.
  */
 export * from './jobs.js';
 export {
@@ -77,6 +77,22 @@ export {
   type AdminSessionStore,
   type NewAdminSession,
 } from './sessions.js';
+export {
+  PRUNE_BATCH,
+  PRUNE_KINDS,
+  RETENTION_DEFAULTS,
+  SIZE_KINDS,
+  retentionPolicy,
+  type BatchedKind,
+  type PruneKind,
+  type PruneOptions,
+  type PruneReport,
+  type RetentionPolicy,
+  type RetentionStore,
+  type SizeKind,
+  type StoreSize,
+} from './retention.js';
+export { PRUNER_DEFAULTS, startPruner, type PrunedStore, type Pruner, type PrunerOptions } from './pruner.js';
 export { openSqliteStore, type SqliteStoreOptions } from './sqlite/index.js';
 export { openPostgresStore, type PostgresStoreOptions } from './postgres/index.js';
 export {

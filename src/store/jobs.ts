@@ -55,6 +55,27 @@ export interface JobError {
   dependencyCode?: string;
   /** `unknown` when the failed run may have had its effect (a write cut off mid-flight). Default `failed`. */
   outcome?: 'failed' | 'unknown';
+  /**
+   * When the wait the failure carried ends, ms since the epoch on the job runtime's clock: the run's end plus
+   * its `retryAfterMs` (an open breaker's remaining time, a dependency's `Retry-After`, a limit's reset).
+   * Absent when no wait was known. Kept as a time, not a duration, so every reader says what is left of it
+   * (`retry_after_ms`, see `jobs/error-view.ts`); a retry never runs before it (docs/jobs.md, "Retries").
+   */
+  retryAt?: number;
+}
+
+/**
+ * The {@link JobError} as both backends store it (JSON): exactly its own fields, the optional ones only when
+ * set, so SQLite and PostgreSQL keep the same value and an `Error` instance given by mistake does not lose
+ * its `message` (an Error's own properties are not enumerable).
+ */
+export function storedJobError(error: JobError): JobError {
+  const stored: JobError = { code: error.code, message: error.message, kind: error.kind };
+  if (error.userFacing !== undefined) stored.userFacing = error.userFacing;
+  if (error.dependencyCode !== undefined) stored.dependencyCode = error.dependencyCode;
+  if (error.outcome !== undefined) stored.outcome = error.outcome;
+  if (error.retryAt !== undefined) stored.retryAt = error.retryAt;
+  return stored;
 }
 
 /** A job as stored. */

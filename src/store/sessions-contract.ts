@@ -151,19 +151,37 @@ export function sessionsContract(name: string, backend: FacetBackend): void {
       expect(records.filter((r) => r.revokedAt === null)).toHaveLength(4);
     });
 
-    it('prune deletes up to limit sessions expired at or before now; the rest stay', async () => {
-      await h.store.sessions.create(session({ idHash: hash(1), expiresAt: h.start + 10 }));
-      await h.store.sessions.create(session({ idHash: hash(2), expiresAt: h.start + 20 }));
-      await h.store.sessions.create(session({ idHash: hash(3), expiresAt: h.start + 30 }));
-      await h.store.sessions.revoke(hash(3), h.start);
-      expect(await h.store.sessions.prune(h.start + 9)).toBe(0);
-      expect(await h.store.sessions.prune(h.start + 20, 1)).toBe(1);
-      expect(await h.store.sessions.get(hash(1))).toBeUndefined();
-      expect(await h.store.sessions.prune(h.start + 20)).toBe(1);
-      expect(await h.store.sessions.get(hash(2))).toBeUndefined();
-      expect(await h.store.sessions.get(hash(3))).toMatchObject({ revokedAt: h.start });
+    it('prune deletes up to limit sessions that ended (expired or revoked) at or before now, earliest ended first', async () => {
+      const at = (n: number) => h.start + n;
+      await h.store.sessions.create(session({ idHash: hash(1), expiresAt: at(10) }));
+      await h.store.sessions.create(session({ idHash: hash(2), expiresAt: at(20) }));
+      await h.store.sessions.create(session({ idHash: hash(3), expiresAt: at(30) }));
+      await h.store.sessions.create(session({ idHash: hash(4), expiresAt: at(100) }));
+      await h.store.sessions.create(session({ idHash: hash(5), expiresAt: at(60) }));
+      await h.store.sessions.revoke(hash(3), at(5));
+      await h.store.sessions.revoke(hash(5), at(50));
+      const left = async () =>
+        (
+          await Promise.all([1, 2, 3, 4, 5].map(async (i) => (await h.store.sessions.get(hash(i))) && i))
+        ).filter((i) => i !== undefined);
+      expect(await h.store.sessions.prune(at(4))).toBe(0);
+      // hash(3) ended at 5 (revoked), hash(1) at 10 (expired): one at a time, the earliest first.
+      expect(await h.store.sessions.prune(at(10), 1)).toBe(1);
+      expect(await left()).toEqual([1, 2, 4, 5]);
+      expect(await h.store.sessions.prune(at(10), 0)).toBe(0);
+      expect(await h.store.sessions.prune(at(10))).toBe(1);
+      expect(await left()).toEqual([2, 4, 5]);
+      // hash(5) is revoked at 50, after now: it stays until then.
+      expect(await h.store.sessions.prune(at(20))).toBe(1);
+      expect(await left()).toEqual([4, 5]);
+      expect(await (await h.another()).sessions.prune(at(50))).toBe(1);
+      expect(await h.store.sessions.get(hash(4))).toEqual(stored({ idHash: hash(4), expiresAt: at(100) }));
+      expect(await left()).toEqual([4]);
       await expect(h.store.sessions.prune(1.5)).rejects.toThrow(
         'sessions.prune: now must be a safe integer (ms)',
+      );
+      await expect(h.store.sessions.prune(at(0), -1)).rejects.toThrow(
+        'sessions.prune: limit must be an integer >= 0, got -1',
       );
     });
 

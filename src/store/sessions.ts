@@ -72,6 +72,11 @@ export interface AdminSessionStore {
   /** Revokes every live session of `principalId` at `at`; resolves how many were revoked now. */
   revokeAll(principalId: string, at: number): Promise<number>;
 
-  /** Deletes up to `limit` (default 1000) sessions expired at or before `now`; resolves how many. */
+  /**
+   * Deletes up to `limit` (default 1000) sessions that ended at or before `now`: expired (`expiresAt <= now`)
+   * or revoked (`revokedAt <= now`), the earliest ended first; resolves how many. A pruned session reads as
+   * unknown (`get` resolves undefined), which refuses its cookie just as its revocation did.
+   * @throws RangeError naming `now` (not a safe integer) or `limit` (not an integer >= 0).
+   */
   prune(now: number, limit?: number): Promise<number>;
 }

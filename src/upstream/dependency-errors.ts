@@ -5,6 +5,7 @@ import {
   isBreakwaterError,
   optionalObject,
   sentenceFor,
+  type Classification,
   type Clock,
   type ErrorCode,
 } from '../core/index.js';
@@ -16,6 +17,53 @@ type Category = keyof Required<UpstreamErrorTexts>;
 interface ResolvedText {
   readonly code: string;
   readonly sentence: string;
+}
+
+/**
+ * Statuses with which a service says it is too busy to take the request now, so it did not process it:
+ * 429 Too Many Requests (RFC 6585, section 4) and 503 Service Unavailable (RFC 9110, section 15.6.4).
+ */
+const BUSY_STATUSES: ReadonlySet<number> = new Set([429, 503]);
+
+/**
+ * The library's codes and sentences for the upstream `name`, per class (docs/upstream.md, "Errors"). Only
+ * `timeout` sentences say "in time", only `busy` ones "busy", only `open` ones "repeated failures".
+ */
+export function defaultTexts(name: string): Readonly<Record<Category, ResolvedText>> {
+  return {
+    timeout: {
+      code: `${name}_service_timeout`,
+      sentence: `The ${name} service did not answer in time; try again shortly.`,
+    },
+    open: {
+      code: `${name}_service_unavailable`,
+      sentence: `The ${name} service is temporarily unavailable after repeated failures; try again shortly.`,
+    },
+    busy: {
+      code: `${name}_service_busy`,
+      sentence: `The ${name} service is busy right now; try again shortly.`,
+    },
+    unavailable: {
+      code: `${name}_service_failing`,
+      sentence: `The ${name} service is not working right now; try again shortly.`,
+    },
+    error: {
+      code: `${name}_service_error`,
+      sentence: `The ${name} service rejected the request.`,
+    },
+    unknown: {
+      code: `${name}_outcome_unknown`,
+      sentence: `The request to the ${name} service was sent but no confirmation came back, so it may or may not have taken effect; check its status before trying again.`,
+    },
+  };
+}
+
+/**
+ * The default sentence of a permanent failure that is not the service's answer to the request (an answer
+ * that could not be used: invalid JSON, too large, a redirect; a failed TLS handshake): nothing was rejected.
+ */
+function unusableSentence(name: string): string {
+  return `The ${name} service could not be used for this request; retrying it will not help.`;
 }
 
 /** What the mapping needs to know about the request that failed. */
@@ -53,10 +101,12 @@ const FAST_FAIL: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['circuit_open', 'b
 /**
  * Turns whatever a request failed with (a policy's rejection, an undici error, a non-2xx answer) into the
  * BreakwaterError the caller gets: the generic code programs branch on, `source` = the upstream's name, the
- * dependency's sentence as message and `details.dependency_code`.
+ * sentence of what happened as message and `details.dependency_code` (see {@link classOf}).
  */
 export class DependencyErrors {
   private readonly texts: Readonly<Record<Category, ResolvedText>>;
+  /** The sentence of a permanent failure that was not a 4xx/5xx answer (see `unusableSentence`). */
+  private readonly unusable: string;
 
   /** @throws RangeError naming a bad `errors.*` option. */
   constructor(
@@ -66,20 +116,18 @@ export class DependencyErrors {
   ) {
     const owner = 'createUpstream';
     optionalObject(owner, 'errors', texts);
+    const defaults = defaultTexts(name);
+    const resolve = (key: Category): ResolvedText => resolveText(owner, key, texts?.[key], defaults[key]);
     this.texts = {
-      unavailable: resolveText(owner, 'unavailable', texts?.unavailable, {
-        code: `${name}_service_unavailable`,
-        sentence: `The ${name} service is unavailable right now; try again shortly.`,
-      }),
-      error: resolveText(owner, 'error', texts?.error, {
-        code: `${name}_service_error`,
-        sentence: `The ${name} service rejected the request; retrying the same request will not help.`,
-      }),
-      unknown: resolveText(owner, 'unknown', texts?.unknown, {
-        code: `${name}_outcome_unknown`,
-        sentence: `The request to the ${name} service was sent but no answer came back, so it may or may not have taken effect; check its status before trying again.`,
-      }),
+      timeout: resolve('timeout'),
+      open: resolve('open'),
+      busy: resolve('busy'),
+      unavailable: resolve('unavailable'),
+      error: resolve('error'),
+      unknown: resolve('unknown'),
     };
+    // A given `error` sentence is the application's for every permanent failure.
+    this.unusable = texts?.error?.sentence === undefined ? unusableSentence(name) : this.texts.error.sentence;
   }
 
   /**
@@ -87,11 +135,12 @@ export class DependencyErrors {
    * - the caller's signal aborted: its reason when that is a BreakwaterError (an outer layer's own error,
    *   kept as it is), else `canceled`;
    * - a bug (classify says `fatal`): `internal_error`;
-   * - outcome `unknown` (a write cut off after it may have been written): `outcome_unknown`;
-   * - permanent (4xx other than 408/425/429, an unreadable answer): `upstream_error`, with the answer's
-   *   body as `details.upstream_body`;
-   * - transient: its own code (`upstream_unavailable`, `timeout`, `deadline_exceeded`, `circuit_open`,
-   *   `bulkhead_full`), with `retryAfterMs` kept (an open breaker's, or `Retry-After`).
+   * - otherwise the code, class and sentence of what happened ({@link classOf}): `outcome_unknown` (a write
+   *   cut off after it may have been written), `upstream_error` (the upstream rejected the request, with the
+   *   answer's body as `details.upstream_body`), or a transient code (`timeout`, `deadline_exceeded`,
+   *   `circuit_open`, `bulkhead_full`, `upstream_unavailable`) with `retryAfterMs` kept when a wait is known
+   *   (an open breaker's remaining time, `Retry-After`) and said in the sentence ("try again in about N
+   *   seconds", core's `sentenceFor` wording).
    */
   toError(error: unknown, request: FailedRequest): BreakwaterError {
     const signal = request.callerSignal;
@@ -120,27 +169,19 @@ export class DependencyErrors {
       });
     }
 
-    let category: Category;
-    let code: ErrorCode;
-    if (c.outcome === 'unknown') {
-      category = 'unknown';
-      code = 'outcome_unknown';
-    } else if (c.kind === 'permanent') {
-      // A 401/403 from the upstream means our credentials there are wrong, not the caller's: still the
-      // upstream rejecting the request, not `unauthorized` towards our own caller.
-      category = 'error';
-      code = 'upstream_error';
-    } else {
-      category = 'unavailable';
-      code = c.code;
-    }
+    const category = classOf(c);
+    // A 401/403 from the upstream means our credentials there are wrong, not the caller's: still the
+    // upstream rejecting the request, not `unauthorized` towards our own caller.
+    const code: ErrorCode =
+      category === 'unknown' ? 'outcome_unknown' : category === 'error' ? 'upstream_error' : c.code;
 
     const details: Record<string, unknown> = { reason: c.reason };
     // Whether the request left: false only when provably not (connect refused, DNS, TLS handshake); a
     // caller that resends by itself (the operation ledger) treats anything else as possibly written.
     if (c.written !== undefined) details['written'] = c.written;
     if (isBreakwaterError(error) && error.details !== undefined) Object.assign(details, error.details);
-    if (error instanceof UpstreamHttpError) {
+    const answered = error instanceof UpstreamHttpError;
+    if (answered) {
       details['upstream_status'] = error.status;
       if (error.body !== undefined) details['upstream_body'] = error.body;
     }
@@ -148,15 +189,17 @@ export class DependencyErrors {
     details['dependency_code'] = text.code;
     details['correlation_id'] = correlation_id;
 
-    // After an unknown outcome the advice is to check the status, not to wait and resend.
-    const retryAfterMs = category === 'unknown' ? undefined : c.retryAfterMs;
+    // After an unknown outcome the advice is to check the status, and after a rejection to change the
+    // request: neither is a wait.
+    const retryAfterMs = category === 'unknown' || category === 'error' ? undefined : c.retryAfterMs;
+    let message: string;
+    if (category === 'error') {
+      message = answered ? withUpstreamDetail(text.sentence, details['upstream_body']) : this.unusable;
+    } else {
+      message = category === 'unknown' ? text.sentence : withHint(text.sentence, retryAfterMs);
+    }
     const options = {
-      message:
-        category === 'unavailable'
-          ? withHint(text.sentence, retryAfterMs)
-          : category === 'error'
-            ? withUpstreamDetail(text.sentence, details['upstream_body'])
-            : text.sentence,
+      message,
       kind: c.kind,
       outcome: c.outcome,
       retryAfterMs,
@@ -167,6 +210,35 @@ export class DependencyErrors {
     return FAST_FAIL.has(code)
       ? BreakwaterError.withoutStack(code, options)
       : new BreakwaterError(code, options);
+  }
+}
+
+/**
+ * The class of what happened, read from the classification (so the code, the dependency code and the
+ * sentence never disagree):
+ * - `unknown`: outcome `unknown` (a write cut off after it may have been written: a reset, a response
+ *   timeout, a 500/502/504 to a POST without `idempotent`);
+ * - `error`: permanent (a 4xx other than 408/425/429, another permanent 5xx, an unusable answer, a TLS
+ *   failure);
+ * - `timeout`: `timeout` or `deadline_exceeded` (the attempt's limit or the deadline ran out; an upstream
+ *   408 or 504, whose own wait ran out);
+ * - `open`: `circuit_open`;
+ * - `busy`: `bulkhead_full` (our own limit), or an upstream 429 or 503 (its limit);
+ * - `unavailable`: any other transient failure (a 500, 502 or 425, a reset, a refused connection, DNS).
+ */
+function classOf(c: Classification): Category {
+  if (c.outcome === 'unknown') return 'unknown';
+  if (c.kind === 'permanent') return 'error';
+  switch (c.code) {
+    case 'timeout':
+    case 'deadline_exceeded':
+      return 'timeout';
+    case 'circuit_open':
+      return 'open';
+    case 'bulkhead_full':
+      return 'busy';
+    default:
+      return c.status !== undefined && BUSY_STATUSES.has(c.status) ? 'busy' : 'unavailable';
   }
 }
 

@@ -22,10 +22,24 @@ function make(options: Partial<UpstreamOptions> = {}): Upstream {
   return upstream;
 }
 
+/** GiftGenius-style overrides of the four transient classes (the defaults would say "The gift service …"). */
 const GIFT_ERRORS = {
-  unavailable: {
+  timeout: {
+    code: 'gift_service_timeout',
+    sentence: 'The gift recommendation service did not answer in time; try again shortly.',
+  },
+  open: {
     code: 'gift_service_unavailable',
-    sentence: 'The gift recommendation service is overloaded right now; try again shortly.',
+    sentence:
+      'The gift recommendation service is temporarily unavailable after repeated failures; try again shortly.',
+  },
+  busy: {
+    code: 'gift_service_busy',
+    sentence: 'The gift recommendation service is busy right now; try again shortly.',
+  },
+  unavailable: {
+    code: 'gift_service_failing',
+    sentence: 'The gift recommendation service is not working right now; try again shortly.',
   },
 };
 
@@ -55,9 +69,9 @@ describe('upstream: timeout', () => {
       'gift',
       'failed',
     ]);
-    expect(error.message).toBe('The gift recommendation service is overloaded right now; try again shortly.');
+    expect(error.message).toBe('The gift recommendation service did not answer in time; try again shortly.');
     expect(error.details).toMatchObject({
-      dependency_code: 'gift_service_unavailable',
+      dependency_code: 'gift_service_timeout',
       timeout_ms: 4000,
       reason: 'timeout',
     });
@@ -97,7 +111,7 @@ describe('upstream: a search sent as POST (idempotent: true)', () => {
       'timeout',
       'failed',
       true,
-      'gift_service_unavailable',
+      'gift_service_timeout',
     ]);
   });
 });
@@ -115,7 +129,7 @@ describe('upstream: circuit breaker', () => {
       expect([error.code, error.details?.['upstream_status'], error.details?.['dependency_code']]).toEqual([
         'upstream_unavailable',
         503,
-        'gift_service_unavailable',
+        'gift_service_busy',
       ]);
     }
     expect(server.count()).toBe(3);
@@ -129,7 +143,7 @@ describe('upstream: circuit breaker', () => {
     ]);
     expect(open.details?.['dependency_code']).toBe('gift_service_unavailable');
     expect(open.message).toBe(
-      'The gift recommendation service is overloaded right now; try again in about 20 seconds.',
+      'The gift recommendation service is temporarily unavailable after repeated failures; try again in about 20 seconds.',
     );
     expect(server.count()).toBe(3);
 
@@ -163,7 +177,7 @@ describe('upstream: bulkhead', () => {
 
     const error = (await rejection(up.get('/slow'))) as BreakwaterError;
     expect([error.code, error.source, error.details?.['reason'], error.details?.['dependency_code']]).toEqual(
-      ['bulkhead_full', 'gift', 'full', 'gift_service_unavailable'],
+      ['bulkhead_full', 'gift', 'full', 'gift_service_busy'],
     );
     expect(server.count()).toBe(1);
 
@@ -196,7 +210,7 @@ describe('upstream: retry', () => {
     const error = (await rejection(make({ errors: GIFT_ERRORS }).get('/gifts'))) as BreakwaterError;
     expect([error.code, error.retryAfterMs, server.count()]).toEqual(['upstream_unavailable', 120_000, 1]);
     expect(error.message).toBe(
-      'The gift recommendation service is overloaded right now; try again in about 2 minutes.',
+      'The gift recommendation service is busy right now; try again in about 2 minutes.',
     );
   });
 
@@ -269,7 +283,7 @@ describe('upstream: deadline', () => {
     expect([error.code, error.source, error.details?.['dependency_code']]).toEqual([
       'deadline_exceeded',
       'gift',
-      'gift_service_unavailable',
+      'gift_service_timeout',
     ]);
     expect(server.count()).toBe(0);
   });

@@ -66,22 +66,37 @@ export type UpstreamRetryOptions = Pick<
 
 /** A dependency-specific error code and the sentence a model can say to a user. */
 export interface DependencyErrorText {
-  /** snake_case, e.g. `gift_service_unavailable`. */
+  /** snake_case, e.g. `gift_service_timeout`. */
   code?: string;
-  /** e.g. "The gift recommendation service is overloaded right now; try again shortly." */
+  /** e.g. "The gift recommendation service did not answer in time; try again shortly." */
   sentence?: string;
 }
 
 /**
- * Overrides of the dependency-specific codes and sentences, per class of failure:
- * - `unavailable`: transient failures (`upstream_unavailable`, `timeout`, `deadline_exceeded`,
- *   `circuit_open`, `bulkhead_full`); default code `<name>_service_unavailable`;
- * - `error`: permanent ones (`upstream_error`: the upstream rejected the request); default
- *   `<name>_service_error`;
+ * Overrides of the dependency-specific codes and sentences, per class of what happened (docs/upstream.md,
+ * "Errors"); each default names the upstream (`<name>`):
+ * - `timeout`: the attempt's limit or the deadline ran out, or the upstream answered 408/504 (`timeout`,
+ *   `deadline_exceeded`); default `<name>_service_timeout`, "The <name> service did not answer in time; …";
+ * - `open`: the breaker is open (`circuit_open`); default `<name>_service_unavailable`, "… is temporarily
+ *   unavailable after repeated failures; try again in about N seconds" (the breaker's remaining open time);
+ * - `busy`: our bulkhead is full (`bulkhead_full`) or the upstream answered 429/503 (`upstream_unavailable`);
+ *   default `<name>_service_busy`, "… is busy right now; …" (with the wait when `Retry-After` gave one);
+ * - `unavailable`: any other transient failure: a 500, 502 or 425, a reset or refused connection, DNS
+ *   (`upstream_unavailable`); default `<name>_service_failing`, "… is not working right now; …";
+ * - `error`: permanent failures (`upstream_error`: a 4xx other than 408/425/429, an unusable answer);
+ *   default `<name>_service_error`, "The <name> service rejected the request.", followed by the upstream's
+ *   short `detail` when it gave one ("…: No product has the id "zzz"."); a failure that is not an answer
+ *   to the request (invalid JSON, too large, a redirect, a TLS failure) gets "The <name> service could not be
+ *   used for this request; retrying it will not help." unless `error.sentence` is given;
  * - `unknown`: `outcome_unknown` (a write may have taken effect); default `<name>_outcome_unknown`.
- * A sentence containing "try again shortly" gets "try again in about N seconds" when a retry hint is known.
+ * A sentence containing "try again shortly" gets "try again in about N seconds" when a wait is known (core's
+ * `sentenceFor` wording). Keep each sentence to its class: "in time" only for `timeout`, "busy" or
+ * "overloaded" only for `busy`, "repeated failures" only for `open`.
  */
 export interface UpstreamErrorTexts {
+  timeout?: DependencyErrorText;
+  open?: DependencyErrorText;
+  busy?: DependencyErrorText;
   unavailable?: DependencyErrorText;
   error?: DependencyErrorText;
   unknown?: DependencyErrorText;

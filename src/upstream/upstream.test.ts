@@ -144,9 +144,7 @@ describe('upstream: permanent failures', () => {
         'gift',
         'failed',
       ]);
-      expect(error.message).toBe(
-        'The gift service rejected the request; retrying the same request will not help.',
-      );
+      expect(error.message).toBe('The gift service rejected the request.');
       expect(error.details).toEqual({
         reason: 'http_422',
         written: true,

@@ -65,8 +65,9 @@ const NO_OPTIONS: UpstreamRequestOptions = {};
  * Every failure rejects with a `BreakwaterError` whose `code` is the generic one programs branch on
  * (`upstream_unavailable`, `timeout`, `deadline_exceeded`, `circuit_open`, `bulkhead_full`, `upstream_error`,
  * `outcome_unknown`, `canceled`, `internal_error` for a bug), whose `source` is the upstream's name, whose
- * message is the dependency's sentence, and whose `details` hold `dependency_code` (default
- * `<name>_service_unavailable`, `<name>_service_error` or `<name>_outcome_unknown`), `correlation_id`,
+ * message is the sentence of what happened (timed out, breaker open, busy, failing, rejected, outcome
+ * unknown: see `UpstreamErrorTexts`), and whose `details` hold `dependency_code` (default
+ * `<name>_service_timeout`, `_unavailable`, `_busy`, `_failing`, `_error` or `<name>_outcome_unknown`), `correlation_id`,
  * `reason`, and `upstream_status` / `upstream_body` when the upstream answered. A write cut off after it may
  * have been written (reset, timeout, 500/502/504) is `outcome_unknown` (outcome `unknown`): reconcile before
  * resending. An abort of the caller's signal is `canceled`. Invalid request arguments (a path without a

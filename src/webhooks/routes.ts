@@ -1,23 +1,18 @@
 /**
  * The ingress over HTTP: `POST /webhooks/:source` and the admin routes (loopback-only unless given a guard),
- * as Fastify plugins.
- * webhooks/ cannot import server/, so errors are answered here as problem+json through core's `toProblem`,
- * in the same shape as the server's own.
+ * as Fastify plugins. Their errors are answered by the edge's one handler (`installErrorRenderer`) as
+ * problem+json, on a Breakwater server and on any other Fastify app alike; the delivery route reads a request
+ * timeout as its own 408 and counts every refused delivery ({@link deliveryErrors}).
  */
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { BreakwaterError, DRAIN_LIMIT_BYTES, type EventSource, isRequestTimeout } from '../core/index.js';
 import {
-  BreakwaterError,
-  DRAIN_LIMIT_BYTES,
-  PROBLEM_CONTENT_TYPE,
-  type EventSource,
-  checkSingleValued,
-  isBreakwaterError,
-  isRequestTimeout,
-  retryAfterHeader,
-  singleValuedParameters,
-  toProblem,
-} from '../core/index.js';
-import { isLocalClient } from '../http/index.js';
+  PROBLEM_RENDERER,
+  installErrorRenderer,
+  isLocalClient,
+  refuseRepeatedQuery,
+  type ErrorRenderer,
+} from '../http/index.js';
 import { payloadTooLarge, readRawBody } from './body.js';
 import type { AdminGuard, WebhookIngress, WebhookRejection } from './ingress.js';
 import type { InboxRecord } from './ports.js';
@@ -56,19 +51,7 @@ export async function webhookRoutes(
 ): Promise<void> {
   const { rejected } = options;
   await app.register(async (child) => {
-    child.setErrorHandler((error: FastifyError | BreakwaterError, request, reply) => {
-      const answered = answerError(error, request, reply);
-      // Every refusal of a delivery passes here (unknown source, size, admission, signature, payload, store).
-      if (answered === undefined) return;
-      const name = (request.params as { source?: string } | undefined)?.source ?? '';
-      const source = ingress.source(name) === undefined ? undefined : name;
-      // The request's logger (the server's pino, redacting signature headers); never the headers or body.
-      request.log.warn(
-        { source: source ?? null, code: answered.code, status: answered.status },
-        'webhook delivery rejected',
-      );
-      if (rejected.hasListeners) rejected.emit({ source, code: answered.code, status: answered.status });
-    });
+    installErrorRenderer(child, deliveryErrors(ingress, rejected));
     child.removeAllContentTypeParsers();
     // Every media type, and none: the bytes are what the signature covers; JSON parsing comes after it.
     child.addContentTypeParser('*', (request, payload, done) => {
@@ -121,9 +104,8 @@ async function adminRoutes(
   ingress: WebhookIngress,
   guard: AdminGuard | undefined,
 ): Promise<void> {
-  app.setErrorHandler((error: FastifyError | BreakwaterError, request, reply) => {
-    answerError(error, request, reply);
-  });
+  // Problem+json, as on every route of a Breakwater server; the call makes it so on any Fastify app.
+  installErrorRenderer(app, PROBLEM_RENDERER);
   // No admin route reads a body: whatever a client sends (`curl -X POST -H 'content-type: application/json'`
   // with nothing) is read, up to 1 KiB, and ignored rather than refused as empty JSON.
   app.removeAllContentTypeParsers();
@@ -147,8 +129,9 @@ async function adminRoutes(
     '/admin/webhooks',
     {
       schema: { querystring: LIST_QUERY },
-      // A repeated parameter (`?source=a&source=b`, an array) is named, before the schema's type message.
-      preValidation: async (request) => checkSingleValued(request.query, singleValuedParameters(LIST_QUERY)),
+      // A repeated parameter (`?source=a&source=b`, an array) is named, before the schema's type message
+      // (a Breakwater server checks every route so; this holds on any Fastify app).
+      preValidation: refuseRepeatedQuery,
     },
     async (request, reply) => {
       const { source, limit, before_id: beforeId } = request.query;
@@ -201,49 +184,35 @@ export function toWebhookView(record: InboxRecord, withBody: boolean): Record<st
 }
 
 /**
- * Answers any failure as problem+json (RFC 9457): a BreakwaterError as it is, a client error Fastify raised
- * (a malformed Content-Type, a body whose length does not match) as `invalid_payload` with its status, and
- * anything else as `internal_error` (500, logged; its message is not shown). Returns the error answered, or
- * `undefined` when a reply had already been sent.
+ * The delivery route's errors, problem+json like every route's, with two readings of its own:
+ * - a request timeout, mostly a body that arrives too slowly, is 408 `timeout` with `Retry-After: 1` and
+ *   `Connection: close`: nothing was acknowledged, so the sender sends again (a duplicate is recognized), and
+ *   a half-read connection cannot carry another request;
+ * - every refused delivery (unknown source, size, admission, signature, payload, store) is logged at `warn`
+ *   with its source, code and status (never the headers or body: the request's logger is the server's pino,
+ *   which redacts signature headers) and emitted on `rejected`.
  */
-function answerError(
-  error: FastifyError | BreakwaterError,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): BreakwaterError | undefined {
-  let mapped: BreakwaterError;
-  if (isBreakwaterError(error)) mapped = error;
-  else if (isRequestTimeout(error)) {
-    // The inbound timeout: mostly a body that arrives too slowly. Nothing was acknowledged, so the sender
-    // sends again (a duplicate is recognized); the half-read connection cannot carry another request.
-    void reply.header('connection', 'close');
-    mapped = new BreakwaterError('timeout', {
-      status: 408,
-      message: 'The webhook was not received and stored in time, so it was not accepted; send it again.',
-      retryAfterMs: 1_000,
-      source: 'webhooks',
-    });
-  } else {
-    const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
-    // Fastify's own messages (a schema's "querystring/limit must be <= 1000") say what to fix and hold no state.
-    const own = typeof error.code === 'string' && error.code.startsWith('FST_');
-    mapped =
-      status >= 400 && status < 500
-        ? new BreakwaterError(status === 413 ? 'payload_too_large' : 'invalid_payload', {
-            status,
-            ...(own && status !== 413 ? { message: error.message } : {}),
-          })
-        : new BreakwaterError('internal_error');
-  }
-  if (mapped.status >= 500) request.log.error({ err: error, code: mapped.code }, 'webhook request failed');
-  if (reply.sent) return undefined;
-  const retryAfter = retryAfterHeader(mapped);
-  if (retryAfter !== undefined) void reply.header('retry-after', retryAfter);
-  const url = request.raw.url ?? '/';
-  const q = url.indexOf('?');
-  void reply
-    .code(mapped.status)
-    .header('content-type', `${PROBLEM_CONTENT_TYPE}; charset=utf-8`)
-    .send(toProblem(mapped, q < 0 ? url : url.slice(0, q)));
-  return mapped;
+function deliveryErrors(ingress: WebhookIngress, rejected: EventSource<WebhookRejection>): ErrorRenderer {
+  return {
+    body: PROBLEM_RENDERER.body,
+    read(cause: unknown, _request: FastifyRequest, reply: FastifyReply) {
+      if (!isRequestTimeout(cause)) return undefined;
+      void reply.header('connection', 'close');
+      return new BreakwaterError('timeout', {
+        status: 408,
+        message: 'The webhook was not received and stored in time, so it was not accepted; send it again.',
+        retryAfterMs: 1_000,
+        source: 'webhooks',
+      });
+    },
+    answered(error: BreakwaterError, request: FastifyRequest) {
+      const name = (request.params as { source?: string } | undefined)?.source ?? '';
+      const source = ingress.source(name) === undefined ? undefined : name;
+      request.log.warn(
+        { source: source ?? null, code: error.code, status: error.status },
+        'webhook delivery rejected',
+      );
+      if (rejected.hasListeners) rejected.emit({ source, code: error.code, status: error.status });
+    },
+  };
 }

@@ -354,7 +354,8 @@ describe('malformed input answers a clear 4xx, never 5xx', () => {
     const bigHeader = await raw(`${gw.url}/jobs`, {
       headers: { ...bearer(a.key), 'x-big': 'a'.repeat(20_000) },
     });
-    expect(bigHeader.status).toBe(400);
+    // Node's own answer to a header overflow is 431 too; front-door-input.test.ts has the whole answer.
+    expect([bigHeader.status, bigHeader.json.reason]).toEqual([431, 'headers_too_large']);
     const bigCredential = await raw(`${gw.url}/jobs`, { headers: bearer('a'.repeat(15_000)) });
     expect([bigCredential.status, bigCredential.json.detail]).toEqual([401, 'The credential is too long.']);
     // A key in the query string is not a credential.

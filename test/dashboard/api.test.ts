@@ -115,7 +115,7 @@ describe('admin auth over HTTP', () => {
     expect([login.status, login.body]).toEqual([200, { ok: true }]);
     const setCookie = login.headers.get('set-cookie')!;
     expect(setCookie).toMatch(
-      /^breakwater_admin=\d+\.[\w-]{43}; Path=\/; Max-Age=43200; HttpOnly; SameSite=Strict$/,
+      /^breakwater_admin=[\w-]{43}; Path=\/; Max-Age=43200; HttpOnly; SameSite=Strict$/,
     );
     const cookie = setCookie.split(';')[0]!;
 
@@ -145,14 +145,61 @@ describe('admin auth over HTTP', () => {
       body: `token=${encodeURIComponent(TOKEN)}`,
     });
     expect([plain.status, plain.headers.get('location')]).toEqual([303, '/']);
-    const logout = await post(`${gw.url}/admin/logout`);
+    const logout = await post(`${gw.url}/admin/logout`, { cookie });
     expect([logout.status, logout.headers.get('set-cookie')]).toEqual([
       204,
       'breakwater_admin=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict',
     ]);
-    // The audit log names the wrong login first, then the logins and the isolate.
-    const actions = (await adminAudit(gw)).map((r) => r.action);
-    expect(actions).toEqual(['admin.login_failed', 'admin.login', 'admin.breaker_isolate', 'admin.login']);
+    // The session is revoked server-side: the same cookie, kept by anyone, no longer opens anything.
+    const replayed = await call(`${gw.url}/admin/api/overview`, { headers: { cookie } });
+    expect([replayed.status, replayed.body.reason]).toEqual([401, 'session_revoked']);
+    const replayedWrite = await post(isolate, { cookie, 'x-breakwater-admin': '1' });
+    expect([replayedWrite.status, replayedWrite.body.reason]).toEqual([401, 'session_revoked']);
+    const replayedPage = await call(`${gw.url}/`, { headers: { cookie } });
+    expect([replayedPage.status, replayedPage.headers.get('location')]).toEqual([303, '/admin/login']);
+    // The form's own session still works; a logout without a live session clears the cookie and is no action.
+    const formCookie = plain.headers.get('set-cookie')!.split(';')[0]!;
+    expect((await call(`${gw.url}/admin/api/overview`, { headers: { cookie: formCookie } })).status).toBe(
+      200,
+    );
+    const again = await post(`${gw.url}/admin/logout`, { cookie });
+    expect([again.status, again.headers.get('set-cookie')]).toEqual([
+      204,
+      'breakwater_admin=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict',
+    ]);
+    // The audit log names the wrong login first, then the logins, the isolate and the one real logout.
+    const audited = (await adminAudit(gw)).map((r) => [r.action, r.target, r.actor]);
+    expect(audited).toEqual([
+      ['admin.login_failed', '/admin/login', 'http:127.0.0.1'],
+      ['admin.login', '/admin/login', 'http:127.0.0.1'],
+      ['admin.breaker_isolate', '/admin/api/breakers/gift/isolate', 'http:127.0.0.1'],
+      ['admin.login', '/admin/login', 'http:127.0.0.1'],
+      ['admin.logout', '/admin/logout', 'http:127.0.0.1'],
+    ]);
+  });
+
+  it('a gateway restarted with a new BREAKWATER_ADMIN_TOKEN refuses every session of the old one', async () => {
+    const backends = await startBackends(defer);
+    const dbPath = tempDb(defer);
+    const login = async (gw: Gateway, token: string) => {
+      const answer = await call(`${gw.url}/admin/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token }),
+      });
+      return answer.headers.get('set-cookie')!.split(';')[0]!;
+    };
+    const first = await startDashboardGateway(defer, backends, { dbPath, gateway: { adminToken: TOKEN } });
+    const cookie = await login(first, TOKEN);
+    expect((await call(`${first.url}/admin/api/overview`, { headers: { cookie } })).status).toBe(200);
+    await first.close();
+
+    const next = 'dashboard-next-token-9e4a7b13';
+    const second = await startDashboardGateway(defer, backends, { dbPath, gateway: { adminToken: next } });
+    const refused = await call(`${second.url}/admin/api/overview`, { headers: { cookie } });
+    expect([refused.status, refused.body.reason]).toEqual([401, 'session_unknown']);
+    const fresh = await login(second, next);
+    expect((await call(`${second.url}/admin/api/overview`, { headers: { cookie: fresh } })).status).toBe(200);
   });
 
   it('without a token: loopback clients only (403 otherwise), on the dashboard and the older admin routes alike', async () => {
@@ -191,6 +238,8 @@ describe('admin auth over HTTP', () => {
 describe('the admin JSON API', () => {
   it('GET /admin/api/overview: breakers, bulkheads, jobs, dead letters, operations, webhooks and spend', async () => {
     const { gw } = await start();
+    // The pruner measures the store once at start, in the background.
+    await expect.poll(() => gw.pruner.size).toBeDefined();
     const { status, body, headers } = await call(`${gw.url}/admin/api/overview`);
     expect([status, headers.get('cache-control')]).toEqual([200, 'no-store']);
     expect(body).toEqual({
@@ -227,6 +276,20 @@ describe('the admin JSON API', () => {
             complete: true,
           },
         ],
+      },
+      store: {
+        measured_at: new Date(gw.pruner.size!.measuredAt).toISOString(),
+        rows: {
+          jobs: 0,
+          job_events: 0,
+          webhook_inbox: 0,
+          stream_events: 0,
+          idempotency: 0,
+          operations: 0,
+          audit: 0,
+        },
+        bytes: gw.pruner.size!.bytes,
+        last_prune: null,
       },
     });
   });
@@ -329,6 +392,8 @@ describe('the admin JSON API', () => {
             message: 'The report template is missing.',
             kind: 'permanent',
             userFacing: true,
+            retry_at: null,
+            retry_after_ms: null,
           },
           status_url: `${gw.url}/jobs/${jobId}`,
         }),

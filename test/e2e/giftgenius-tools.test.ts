@@ -23,9 +23,9 @@ let backends: Backends;
 let gw: Gateway;
 let mcp: McpClient;
 
-const GIFT_OVERLOADED = 'The gift recommendation service is overloaded right now; try again shortly.';
+const GIFT_LATE = 'The gift recommendation service did not answer in time; try again shortly.';
 const CHECKOUT_UNKNOWN_SENTENCE =
-  'The payment service did not confirm the order in time, so it may or may not have been placed; check its status before trying again.';
+  'No confirmation came back from the payment service, so the order may or may not have been placed; check its status by calling checkout again with the same operation_id before ordering again.';
 
 beforeEach(async () => {
   backends = await startBackends(defer);
@@ -110,9 +110,9 @@ describe('GiftGenius tools over MCP', () => {
     services.gift.faults.set({ hang: true });
     const request = { interests: ['coffee'], budget_usd: 40 };
     const timeoutError = {
-      code: 'gift_service_unavailable',
+      code: 'gift_service_timeout',
       category: 'timeout',
-      message: GIFT_OVERLOADED,
+      message: GIFT_LATE,
       retryable: true,
       retry_after_ms: null,
       outcome: 'failed',
@@ -124,7 +124,7 @@ describe('GiftGenius tools over MCP', () => {
       mcp.call('checkout', { product_id: 'p001', customer_id: 'cus_iso' }),
     ]);
     expect(first.isError).toBe(true);
-    expect(first.content).toEqual([{ type: 'text', text: GIFT_OVERLOADED }]);
+    expect(first.content).toEqual([{ type: 'text', text: GIFT_LATE }]);
     expect(first.structuredContent).toEqual({ error: timeoutError });
     expect(order.isError).toBeUndefined();
     expect(order.structuredContent).toMatchObject({ status: 'confirmed', product_id: 'p001' });
@@ -159,7 +159,7 @@ describe('GiftGenius tools over MCP', () => {
     expect(error.retry_after_ms).toBeGreaterThan(0);
     expect(error.retry_after_ms).toBeLessThanOrEqual(30_000);
     expect(error.message).toMatch(
-      /^The gift recommendation service is overloaded right now; try again in about \d+ seconds\.$/,
+      /^The gift recommendation service is temporarily unavailable after repeated failures; try again in about \d+ seconds\.$/,
     );
 
     // Readiness stays green and names the open breaker (one failing dependency is not an outage).

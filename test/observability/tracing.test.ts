@@ -197,7 +197,7 @@ describe('a tool call that retries an upstream', () => {
     expect(tool.parentSpanId).toBeUndefined();
     expect(tool.attributes).toMatchObject({
       'breakwater.outcome': 'failed',
-      'breakwater.dependency_code': 'gift_service_unavailable',
+      'breakwater.dependency_code': 'gift_service_busy',
       'error.type': 'upstream_unavailable',
     });
     expect(tool.status).toEqual({ code: SpanStatusCode.ERROR, message: 'upstream_unavailable' });
@@ -207,7 +207,7 @@ describe('a tool call that retries an upstream', () => {
       'http.response.status_code': 503,
       'error.type': '503',
       'breakwater.attempts': 2,
-      'breakwater.dependency_code': 'gift_service_unavailable',
+      'breakwater.dependency_code': 'gift_service_busy',
     });
     expect(request.status.code).toBe(SpanStatusCode.ERROR);
     expect(tracing.named('GET').map((s) => s.attributes['error.type'])).toEqual(['503', '503']);

@@ -1,33 +1,23 @@
 /**
- * Errors of the AI gateway over HTTP: `application/problem+json` (RFC 9457, via core `toProblem`) with one
- * more member, `error`, in the shape OpenAI-compatible clients read (`{ message, type, code, param }`), so
- * the official `openai` client's `APIError` carries our message and code. ai/ cannot import server/, so this
- * answers on its own, like webhooks/routes.ts.
+ * Errors of the AI gateway over HTTP, as the renderers the edge's one error handler answers with
+ * (`installErrorRenderer`): `application/problem+json` (RFC 9457, via core `toProblem`) with one more
+ * member, `error`, in the shape OpenAI-compatible clients read (`{ message, type, code, param }`), so the
+ * official `openai` client's `APIError` carries our message and code. The edge sets the status and
+ * `Retry-After` and logs; this adds the gateway's own headers.
  */
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import {
-  BreakwaterError,
-  PROBLEM_CONTENT_TYPE,
-  isBreakwaterError,
-  isRequestTimeout,
-  requestNotReceived,
-  retryAfterHeader,
-  toProblem,
-} from '../../core/index.js';
-import { pathOf } from '../../http/index.js';
-
-export { pathOf };
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { BreakwaterError, isBreakwaterError, isRequestTimeout, toProblem } from '../../core/index.js';
+import { pathOf, toHttpError, type ErrorRenderer } from '../../http/index.js';
 
 /**
- * The headers of an error answer: `Retry-After`; for `rate_limited`, `x-ratelimit-limit/remaining/reset`;
+ * The gateway's own headers of an error answer (the edge sets `Retry-After`): for `rate_limited`,
+ * `x-ratelimit-limit/remaining/reset`;
  * for our own limits, and for a failure after the gateway's own retries, `x-should-retry: false` (the official
  * OpenAI clients obey it: a client retrying our own refusal, or retries already made, only adds load); and
  * the step, provider, model and attempts when a step was tried.
  */
 export function problemHeaders(error: BreakwaterError): Record<string, string> {
   const headers: Record<string, string> = {};
-  const retryAfter = retryAfterHeader(error);
-  if (retryAfter !== undefined) headers['retry-after'] = retryAfter;
   const d = error.details ?? {};
   if (error.code === 'rate_limited' || error.code === 'spend_limited') headers['x-should-retry'] = 'false';
   // The gateway has retried already (its own policy, `x-breakwater-max-attempts`): a client retrying on top
@@ -54,59 +44,54 @@ export function problemBody(error: BreakwaterError, instance: string): Record<st
   return { ...problem, error: { message: problem.detail, type: problem.code, code: reason, param } };
 }
 
-/** Answers `error` as problem+json with {@link problemHeaders}. */
-export function sendAiProblem(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  error: BreakwaterError,
-  extraHeaders: Record<string, string> = {},
-): FastifyReply {
-  return reply
-    .code(error.status)
-    .headers({ ...extraHeaders, ...problemHeaders(error) })
-    .header('content-type', `${PROBLEM_CONTENT_TYPE}; charset=utf-8`)
-    .send(problemBody(error, pathOf(request)));
-}
-
 /**
- * The host server's request timeout (Fastify's `FST_ERR_HANDLER_TIMEOUT`, which `createServer` raises too)
- * as the AI route answers it: a body still arriving never ran, so 408 `timeout` with `Connection: close`
- * (send it again); otherwise 504 `timeout`, retryable, since a completion has no effect beyond its cost (the
- * same reason the gateway retries provider calls). Undefined for any other error.
+ * The completions route's errors (an {@link ErrorRenderer} for the edge's one handler): problem+json with
+ * the OpenAI-shaped `error` member ({@link problemBody}) and {@link problemHeaders}. A failure is read by
+ * {@link toAiError}, except a request timeout while the body was still arriving, which the edge answers
+ * 408 `timeout` with `Connection: close` (nothing ran; send it again).
  */
-export function inboundTimeout(
-  error: unknown,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): BreakwaterError | undefined {
-  if (!isRequestTimeout(error)) return undefined;
-  if (request.raw.complete === false) {
-    void reply.header('connection', 'close');
-    return requestNotReceived('ai-gateway');
-  }
-  return new BreakwaterError('timeout', {
-    message: 'The answer did not come within the server request timeout; try again, or ask for less.',
-    source: 'ai-gateway',
-  });
+export const AI_ERRORS: ErrorRenderer = Object.freeze({
+  read: (cause: unknown, request: FastifyRequest) =>
+    isRequestTimeout(cause) && request.raw.complete === false ? undefined : toAiError(cause),
+  body: aiBody,
+});
+
+/**
+ * The routes admin API's errors: the same bodies and headers as {@link AI_ERRORS}; a request timeout is
+ * the edge's (a write's outcome is unknown, so 504 `outcome_unknown`), a body Fastify refused is
+ * `reason: 'invalid_body'`.
+ */
+export const AI_ADMIN_ERRORS: ErrorRenderer = Object.freeze({
+  read: (cause: unknown) => (isRequestTimeout(cause) ? undefined : toAiError(cause)),
+  body: aiBody,
+});
+
+function aiBody(error: BreakwaterError, request: FastifyRequest, reply: FastifyReply): unknown {
+  void reply.headers(problemHeaders(error));
+  return problemBody(error, pathOf(request));
 }
 
 /**
- * Any failure as the BreakwaterError the client gets: ours as they are; Fastify's client errors (malformed
- * JSON, a body over the limit, an unsupported Content-Type) with their status; anything else
- * `internal_error` (its message is not shown).
+ * Any failure as the BreakwaterError the client gets: ours as they are; the host server's request timeout
+ * (Fastify's `FST_ERR_HANDLER_TIMEOUT`, which `createServer` raises too) as 504 `timeout`, retryable, since a
+ * completion has no effect beyond its cost (the same reason the gateway retries provider calls); anything
+ * else as the edge reads it (`toHttpError`: Fastify's client errors, malformed JSON, a body over the limit,
+ * an unsupported Content-Type, with their status; `internal_error` with its message hidden), and a refused
+ * body (`invalid_payload` without a reason) as `reason: 'invalid_body'`, the OpenAI-style `error.code`.
  */
 export function toAiError(error: unknown): BreakwaterError {
   if (isBreakwaterError(error)) return error;
-  const fst = error as Partial<FastifyError> | null;
-  const status = typeof fst?.statusCode === 'number' ? fst.statusCode : 500;
-  if (status === 413) return new BreakwaterError('payload_too_large');
-  if (status >= 400 && status < 500) {
-    const own = typeof fst?.code === 'string' && fst.code.startsWith('FST_');
-    return new BreakwaterError('invalid_payload', {
-      status,
-      ...(own && typeof fst?.message === 'string' ? { message: fst.message } : {}),
-      details: { reason: 'invalid_body' },
+  if (isRequestTimeout(error)) {
+    return new BreakwaterError('timeout', {
+      message: 'The answer did not come within the server request timeout; try again, or ask for less.',
+      source: 'ai-gateway',
     });
   }
-  return new BreakwaterError('internal_error');
+  const mapped = toHttpError(error, 'POST');
+  if (mapped.code !== 'invalid_payload' || mapped.details?.reason !== undefined) return mapped;
+  return new BreakwaterError('invalid_payload', {
+    status: mapped.status,
+    message: mapped.message,
+    details: { ...mapped.details, reason: 'invalid_body' },
+  });
 }

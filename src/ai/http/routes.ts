@@ -12,11 +12,12 @@ import {
   type Clock,
   type Principal,
 } from '../../core/index.js';
+import { installErrorRenderer } from '../../http/index.js';
 import { readChatBody } from '../body.js';
 import { callerMetadata } from '../caller.js';
 import { readOverrides } from '../request-headers.js';
 import type { AiRequest, AiRequestLog, StepAnswer, StepOutcome } from '../types.js';
-import { inboundTimeout, sendAiProblem, toAiError } from './problems.js';
+import { AI_ERRORS, toAiError } from './problems.js';
 import { answerHeaders, pipeStream, sendJson } from './respond.js';
 
 /** What the route needs from the gateway. */
@@ -31,18 +32,17 @@ export interface ChatCompletionsHandler {
   log(line: AiRequestLog): void;
 }
 
-/** Mounts the route (in its own encapsulated plugin, with its own problem+json error handler). */
+/**
+ * Mounts the route in its own encapsulated plugin, whose errors the edge's one handler answers with the
+ * gateway's renderer ({@link AI_ERRORS}: problem+json with the OpenAI-shaped `error` member), on a Breakwater
+ * server and on any other Fastify app alike.
+ */
 export async function chatCompletionsRoutes(
   app: FastifyInstance,
   handler: ChatCompletionsHandler,
 ): Promise<void> {
   await app.register(async (child) => {
-    child.setErrorHandler((error, request, reply) => {
-      if (reply.sent || reply.raw.headersSent) return;
-      const mapped = inboundTimeout(error, request, reply) ?? toAiError(error);
-      if (mapped.code === 'internal_error') request.log.error({ err: error }, 'AI request failed');
-      sendAiProblem(request, reply, mapped);
-    });
+    installErrorRenderer(child, AI_ERRORS);
     // On a Breakwater server, the signal it keeps per request (its request timeout, the client leaving);
     // on another Fastify app, one of the route's own.
     const signalOf = hostRequestSignal(child) ?? ownSignal;
@@ -113,13 +113,19 @@ async function serve(
     };
     answer = await handler.answer(aiRequest, info.model);
   } catch (caught) {
+    // The error the edge answers (AI_ERRORS reads `caught` the same way), for the request's line.
     const error = toAiError(caught);
-    // A fault of ours (a bug, a stack overflow): the client gets 500 without the details; the log gets them.
-    if (error.code === 'internal_error') request.log.error({ err: caught }, 'AI request failed');
     handler.log(failureLine(id, aiRequest?.route ?? null, stream, error, receivedAt, clock.now()));
-    // The host's handler timeout may have answered already (createServer's requestTimeoutMs).
-    if (reply.sent || reply.raw.headersSent) return reply;
-    return sendAiProblem(request, reply, error, { 'x-request-id': id });
+    if (reply.sent || reply.raw.headersSent) {
+      // The host's request timeout answered already (createServer's requestTimeoutMs): nothing more reaches
+      // the client, but a fault of ours (a bug, a stack overflow) still belongs in the log.
+      if (error.code === 'internal_error') request.log.error({ err: caught }, 'request failed');
+      return reply;
+    }
+    // Thrown on to the edge's handler: it logs (5xx with `caught` and its stack), sets the status and
+    // Retry-After, and writes the problem with the gateway's headers.
+    void reply.header('x-request-id', id);
+    throw caught;
   }
   const route = aiRequest.route;
 

@@ -18,6 +18,7 @@ import {
 import type { CounterStore } from '../../store/index.js';
 import { isSharedCaller } from '../caller.js';
 import { estimateMicroUsd, usdToMicro, type EstimateInput, type PriceTable } from '../pricing.js';
+import { crossedThresholds, type BudgetEvent } from './budget-events.js';
 import { callerRules } from './caller-rules.js';
 import { rateLimitHeaders, rateRefusal, spendRefusal } from './refusals.js';
 import { encodeValue, scopeKey, type LimitTarget, type RuleScope } from './scope.js';
@@ -81,6 +82,12 @@ export interface AiLimitsConfig {
    * share is refused (`over_share`).
    */
   maxReservedShare?: number;
+  /**
+   * Hears each spend rule counter reaching 80 % or 100 % of its budget in its current window (see
+   * {@link BudgetEvent}); callers' own budgets ({@link AiLimits.forCaller}) report here too. Default: none.
+   * Called synchronously; one that throws changes nothing.
+   */
+  onBudget?: (event: BudgetEvent) => void;
 }
 
 /** One spend reservation held by a grant: a budget's (settled with the cost) or a caller's share (released). */
@@ -89,6 +96,16 @@ interface Reservation {
   readonly windowEnd: number;
   /** A share hold: settled with 0 (only released), whatever the cost. */
   readonly hold: boolean;
+  /** The rule's current-window budget counter, whose thresholds are reported (not a share, not the next window). */
+  readonly watched?: Watched;
+}
+
+/** What a budget event of a watched counter says besides its amounts. */
+interface Watched {
+  readonly rule: SpendRule;
+  readonly scopeKey: string;
+  readonly budgetMicro: number;
+  readonly windowStart: number;
 }
 
 /** One reservation to make, in order. */
@@ -257,6 +274,15 @@ export class AiLimits {
         throw error;
       }
       if (result === undefined || !result.ok) {
+        // The refusal `budget_spent` (see refusals.ts): what was spent leaves no room for this request.
+        if (
+          w.watched !== undefined &&
+          result !== undefined &&
+          estimateMicro <= w.budgetMicro &&
+          result.spentMicroUsd + estimateMicro > w.budgetMicro
+        ) {
+          this.announce(100, w.watched, result.spentMicroUsd, w.windowEnd);
+        }
         await this.release(held, estimateMicro);
         throw spendRefusal({
           rule: w.rule,
@@ -303,7 +329,8 @@ export class AiLimits {
         ruleBudgetMicro: budgetMicroUsd,
         rule: rule.name,
       };
-      wanted.push({ key: `${base}:${start}`, windowEnd, ...budget });
+      const watched = { rule, scopeKey: scope, budgetMicro: budgetMicroUsd, windowStart: start };
+      wanted.push({ key: `${base}:${start}`, windowEnd, ...budget, watched });
       if (rule.window === 'sliding') {
         wanted.push({ key: `${base}:${windowEnd}`, windowEnd: windowEnd + rule.windowMs, ...budget });
       }
@@ -327,13 +354,41 @@ export class AiLimits {
         const spent = cost ?? estimateMicro;
         await Promise.all(
           held.map((r) =>
-            this.spendStore
-              .settle(r.key, estimateMicro, r.hold ? 0 : spent, r.windowEnd, now)
-              .catch(() => undefined),
+            this.spendStore.settle(r.key, estimateMicro, r.hold ? 0 : spent, r.windowEnd, now).then(
+              (state) => {
+                if (r.watched === undefined || state === undefined || this.config.onBudget === undefined)
+                  return;
+                const after = state.spentMicroUsd;
+                for (const percent of crossedThresholds(after - spent, after, r.watched.budgetMicro)) {
+                  this.announce(percent, r.watched, after, r.windowEnd);
+                }
+              },
+              () => undefined,
+            ),
           ),
         );
       },
     };
+  }
+
+  private announce(percent: 80 | 100, watched: Watched, spentMicro: number, windowEnd: number): void {
+    const listener = this.config.onBudget;
+    if (listener === undefined) return;
+    try {
+      listener({
+        percent,
+        rule: watched.rule.name,
+        owner: this.prefix,
+        scope: watched.rule.scope,
+        scopeKey: watched.scopeKey,
+        spentMicroUsd: spentMicro,
+        budgetMicroUsd: watched.budgetMicro,
+        windowStart: watched.windowStart,
+        windowEnd,
+      });
+    } catch {
+      // A listener's failure must not fail the request whose cost it heard of.
+    }
   }
 
   private async release(held: Reservation[], estimateMicro: number): Promise<void> {

@@ -16,9 +16,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { BreakwaterError } from '../../core/index.js';
-import { isLocalClient } from '../../http/index.js';
+import { installErrorRenderer, isLocalClient } from '../../http/index.js';
 import type { RouteHead, RouteStore, RouteVersion } from '../../store/index.js';
-import { sendAiProblem, toAiError } from '../http/problems.js';
+import { AI_ADMIN_ERRORS } from '../http/problems.js';
 import { createRouteVersion, deployRouteVersion, rollbackRoute, type RouteDeployment } from './manage.js';
 import type { RouteResolver } from './resolver.js';
 
@@ -45,15 +45,15 @@ const createBody = z.strictObject({ definition: z.unknown(), note: z.string().op
 const deployBody = z.strictObject({ version: z.number().int().min(1) });
 const rollbackBody = z.strictObject({ to: z.number().int().min(1).optional() });
 
-/** Mounts the routes' admin API (in its own encapsulated plugin, with its own problem+json error handler). */
+/**
+ * Mounts the routes' admin API in its own encapsulated plugin, whose errors the edge's one handler answers
+ * with the gateway's renderer ({@link AI_ADMIN_ERRORS}), on a Breakwater server and any other Fastify app.
+ */
 export async function routeAdminRoutes(app: FastifyInstance, options: RouteAdminOptions): Promise<void> {
   const { routes, providers, resolver } = options;
   const bodyLimit = options.bodyLimitBytes ?? 256 * 1024;
   await app.register(async (child) => {
-    child.setErrorHandler((error, request, reply) => {
-      if (reply.sent) return;
-      sendAiProblem(request, reply, toAiError(error));
-    });
+    installErrorRenderer(child, AI_ADMIN_ERRORS);
     child.addHook(
       'onRequest',
       options.guard ??

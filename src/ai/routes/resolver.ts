@@ -6,6 +6,7 @@
 import { BreakwaterError, clockOption, type Clock } from '../../core/index.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../../policy/index.js';
 import type { CounterStore, RouteStore, RouteVersion } from '../../store/index.js';
+import type { BudgetEvent } from '../limits/budget-events.js';
 import { counterRateLimitStore } from '../limits/counter-rate-limit-store.js';
 import { MemoryCounterStore } from '../limits/memory-counters.js';
 import type { SpendStore } from '../limits/spend-store.js';
@@ -46,6 +47,11 @@ export interface RouteResolverOptions {
    * cached routes keep serving) or a deployed version whose definition is invalid (its route answers 500).
    */
   onError?: (error: unknown, route: string | undefined) => void;
+  /**
+   * Hears each limit node's spend counter reaching 80 % or 100 % of its budget in its window, in this process
+   * (`owner` `route:<name>`; see `BudgetEvent`). Called synchronously; one that throws changes nothing.
+   */
+  onBudget?: (event: BudgetEvent) => void;
 }
 
 /** A resolver and its controls. */
@@ -116,6 +122,7 @@ export function createRouteResolver(options: RouteResolverOptions): RouteResolve
     spendStore: options.spendStore,
     ceilingMicroUsd: cost === undefined ? undefined : usdToMicro(cost),
     ...(share === undefined ? {} : { maxReservedShare: share }),
+    ...(options.onBudget === undefined ? {} : { onBudget: options.onBudget }),
   };
   const report = (error: unknown, route: string | undefined): void => {
     try {

@@ -7,6 +7,7 @@
 import { BreakwaterError, type Clock, type ErrorCode, type Principal } from '../../core/index.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../../policy/index.js';
 import type { CounterStore } from '../../store/index.js';
+import type { BudgetEvent } from '../limits/budget-events.js';
 import { combineGrants } from '../limits/grants.js';
 import { AiLimits, type LimitGrant } from '../limits/limits.js';
 import type { SpendStore } from '../limits/spend-store.js';
@@ -25,6 +26,8 @@ export interface RouteLimitStores {
   ceilingMicroUsd: number | undefined;
   /** The share of a node's budget one principal may hold in flight (default: `AiLimits`'s, 0.25). */
   maxReservedShare?: number;
+  /** Hears the nodes' budgets reaching 80 % and 100 % (see `AiLimitsConfig.onBudget`). */
+  onBudget?: (event: BudgetEvent) => void;
 }
 
 /** One limit node's rule over the route's counters. */
@@ -58,6 +61,7 @@ export function limitLayer(
       maxReservedShare: stores.maxReservedShare,
       clock,
       keyPrefix: `route:${route}`,
+      onBudget: stores.onBudget,
     }),
   };
 }

@@ -1,4 +1,4 @@
-import { isBreakwaterError } from '../../core/index.js';
+import { isBreakwaterError, type BreakwaterError } from '../../core/index.js';
 import type { OperationPatch, OperationRecord, OperationState } from '../../store/index.js';
 import { LEDGER_DEFAULTS } from './defaults.js';
 import { evidenceOf, type Evidence } from './result.js';
@@ -37,31 +37,65 @@ const REFUSED_BEFORE_SENDING: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The three histories of a failed attempt (DESIGN: "Classification"), told apart by what the transport saw,
+ * Answers with which the service says it did not process the request: 408 Request Timeout, 425 Too Early
+ * (RFC 9110, section 15.5.9; RFC 8470), 429 Too Many Requests (RFC 6585, section 4) and 503 Service
+ * Unavailable (RFC 9110, section 15.6.4). Core's `classify` gives them outcome `failed` for any method.
+ */
+const NOT_PROCESSED_STATUSES: ReadonlySet<number> = new Set([408, 425, 429, 503]);
+
+/**
+ * The error kept on an operation: code, sentence, the dependency's code when the failure carried one, and
+ * `retry_at` (epoch ms on the ledger's clock) when it carried a wait (`retryAfterMs`: an open breaker's
+ * remaining time, `Retry-After`). Readers turn `retry_at` back into a wait with their clock.
+ */
+export interface StoredError {
+  code: string;
+  message: string;
+  dependency_code?: string;
+  retry_at?: number;
+}
+
+function storedError(error: BreakwaterError, now: number): StoredError {
+  const stored: StoredError = { code: error.code, message: error.message };
+  const dependencyCode = error.details?.['dependency_code'];
+  if (typeof dependencyCode === 'string') stored.dependency_code = dependencyCode;
+  const wait = error.retryAfterMs;
+  if (wait !== undefined && Number.isFinite(wait) && wait > 0) stored.retry_at = now + wait;
+  return stored;
+}
+
+/**
+ * The histories of a failed attempt (DESIGN: "Classification"), told apart by what the transport saw,
  * never by whether a retry would be safe:
  * - never sent: a policy refused it ({@link REFUSED_BEFORE_SENDING}), or the error says `written: false`
  *   (`upstream/` sets it for connect, DNS and TLS-handshake failures) → back to `pending` (safe to send
  *   again under the same id; settled `failed` at the recovery deadline if nobody does);
+ * - not processed: a transient, outcome-`failed` error whose `details.upstream_status` says the service did
+ *   not process it ({@link NOT_PROCESSED_STATUSES}) → `pending` when the action allows resending
+ *   (`retryAllowed`), else settled `failed`; never `unknown`;
  * - refused by the service: a `permanent` BreakwaterError (a 4xx, a bad certificate) → settled `failed`;
- * - anything else (a reset, a response timeout, a 5xx, a cancel in flight, an unexpected error) may have
- *   been written → `unknown`, looked up at once. A 409 `idempotency_in_progress` (the service holds a
+ * - anything else (a reset, a response timeout, a 500/502/504, a cancel in flight, an unexpected error) may
+ *   have been written → `unknown`, looked up at once. A 409 `idempotency_in_progress` (the service holds a
  *   request under this id) is recorded as `acknowledged` evidence: the operation is then never settled
  *   `failed` on a later "not found".
+ * The error of a `pending` or `failed` operation is kept as a {@link StoredError}, its wait as `retry_at`.
  */
 export function decideFailure(error: unknown, record: OperationRecord, now: number): Decision {
   const observation = observationOf(error);
   if (isBreakwaterError(error) && error.code !== 'canceled') {
     const notSent = REFUSED_BEFORE_SENDING.has(error.code) || error.details?.['written'] === false;
-    if (notSent || error.kind !== 'transient') {
-      const dependencyCode = error.details?.['dependency_code'];
-      const stored =
-        typeof dependencyCode === 'string'
-          ? { code: error.code, message: error.message, dependency_code: dependencyCode }
-          : { code: error.code, message: error.message };
-      if (notSent) {
+    const status = error.details?.['upstream_status'];
+    const notProcessed =
+      error.kind === 'transient' &&
+      error.outcome === 'failed' &&
+      typeof status === 'number' &&
+      NOT_PROCESSED_STATUSES.has(status);
+    if (notSent || notProcessed || error.kind !== 'transient') {
+      const stored = storedError(error, now);
+      if (notSent || (notProcessed && record.retryAllowed)) {
         return {
           patch: { state: 'pending', observation, error: stored, nextCheckAt: record.recoveryDeadlineAt },
-          step: 'operation.not_sent',
+          step: notSent ? 'operation.not_sent' : 'operation.not_processed',
         };
       }
       return {

@@ -66,6 +66,7 @@ describe('OperationLedger.execute', () => {
       correlation_id: result.operation_id,
       transport_observation: 'response_received',
       retry_allowed: false,
+      retry_after_ms: null,
       reconcile: { method: 'GET', path: `/orders?idempotency_key=${result.operation_id}` },
       result: { order_id: `ord_${result.operation_id.slice(-4)}`, sku: 'kite' },
       attempts: 1,

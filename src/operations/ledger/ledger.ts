@@ -36,10 +36,13 @@ import type {
 /**
  * The outbound operation ledger (DESIGN: "Idempotency and operations"). `execute` persists the intent and
  * an operation id before any network call, then sends with that id as idempotency key and correlation id
- * (on every attempt, also after a restart), and tells the three histories apart:
- * - the request never reached the service (a transient failure before it was written): the operation stays
- *   `pending`; the result is `failed` with `retry_allowed: true`;
- * - the service refused it (a permanent error) or did it: settled `failed` / `succeeded`;
+ * (on every attempt, also after a restart), and tells the histories apart (`decideFailure`):
+ * - the request never reached the service (a transient failure before it was written), or the service
+ *   answered that it did not process it (408, 425, 429, 503) and the action allows resending: the operation
+ *   stays `pending`; the result is `failed` with `retry_allowed: true` and the wait the failure carried
+ *   (`retry_after_ms`);
+ * - the service refused it (a permanent error), answered "not processed" to an action that does not allow
+ *   resending, or did it: settled `failed` / `succeeded`;
  * - it went silent after it may have been written: `unknown`. The ledger then looks it up (the action's
  *   `lookup`, same id) and continues only on a confirmed result; it resends only when the action allows it and
  *   the lookup found nothing; past the recovery deadline a recovery pass (`recover`, or the loop of
@@ -191,7 +194,7 @@ export class OperationLedger {
     const record = await this.store.get(id).catch(() => undefined);
     if (record === undefined)
       return new BreakwaterError('outcome_unknown', { operationId: id, cause: error });
-    if (record.state === 'failed') return operationError(toResult(record, action));
+    if (record.state === 'failed') return operationError(toResult(record, action, this.clock.now()));
     if (record.state === 'pending') {
       const base = toBreakwaterError(error);
       return new BreakwaterError(base.code, {
@@ -216,7 +219,7 @@ export class OperationLedger {
       await this.store.update(id, record.version, patch).catch(() => undefined);
     }
     // in_flight, unknown, needs_attention, even succeeded (stored, not answered): the caller resumes it.
-    return operationError(toResult({ ...record, state: 'unknown' }, action));
+    return operationError(toResult({ ...record, state: 'unknown' }, action, this.clock.now()));
   }
 
   /**
@@ -239,12 +242,13 @@ export class OperationLedger {
         `The action ${record.action} of operation ${operationId} is not registered in this process.`,
       );
     }
-    if (record.state === 'succeeded' || record.state === 'failed') return toResult(record, action);
+    if (record.state === 'succeeded' || record.state === 'failed')
+      return toResult(record, action, this.clock.now());
     const manual = record.state === 'needs_attention' || this.clock.now() >= record.recoveryDeadlineAt;
     const after = await LogContext.run(recoveryFields(record), () =>
       this.steps.lookupStep(action, record, neverAbortedSignal, actor, manual),
     );
-    return toResult(after.record, action);
+    return toResult(after.record, action, this.clock.now());
   }
 
   /**
@@ -322,13 +326,17 @@ export class OperationLedger {
     const now = this.clock.now();
     if (now >= record.recoveryDeadlineAt) {
       if (record.state === 'pending') {
-        // Every attempt failed before it was written: nothing happened, and nobody came back for it.
+        // Every attempt failed before it was written, or was answered "not processed" (`decideFailure`):
+        // nothing happened, and nobody came back for it.
+        const answered = record.observation !== null && /^http_\d{3}$/.test(record.observation);
         await this.steps.transition(record, 'system', 'operation.failed', {
           state: 'failed',
-          error: {
-            code: 'not_sent',
-            message: 'No attempt reached the service before the recovery deadline.',
-          },
+          error: answered
+            ? {
+                code: 'not_processed',
+                message: 'The service did not process any attempt before the recovery deadline.',
+              }
+            : { code: 'not_sent', message: 'No attempt reached the service before the recovery deadline.' },
           nextCheckAt: null,
         });
         return;

@@ -82,7 +82,7 @@ export class OperationSteps {
       record = looked.record;
       if (!looked.again) break;
     }
-    return toResult(record, action);
+    return toResult(record, action, this.clock.now());
   }
 
   /** Sends one attempt: CAS to `in_flight`, audit, send, CAS to the outcome. */

@@ -89,3 +89,36 @@ export const found: LookupStep = async (ctx) => ({
   result: { order_id: `ord_${ctx.operationId.slice(-4)}`, sku: ctx.request.sku },
 });
 export const notFound: LookupStep = async () => ({ state: 'not_found' });
+/**
+ * The service answered `status` (429, 503, …) and did not process the request, as `upstream/` reports it:
+ * `upstream_unavailable`, outcome `failed`, `upstream_status`, and the wait from `Retry-After` when sent.
+ */
+export function answered(status: number, retryAfterMs?: number): SendStep {
+  return async () => {
+    throw new BreakwaterError('upstream_unavailable', {
+      kind: 'transient',
+      outcome: 'failed',
+      retryAfterMs,
+      message:
+        retryAfterMs === undefined
+          ? 'The shop is busy right now; try again shortly.'
+          : `The shop is busy right now; try again in about ${retryAfterMs / 1000} seconds.`,
+      details: {
+        reason: `http_${status}`,
+        written: true,
+        upstream_status: status,
+        dependency_code: 'shop_busy',
+      },
+    });
+  };
+}
+/** The shop's breaker is open for `retryAfterMs` more: nothing was sent. */
+export function breakerOpen(retryAfterMs: number): SendStep {
+  return async () => {
+    throw new BreakwaterError('circuit_open', {
+      retryAfterMs,
+      message: `The shop is temporarily unavailable after repeated failures; try again in about ${retryAfterMs / 1000} seconds.`,
+      details: { reason: 'circuit_open', circuit_state: 'open', dependency_code: 'shop_unavailable' },
+    });
+  };
+}

@@ -77,7 +77,10 @@ export type AnyOperationAction = OperationAction<any, any>;
  * snake_case so a tool can return it as it is.
  */
 export interface OperationResult<Res = unknown> {
-  /** `succeeded` or `failed`: settled, or (failed, `retry_allowed`) provably never reached the service; `unknown`: may have happened. */
+  /**
+   * `succeeded` or `failed`: settled, or (failed, `retry_allowed`) provably never reached the service or
+   * answered that it did not process the request; `unknown`: may have happened.
+   */
   outcome: 'succeeded' | 'failed' | 'unknown';
   /** The ledger's state: also `pending`, `in_flight` or `needs_attention`. */
   state: string;
@@ -90,13 +93,19 @@ export interface OperationResult<Res = unknown> {
    * reached the service, or a lookup found nothing and the action allows resending.
    */
   retry_allowed: boolean;
+  /**
+   * How long to wait before trying again, ms, when the failure said (an open breaker's remaining time, the
+   * service's `Retry-After`), counted from when the result was read (0 once the wait is over); else null.
+   * Only a `failed` outcome has one.
+   */
+  retry_after_ms: number | null;
   /** How to look the outcome up (the action's lookup), or null. */
   reconcile: ReconcileHint | null;
   /** The result of a succeeded operation. */
   result?: Res;
   /**
    * Why it failed or is unknown: a code, a sentence a model can repeat, and the dependency's own code when
-   * the failure carried one (`payment_service_unavailable`).
+   * the failure carried one (`payment_service_busy`).
    */
   error?: { code: string; message: string; dependency_code?: string };
   attempts: number;

@@ -1,8 +1,10 @@
-import { fastify, type FastifyInstance } from 'fastify';
-import { describe, expect, it } from 'vitest';
+import { fastify, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../core/index.js';
 import { handleError } from '../../http/index.js';
+import type { Store } from '../../store/index.js';
 import { createAdminAuth, isLoopbackHost, readCookie, type AdminAuth } from './auth.js';
+import { sqliteSessionBackend } from './sessions-contract.js';
 import { createLoginThrottle } from './throttle.js';
 
 const TOKEN = 'test-admin-token-0123456789';
@@ -12,15 +14,27 @@ function app(auth: AdminAuth): FastifyInstance {
   const server = fastify();
   server.setErrorHandler(handleError);
   server.addHook('onRequest', auth.hook);
-  server.get('/admin/x', async (request) => ({ access: auth.check(request) }));
+  server.get('/admin/x', async (request) => ({ access: await auth.check(request) }));
   server.post('/admin/x', async () => ({ ok: true }));
   return server;
 }
 
+/** Session cookies are tested in sessions-contract.ts, on SQLite and PostgreSQL. */
 describe('admin auth, token mode', () => {
-  const clock = new FakeClock(T0);
-  const auth = createAdminAuth({ token: TOKEN, clock, sessionTtlMs: 60_000 });
-  const server = app(auth);
+  const backend = sqliteSessionBackend();
+  const h = {} as { store: Store };
+  let auth: AdminAuth;
+  let server: FastifyInstance;
+  beforeEach(async () => {
+    const clock = new FakeClock(T0);
+    h.store = await backend.open(clock);
+    auth = createAdminAuth({ token: TOKEN, sessions: h.store.sessions, clock });
+    server = app(auth);
+  });
+  afterEach(async () => {
+    await h.store.close();
+    await backend.cleanup();
+  });
 
   it('lets a bearer token in from anywhere, and refuses a missing or wrong one with 401', async () => {
     const ok = await server.inject({
@@ -42,36 +56,6 @@ describe('admin auth, token mode', () => {
       'unauthorized',
       'invalid_token',
     ]);
-  });
-
-  it('accepts its session cookie until it expires; a write with it needs x-breakwater-admin', async () => {
-    const setCookie = auth.sessionCookie(false);
-    expect(setCookie).toMatch(
-      /^breakwater_admin=\d+\.[\w-]+; Path=\/; Max-Age=60; HttpOnly; SameSite=Strict$/,
-    );
-    const cookie = setCookie.split(';')[0]!;
-    const read = await server.inject({ url: '/admin/x', headers: { cookie } });
-    expect([read.statusCode, read.json()]).toEqual([200, { access: 'session' }]);
-
-    const bare = await server.inject({ method: 'POST', url: '/admin/x', headers: { cookie } });
-    expect([bare.statusCode, bare.json().reason]).toEqual([403, 'csrf_header_missing']);
-    const marked = await server.inject({
-      method: 'POST',
-      url: '/admin/x',
-      headers: { cookie, 'x-breakwater-admin': '1' },
-    });
-    expect(marked.statusCode).toBe(200);
-
-    const forged = cookie.replace(/\.[\w-]+$/, '.AAAA');
-    expect((await server.inject({ url: '/admin/x', headers: { cookie: forged } })).statusCode).toBe(401);
-    // The expiry is signed too: a later date with the old signature is refused.
-    const extended = cookie.replace(/=\d+\./, `=${T0 + 999_999}.`);
-    expect((await server.inject({ url: '/admin/x', headers: { cookie: extended } })).statusCode).toBe(401);
-
-    clock.tick(60_000);
-    expect((await server.inject({ url: '/admin/x', headers: { cookie } })).statusCode).toBe(401);
-    expect(auth.sessionCookie(true)).toMatch(/; Secure$/);
-    expect(auth.clearCookie(false)).toBe('breakwater_admin=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict');
   });
 
   it('refuses writes sent from another site, whatever the credentials', async () => {
@@ -103,6 +87,7 @@ describe('admin auth, token mode', () => {
     const clock = new FakeClock(T0);
     const limited = createAdminAuth({
       token: TOKEN,
+      sessions: h.store.sessions,
       clock,
       throttle: createLoginThrottle({ maxFailures: 3, windowMs: 60_000, clock }),
     });
@@ -125,9 +110,15 @@ describe('admin auth, token mode', () => {
     expect((await as('198.51.100.1', TOKEN)).statusCode).toBe(200);
   });
 
-  it('refuses a short token at construction without printing it', () => {
-    expect(() => createAdminAuth({ token: 'short-secret' })).toThrow(
+  it('refuses a short token, a token without a session store and a bad maxSessions at construction', () => {
+    expect(() => createAdminAuth({ token: 'short-secret', sessions: h.store.sessions })).toThrow(
       "createAdminAuth: token must be a string of at least 16 characters without whitespace (BREAKWATER_ADMIN_TOKEN), got '12 characters'",
+    );
+    expect(() => createAdminAuth({ token: TOKEN })).toThrow(
+      'createAdminAuth: sessions must be a session store (store.sessions) when a token is set, got undefined',
+    );
+    expect(() => createAdminAuth({ token: TOKEN, sessions: h.store.sessions, maxSessions: 0 })).toThrow(
+      'createAdminAuth: maxSessions must be an integer >= 1, got 0',
     );
     expect(auth.verifyToken(TOKEN)).toBe(true);
     expect(auth.verifyToken(TOKEN.slice(1))).toBe(false);
@@ -161,7 +152,11 @@ describe('admin auth, loopback mode (no token)', () => {
     const realIp = await server.inject({ url: '/admin/x', headers: { 'x-real-ip': '203.0.113.9' } });
     expect([realIp.statusCode, realIp.json().reason]).toEqual([403, 'forwarded']);
     expect(auth.verifyToken('anything-at-all-really')).toBe(false);
-    expect(() => auth.sessionCookie(false)).toThrow(/no token is configured/);
+    // No token, no sessions: nothing to open, nothing to end.
+    const request = { ip: '127.0.0.1', headers: { cookie: `breakwater_admin=${'A'.repeat(43)}` } };
+    await expect(auth.openSession(request as FastifyRequest)).rejects.toThrow(/no token is configured/);
+    expect(await auth.closeSession(request as FastifyRequest)).toBe(false);
+    expect(auth.clearCookie(false)).toBe('breakwater_admin=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict');
   });
 
   it('knows the loopback host names and reads cookies', () => {

@@ -3,10 +3,11 @@
  * page, its JSON API (`/admin/api/…`), `/admin/webhooks…` and `/admin/ai/routes…`.
  *
  * - **Token mode** (`token` set, from `BREAKWATER_ADMIN_TOKEN`): a request needs `Authorization: Bearer
- *   <token>` or the session cookie that `POST /admin/login` sets after checking the token. Both compares are
- *   constant-time. The cookie is `HttpOnly; SameSite=Strict; Path=/` (and `Secure` over HTTPS) and holds no
- *   secret: `<expiresAtMs>.<HMAC-SHA-256 of it keyed by the token>`, so it survives a restart, is accepted by
- *   every instance with the same token, and a new token ends every session.
+ *   <token>` (or `x-api-key: <token>`, as the edge reads credentials; compared in constant time) or the session cookie that `POST /admin/login` sets after checking
+ *   the token. The cookie is `HttpOnly; SameSite=Strict; Path=/` (and `Secure` when the request came over
+ *   TLS, directly or through a trusted proxy) and holds a random session id kept server-side
+ *   (sessions.ts): each cookie request reads its row, `POST /admin/logout` revokes it, so a copied cookie
+ *   stops working at logout; a new token ends every session.
  * - **Loopback mode** (no token): only clients on this machine are answered (403 otherwise), and only when
  *   the `Host` header names this machine too (`localhost`, `127.x.x.x`, `[::1]`): a page from elsewhere that
  *   rebinds its DNS name to 127.0.0.1 is refused. A request carrying any proxy header (`X-Forwarded-For`,
@@ -21,7 +22,7 @@
  * form cannot, and a cross-site `fetch` with it needs a CORS preflight that is never granted). Bearer requests
  * need no such header: the browser never adds a bearer token on its own.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   BreakwaterError,
@@ -37,7 +38,11 @@ import {
   isLoopbackName,
   isSafeMethod,
   parseHost,
+  presentedCredential,
+  viaTls,
 } from '../../http/index.js';
+import type { AdminSessionStore } from '../../store/index.js';
+import { ADMIN_SESSION_DEFAULTS, createAdminSessions, type AdminSessions } from './sessions.js';
 import { createLoginThrottle, type LoginThrottle } from './throttle.js';
 
 /** Options of {@link createAdminAuth}; validated at once (a RangeError names the option). */
@@ -47,8 +52,17 @@ export interface AdminAuthOptions {
    * Unset or empty: loopback mode.
    */
   token?: string;
+  /**
+   * Where the dashboard's sessions are kept (`store.sessions`): required with a `token`, unused without.
+   */
+  sessions?: AdminSessionStore;
   /** How long a login session lasts, ms (default 43 200 000: 12 h). */
   sessionTtlMs?: number;
+  /**
+   * Live sessions at once (default 100, {@link ADMIN_SESSION_DEFAULTS}): a login beyond them revokes the
+   * oldest.
+   */
+  maxSessions?: number;
   /** Counts wrong tokens per client address (default {@link createLoginThrottle} with its defaults). */
   throttle?: LoginThrottle;
   clock?: Clock;
@@ -57,6 +71,7 @@ export interface AdminAuthOptions {
 /** Defaults and names of {@link createAdminAuth}. */
 export const ADMIN_AUTH_DEFAULTS = {
   sessionTtlMs: 12 * 60 * 60_000,
+  maxSessions: ADMIN_SESSION_DEFAULTS.maxSessions,
   cookieName: 'breakwater_admin',
   /** The header the dashboard sets on its state-changing requests (value `1`). */
   csrfHeader: 'x-breakwater-admin',
@@ -71,36 +86,47 @@ export interface AdminAuth {
   /** `token` when a token is configured, else `loopback`. */
   readonly mode: 'token' | 'loopback';
   /**
-   * Checks one request and says how it was let in.
-   * @throws BreakwaterError `unauthorized`: 401 (token mode: no credentials or a wrong token; the reply gets
-   *   `WWW-Authenticate: Bearer` when `reply` is given), 403 (loopback mode: not this machine or proxied; a cross-site
-   *   write; a cookie-authenticated write without `x-breakwater-admin`).
+   * Checks one request and says how it was let in; a session cookie is checked against its stored session
+   * (one store read).
+   * @throws BreakwaterError `unauthorized`: 401 (token mode: no credentials, a wrong token, or a session
+   *   cookie whose session is unknown, revoked or expired, `reason` `session_unknown` / `session_revoked` /
+   *   `session_expired`; the reply gets `WWW-Authenticate: Bearer` when `reply` is given), 403 (loopback
+   *   mode: not this machine or proxied; a cross-site write; a cookie-authenticated write without
+   *   `x-breakwater-admin`); 429 `rate_limited` (`login_throttled`); `upstream_unavailable` (503) when the
+   *   session store failed.
    */
-  check(request: FastifyRequest, reply?: FastifyReply): AdminAccess;
+  check(request: FastifyRequest, reply?: FastifyReply): Promise<AdminAccess>;
   /** {@link check} as a Fastify `onRequest` hook. */
   readonly hook: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   /** True when `candidate` is the token (constant-time); always false in loopback mode. */
   verifyToken(candidate: unknown): boolean;
-  /** A fresh session cookie's `Set-Cookie` value (token mode only). @throws Error in loopback mode. */
-  sessionCookie(secure: boolean): string;
-  /** The `Set-Cookie` value that ends a session. */
+  /**
+   * Opens a session for a login whose token was verified, recording the client's address, and resolves the
+   * `Set-Cookie` value that carries it (`Secure` when `request` came over TLS, directly or through a trusted
+   * proxy).
+   * @throws Error in loopback mode; BreakwaterError `upstream_unavailable` (503) when the store failed.
+   */
+  openSession(request: FastifyRequest): Promise<string>;
+  /**
+   * Revokes the session of the request's cookie; resolves true when a live session ended now, false when
+   * there was none (no cookie, loopback mode, or a session already ended).
+   * @throws BreakwaterError `upstream_unavailable` (503) when the store failed.
+   */
+  closeSession(request: FastifyRequest): Promise<boolean>;
+  /** The `Set-Cookie` value that removes the cookie from the browser. */
   clearCookie(secure: boolean): string;
   /** The throttle of wrong tokens (the login route counts its failures in it too). */
   readonly throttle: LoginThrottle;
 }
 
 /**
- * Creates the admin check.
- * @throws RangeError naming `token` (shorter than 16 characters, or with whitespace) or `sessionTtlMs`.
+ * The admin token option checked: undefined for none (unset or empty).
+ * @throws RangeError naming `token` (not a string, shorter than 16 characters, or with whitespace); the value
+ *   itself is never in the message.
  */
-export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
-  const owner = 'createAdminAuth';
-  const token = options.token === undefined || options.token === '' ? undefined : options.token;
-  if (
-    token !== undefined &&
-    (typeof token !== 'string' || token.length < ADMIN_AUTH_DEFAULTS.minTokenLength || /\s/.test(token))
-  ) {
-    // The value itself never goes into the message.
+export function adminTokenOption(owner: string, token: unknown): string | undefined {
+  if (token === undefined || token === '') return undefined;
+  if (typeof token !== 'string' || token.length < ADMIN_AUTH_DEFAULTS.minTokenLength || /\s/.test(token)) {
     throw invalidOption(
       owner,
       'token',
@@ -108,15 +134,38 @@ export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
       typeof token === 'string' ? `${token.length} characters` : typeof token,
     );
   }
+  return token;
+}
+
+/**
+ * Creates the admin check.
+ * @throws RangeError naming `token` (shorter than 16 characters, or with whitespace), `sessions` (missing
+ *   with a token), `sessionTtlMs` or `maxSessions` (not an integer >= 1).
+ */
+export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
+  const owner = 'createAdminAuth';
+  const token = adminTokenOption(owner, options.token);
   const ttlMs = finite(
     owner,
     'sessionTtlMs',
     options.sessionTtlMs ?? ADMIN_AUTH_DEFAULTS.sessionTtlMs,
     POSITIVE,
   );
+  const maxSessions = options.maxSessions ?? ADMIN_AUTH_DEFAULTS.maxSessions;
+  if (!Number.isSafeInteger(maxSessions) || maxSessions < 1) {
+    throw invalidOption(owner, 'maxSessions', 'an integer >= 1', maxSessions);
+  }
   const clock = clockOption(owner, options.clock);
   const throttle = options.throttle ?? createLoginThrottle({ clock });
   const tokenDigest = token === undefined ? undefined : digest(token);
+  let sessions: AdminSessions | undefined;
+  if (token !== undefined) {
+    const store = options.sessions;
+    if (store === undefined) {
+      throw invalidOption(owner, 'sessions', 'a session store (store.sessions) when a token is set', store);
+    }
+    sessions = createAdminSessions({ store, token, ttlMs, maxSessions, clock });
+  }
 
   const verifyToken = (candidate: unknown): boolean =>
     tokenDigest !== undefined &&
@@ -124,20 +173,10 @@ export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
     // Both sides hashed first: equal lengths for timingSafeEqual, and no length leak.
     timingSafeEqual(digest(candidate), tokenDigest);
 
-  const sign = (expiresAt: number): string =>
-    createHmac('sha256', token!).update(`breakwater-admin-session:${expiresAt}`).digest('base64url');
+  const sessionCookieOf = (request: FastifyRequest): string | undefined =>
+    readCookie(request.headers.cookie, ADMIN_AUTH_DEFAULTS.cookieName);
 
-  const validSession = (value: string | undefined): boolean => {
-    if (token === undefined || value === undefined) return false;
-    const dot = value.indexOf('.');
-    const expiresAt = Number(value.slice(0, dot));
-    if (dot < 1 || !Number.isSafeInteger(expiresAt) || expiresAt <= clock.now()) return false;
-    const given = Buffer.from(value.slice(dot + 1));
-    const expected = Buffer.from(sign(expiresAt));
-    return given.length === expected.length && timingSafeEqual(given, expected);
-  };
-
-  const check = (request: FastifyRequest, reply?: FastifyReply): AdminAccess => {
+  const check = async (request: FastifyRequest, reply?: FastifyReply): Promise<AdminAccess> => {
     // TRACE is safe but never a page's request: treated as a write, as before.
     const write = !isSafeMethod(request.method) || request.method.toUpperCase() === 'TRACE';
     if (write) refuseCrossSite(request);
@@ -163,15 +202,21 @@ export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
       }
       return 'loopback';
     }
-    const authorization = request.headers.authorization;
-    if (authorization !== undefined) {
+    const presented = adminCredential(request);
+    if (presented !== undefined) {
       throttle.refuseIfBlocked(request.ip);
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-      if (match !== null && verifyToken(match[1])) return 'bearer';
+      if (verifyToken(presented)) return 'bearer';
       throttle.recordFailure(request.ip);
       throw unauthorized(reply, 'The admin token is wrong.', 'invalid_token');
     }
-    if (validSession(readCookie(request.headers.cookie, ADMIN_AUTH_DEFAULTS.cookieName))) {
+    const sessionId = sessionCookieOf(request);
+    if (sessions !== undefined && sessionId !== undefined && sessionId !== '') {
+      try {
+        await sessions.verify(sessionId);
+      } catch (error) {
+        if (error instanceof BreakwaterError && error.status === 401) challenge(reply);
+        throw error;
+      }
       if (write && request.headers[ADMIN_AUTH_DEFAULTS.csrfHeader] !== '1') {
         throw forbidden(
           `A change made with the session cookie must carry the header ${ADMIN_AUTH_DEFAULTS.csrfHeader}: 1 (the dashboard sends it).`,
@@ -191,14 +236,19 @@ export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
     mode: token === undefined ? 'loopback' : 'token',
     check,
     hook: async (request, reply) => {
-      check(request, reply);
+      await check(request, reply);
     },
     verifyToken,
-    sessionCookie(secure) {
-      if (token === undefined)
+    async openSession(request) {
+      if (sessions === undefined)
         throw new Error('createAdminAuth: no token is configured, so there are no sessions');
-      const expiresAt = clock.now() + ttlMs;
-      return cookie(`${expiresAt}.${sign(expiresAt)}`, Math.floor(ttlMs / 1000), secure);
+      const opened = await sessions.open(request.ip);
+      return cookie(opened.id, Math.floor(ttlMs / 1000), viaTls(request));
+    },
+    async closeSession(request) {
+      const id = sessionCookieOf(request);
+      if (sessions === undefined || id === undefined || id === '') return false;
+      return sessions.revoke(id);
     },
     clearCookie: (secure) => cookie('', 0, secure),
     throttle,
@@ -251,13 +301,31 @@ export function refuseCrossSite(request: FastifyRequest): void {
   }
 }
 
+/**
+ * The token a request presents as the edge reads every credential (`Authorization: Bearer <token>`, or
+ * `x-api-key: <token>`: http's `presentedCredential`), or undefined; `''`, never the token, for a malformed
+ * one (another scheme, two different values), so that it is refused and counted as a wrong token.
+ */
+function adminCredential(request: FastifyRequest): string | undefined {
+  try {
+    return presentedCredential(request);
+  } catch {
+    return '';
+  }
+}
+
 function forbidden(message: string, reason: string): BreakwaterError {
   return new BreakwaterError('unauthorized', { status: 403, message, details: { reason } });
 }
 
 function unauthorized(reply: FastifyReply | undefined, message: string, reason: string): BreakwaterError {
-  void reply?.header('www-authenticate', 'Bearer realm="breakwater-admin"');
+  challenge(reply);
   return new BreakwaterError('unauthorized', { status: 401, message, details: { reason } });
+}
+
+/** The challenge of every admin 401 (RFC 9110, section 11.6.1). */
+function challenge(reply: FastifyReply | undefined): void {
+  void reply?.header('www-authenticate', 'Bearer realm="breakwater-admin"');
 }
 
 /**

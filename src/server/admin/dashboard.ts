@@ -6,7 +6,7 @@ import { clockOption, type Clock, type Disposable } from '../../core/index.js';
 import type { ApiKeys } from '../../http/keys/index.js';
 import type { Jobs } from '../../jobs/index.js';
 import type { CircuitBreakerPolicy, CircuitStateChange } from '../../policy/index.js';
-import type { OperationStore } from '../../store/index.js';
+import type { OperationStore, Pruner } from '../../store/index.js';
 import type { Upstream } from '../../upstream/index.js';
 import type { ServerRoutes, ServerStore } from '../options.js';
 import type { AdminAuth } from './auth.js';
@@ -49,6 +49,8 @@ export interface DashboardOptions {
   reconcileWaitMs?: number;
   /** The gateway's API keys, managed at `/admin/api/keys…` (default: no such routes). */
   keys?: ApiKeys;
+  /** The gateway's pruner: the overview shows the store's size and the last prune (default: not shown). */
+  storeSize?: Pick<Pruner, 'size' | 'lastReport'>;
   clock?: Clock;
 }
 
@@ -117,6 +119,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     webhooks,
     spend: options.ai?.spend === undefined ? undefined : { ...options.ai.spend, clock },
     publicUrl: options.publicUrl,
+    storeSize: options.storeSize,
     series,
     files: new WebFiles(options.webRoot),
     clock,

@@ -4,6 +4,7 @@
  */
 export {
   ADMIN_AUTH_DEFAULTS,
+  adminTokenOption,
   createAdminAuth,
   isLoopbackAddress,
   isLoopbackHost,
@@ -21,6 +22,8 @@ export {
   type ReconcileResult,
 } from './actions.js';
 export { createDashboard, type Dashboard, type DashboardOptions } from './dashboard.js';
+export { endedAdminSession } from './routes.js';
+export { ADMIN_SESSION_DEFAULTS, type SessionRefusal } from './sessions.js';
 export {
   OVERVIEW_LIMITS,
   type AdminWebhooks,

@@ -6,7 +6,8 @@
 import type { Clock, Disposable } from '../../core/index.js';
 import type { Jobs } from '../../jobs/index.js';
 import type { BulkheadState } from '../../policy/index.js';
-import type { JobStatus, OperationStore } from '../../store/index.js';
+import type { JobStatus, OperationStore, Pruner } from '../../store/index.js';
+import { STORE_KIND_LABELS } from '../metrics/index.js';
 import type { WebhookReceipt, WebhookRejection } from '../../webhooks/index.js';
 import type { ServerStore } from '../options.js';
 import { lastProgress, toJobView, type JobView } from '../views.js';
@@ -49,8 +50,21 @@ export interface OverviewSources {
   bulkheads: () => readonly BulkheadState[];
   webhooks: WebhookCounts | undefined;
   spend: AdminSpendSource | undefined;
+  /** The gateway's pruner: the store's size as last measured, and its last prune. */
+  storeSize?: Pick<Pruner, 'size' | 'lastReport'>;
   publicUrl: string | undefined;
   clock: Clock;
+}
+
+/** The store's size as the pruner last measured it, and what its last prune removed (kinds in snake_case). */
+export interface StoreSizeView {
+  measured_at: string;
+  /** Rows per kind: jobs, job_events, webhook_inbox, stream_events, idempotency, operations, audit. */
+  rows: Record<string, number>;
+  /** Bytes on disk (SQLite: the file and its log; PostgreSQL: the tables with their indexes). */
+  bytes: number;
+  /** Null before the first prune of this process. */
+  last_prune: { at: string; removed: Record<string, number>; complete: boolean } | null;
 }
 
 /** A queue: one job type's pending and running jobs. */
@@ -99,6 +113,8 @@ export interface OverviewView {
   webhooks: { sources: WebhookSourceView[] } | null;
   /** Null when the app runs no AI gateway. */
   spend: { rules: SpendRuleView[] } | null;
+  /** Null until the store's size was first measured (or without a pruner). */
+  store: StoreSizeView | null;
 }
 
 /** Counts of the webhook ingress's answers per source, since this process started. */
@@ -158,15 +174,16 @@ export async function readOverview(
     else queue.in_progress++;
     queues.set(job.type, queue);
   }
+  const now = sources.clock.now();
   const recentViews = await Promise.all(
     recent.map(async (job) =>
       job.status === 'pending' || job.status === 'in_progress'
-        ? toJobView(job, publicUrl, await lastProgress(sources.store, job.id))
-        : toJobView(job, publicUrl),
+        ? toJobView(job, now, publicUrl, await lastProgress(sources.store, job.id))
+        : toJobView(job, now, publicUrl),
     ),
   );
   return {
-    generated_at: iso(sources.clock.now()),
+    generated_at: iso(now),
     admin,
     breakers: sources.breakers().map(toBreakerView),
     bulkheads: sources.bulkheads().map(toBulkheadView),
@@ -179,9 +196,32 @@ export async function readOverview(
       queues_complete: active.length < OVERVIEW_LIMITS.activeJobs,
       recent: recentViews,
     },
-    dead_letters: failed.map((job) => toJobView(job, publicUrl)),
+    dead_letters: failed.map((job) => toJobView(job, now, publicUrl)),
     operations: operations.map(toOperationView),
     webhooks: webhooks === undefined ? null : { sources: webhooks },
     spend: spend === undefined ? null : { rules: spend },
+    store: storeSizeView(sources.storeSize),
+  };
+}
+
+/** Keys of `counts` under their snake_case label (`jobEvents` → `job_events`). */
+function byLabel(counts: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(counts).map(([kind, n]) => [STORE_KIND_LABELS[kind as keyof typeof STORE_KIND_LABELS], n]),
+  );
+}
+
+function storeSizeView(pruner: OverviewSources['storeSize']): StoreSizeView | null {
+  const size = pruner?.size;
+  if (size === undefined) return null;
+  const last = pruner?.lastReport;
+  return {
+    measured_at: iso(size.measuredAt),
+    rows: byLabel(size.rows),
+    bytes: size.bytes,
+    last_prune:
+      last === undefined
+        ? null
+        : { at: iso(last.now), removed: byLabel(last.removed), complete: last.complete },
   };
 }

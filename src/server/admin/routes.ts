@@ -6,7 +6,7 @@
  * | `GET /`                                       | the dashboard page (token mode, no session: 303 to login) |
  * | `GET /dashboard/:file`                        | its script and style files (public: no data in them)     |
  * | `GET /admin/login`, `POST /admin/login`       | the login form; `{ token }` (JSON or form) → the cookie  |
- * | `POST /admin/logout`                          | 204, the cookie cleared                                  |
+ * | `POST /admin/logout`                          | 204: the cookie's session revoked, the cookie cleared    |
  * | `GET /admin/api/overview`                     | {@link OverviewView}                                      |
  * | `GET /admin/api/series`                       | {@link SeriesView}                                        |
  * | `POST /admin/api/breakers/:name/isolate`      | the breaker, `isolated`                                  |
@@ -68,6 +68,17 @@ interface ListQuery {
 /** How each request in flight was let in (the overview tells the page). */
 const accessOf = new WeakMap<FastifyRequest, AdminAccess>();
 
+/** The `POST /admin/logout` requests that revoked a live session. */
+const endedSessions = new WeakSet<FastifyRequest>();
+
+/**
+ * True when `request` was a `POST /admin/logout` that revoked a live session (what the audit records as
+ * `admin.logout`; a logout without one changed nothing).
+ */
+export function endedAdminSession(request: FastifyRequest): boolean {
+  return endedSessions.has(request);
+}
+
 /**
  * Headers of every dashboard and admin answer: no framing by another page (clickjacking: CSP
  * `frame-ancestors 'none'`, and `X-Frame-Options` for older browsers), no content sniffing, no referrer.
@@ -113,7 +124,7 @@ async function publicRoutes(app: FastifyInstance, options: AdminRoutesOptions): 
 
   app.get('/', async (request, reply) => {
     try {
-      auth.check(request);
+      await auth.check(request);
     } catch (error) {
       // A browser without a session is sent to the login form; anything else (403) is answered as it is.
       if (isBreakwaterError(error) && error.status === 401) return reply.redirect('/admin/login', 303);
@@ -148,7 +159,7 @@ async function publicRoutes(app: FastifyInstance, options: AdminRoutesOptions): 
         details: { reason: 'invalid_token' },
       });
     }
-    void reply.header('set-cookie', auth.sessionCookie(viaTls(request)));
+    void reply.header('set-cookie', await auth.openSession(request));
     void reply.header('cache-control', 'no-store');
     // A plain form post (no script) lands on the dashboard; the page's own fetch gets JSON.
     if (request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') === true) {
@@ -157,8 +168,11 @@ async function publicRoutes(app: FastifyInstance, options: AdminRoutesOptions): 
     return { ok: true };
   });
 
+  // No credential needed: it can only end the session of the cookie it carries (the cookie is the
+  // credential), and a cross-site request is refused, so no other page can log the admin out.
   app.post('/admin/logout', async (request, reply) => {
     refuseCrossSite(request);
+    if (await auth.closeSession(request)) endedSessions.add(request);
     return reply
       .code(204)
       .header('set-cookie', auth.clearCookie(viaTls(request)))
@@ -176,7 +190,7 @@ async function apiRoutes(app: FastifyInstance, options: AdminRoutesOptions): Pro
     done(null, undefined),
   );
   app.addHook('onRequest', async (request, reply) => {
-    accessOf.set(request, auth.check(request, reply));
+    accessOf.set(request, await auth.check(request, reply));
   });
   app.addHook('onSend', async (_request, reply) => {
     void reply.header('cache-control', 'no-store');
@@ -236,7 +250,7 @@ async function apiRoutes(app: FastifyInstance, options: AdminRoutesOptions): Pro
         limit,
       });
       return {
-        jobs: found.map((job) => toJobView(job, publicUrl)),
+        jobs: found.map((job) => toJobView(job, options.clock.now(), publicUrl)),
         next_before_id: found.length === limit ? (found.at(-1)?.id ?? null) : null,
       };
     },
@@ -245,7 +259,8 @@ async function apiRoutes(app: FastifyInstance, options: AdminRoutesOptions): Pro
   app.post<{ Params: { id: string } }>(
     '/admin/api/jobs/:id/retry',
     { schema: { params: JOB_ID_PARAMS } },
-    async (request) => toJobView(await retryDeadLetter(jobs, request.params.id), publicUrl),
+    async (request) =>
+      toJobView(await retryDeadLetter(jobs, request.params.id), options.clock.now(), publicUrl),
   );
 
   app.get<{ Querystring: ListQuery & { state?: OperationState[]; action?: string } }>(

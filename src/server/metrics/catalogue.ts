@@ -194,6 +194,24 @@ export const METRIC_FAMILIES = {
     labels: ['route', 'step', 'provider', 'model'],
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
   },
+  storeRows: {
+    name: 'store_rows',
+    type: 'gauge',
+    help: 'Rows in the store per kind (jobs, job_events, webhook_inbox, stream_events, idempotency, operations, audit), as last measured by the pruner.',
+    labels: ['kind'],
+  },
+  storeSize: {
+    name: 'store_size_bytes',
+    type: 'gauge',
+    help: 'Bytes the store takes on disk (SQLite: the file and its log; PostgreSQL: its tables with indexes), as last measured.',
+    labels: [],
+  },
+  storePruned: {
+    name: 'store_pruned_rows_total',
+    type: 'counter',
+    help: 'Rows removed by the retention prunes of this process, per kind.',
+    labels: ['kind'],
+  },
   collectErrors: {
     name: 'metrics_collect_errors_total',
     type: 'counter',

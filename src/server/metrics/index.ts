@@ -12,4 +12,5 @@ export {
 export { METRIC_FAMILIES, UNKNOWN_SOURCE, type MetricFamily } from './catalogue.js';
 export type { ObservedUpstream } from './upstream.js';
 export type { JobStatsSource, ObservedJobs } from './jobs.js';
+export { STORE_KIND_LABELS, type ObservedStore } from './store.js';
 export type { ObservedAi, ObservedLedger, ObservedRateLimit, ObservedWebhooks } from './observers.js';

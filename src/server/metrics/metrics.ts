@@ -20,6 +20,7 @@ import {
   type ObservedRateLimit,
   type ObservedWebhooks,
 } from './observers.js';
+import { StoreMetrics, type ObservedStore } from './store.js';
 import { UpstreamMetrics, type ObservedUpstream } from './upstream.js';
 
 /** Options of {@link createMetrics}; validated at once (a RangeError names the option). */
@@ -65,6 +66,11 @@ export interface Metrics {
   observeOperations(ledger: ObservedLedger): Disposable;
   /** AI gateway requests, tokens, cost and time per route step (from its one line per request). */
   observeAi(ai: ObservedAi): Disposable;
+  /**
+   * The store's rows per kind and bytes on disk, as the pruner last measured them (read at scrape from the
+   * pruner, never from the store), and the rows its prunes removed. @throws Error while another is observed.
+   */
+  observeStore(pruner: ObservedStore): Disposable;
   /** The exposition text, gauges collected now. Never waits longer than `collectTimeoutMs` for a store. */
   scrape(): Promise<string>;
   /** Mounts `GET /metrics`: pass it to `createServer({ routes })` (see {@link metricsRoutes}). */
@@ -111,12 +117,15 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     jobs: () => jobs.collectByStatus(),
     jobQueueDepth: () => jobs.collectQueueDepth(),
     jobOldestPendingAge: () => jobs.collectOldestAge(),
+    storeRows: () => store.collectRows(),
+    storeSize: () => store.collectBytes(),
     // Registered last: waits for this scrape's bounded reads, so their errors show in this scrape.
     collectErrors: () => collections.settled(),
   });
   const collections = new BoundedCollections(clock, timeoutMs, m.collectErrors);
   const upstreams = new UpstreamMetrics(m);
   const jobs = new JobMetrics(m, collections);
+  const store = new StoreMetrics(m);
 
   const metrics: Metrics = {
     registry,
@@ -127,6 +136,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     observeWebhooks: (ingress) => observeWebhooks(m, ingress),
     observeOperations: (ledger) => observeOperations(m, ledger),
     observeAi: (ai) => observeAi(m, ai),
+    observeStore: (pruner) => store.observe(pruner),
     scrape: () => registry.metrics(),
     routes: (app) => metricsRoutes(metrics)(app),
   };

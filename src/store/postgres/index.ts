@@ -21,6 +21,7 @@ import type {
   NewJob,
   StoreNotification,
 } from '../jobs.js';
+import type { RetentionStore } from '../retention.js';
 import type { Store, StoreFacets } from '../store.js';
 import type { StreamEventStore, StreamEventsPage } from '../stream-events.js';
 import type { InboxDelivery, InboxFilter, InboxJob, InboxRecord, WebhookInboxStore } from '../webhooks.js';
@@ -38,6 +39,7 @@ import { PostgresApiKeyStore } from './keys.js';
 import { NotificationListener } from './listener.js';
 import { migrate } from './migrate.js';
 import { PostgresOperationStore } from './operations.js';
+import { createPostgresRetention } from './retention.js';
 import { PostgresRouteStore } from './routes.js';
 import { PgRunner } from './runner.js';
 import { PostgresAdminSessionStore } from './sessions.js';
@@ -156,6 +158,7 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
   readonly routes: PostgresRouteStore;
   readonly keys: PostgresApiKeyStore;
   readonly sessions: PostgresAdminSessionStore;
+  readonly retention: RetentionStore;
   /** Watches of this store not yet unwatched, `[jobId, watcher]`. */
   private readonly watches = new Set<readonly [string, string]>();
 
@@ -175,6 +178,7 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
     this.routes = new PostgresRouteStore(runner);
     this.keys = new PostgresApiKeyStore(runner);
     this.sessions = new PostgresAdminSessionStore(runner);
+    this.retention = createPostgresRetention(runner);
   }
 
   enqueue(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {

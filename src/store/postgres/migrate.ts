@@ -525,6 +525,20 @@ export const MIGRATIONS: readonly Migration[] = [
     // previous release still claiming during a rolling upgrade.
     sql: (s) => claimJobsWithExclude(s),
   },
+  {
+    version: 12,
+    name: 'retention: finished jobs, settled operations, deliveries by job',
+    sql: (s) => `
+      -- store.retention.prune walks finished jobs of one status oldest first, and settled operations oldest
+      -- first (retention.ts). finished_at is set when a job ends and cleared when a dead letter is retried,
+      -- so only finished jobs are indexed: pending and running ones cost no entry. settled_at is set once.
+      CREATE INDEX jobs_finished ON ${s}.jobs (status, finished_at) WHERE finished_at IS NOT NULL;
+      CREATE INDEX operations_settled ON ${s}.operations (settled_at) WHERE settled_at IS NOT NULL;
+      -- The child side of webhook_inbox's foreign key: deleting a job checks that no delivery points at it,
+      -- and the prune looks up a job's delivery; without it, both read the whole inbox for every job.
+      CREATE INDEX webhook_inbox_job ON ${s}.webhook_inbox (job_id);
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

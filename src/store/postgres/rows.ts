@@ -80,8 +80,3 @@ export function toEvent(row: EventRow): JobEvent {
     payload: row.payload,
   };
 }
-
-/** A {@link JobError} with exactly its three fields: an Error instance would lose `message` in JSON. */
-export function plainError(error: JobError): JobError {
-  return { code: error.code, message: error.message, kind: error.kind };
-}

@@ -136,9 +136,15 @@ export class PostgresAdminSessionStore implements AdminSessionStore {
   prune(now: number, limit?: number): Promise<number> {
     return this.runner.run(async () => {
       const [at, most] = pruneArgs('sessions.prune', 'now', now, limit);
+      // Ended sessions, earliest ended first (LEAST skips a NULL revoked_at). The revoked ones are found by
+      // a scan (only unrevoked rows are indexed by principal): the table holds at most each principal's live
+      // bound plus what ended since the previous prune, which the admin check runs at every login.
       const result = await this.runner.pool.query(
         `DELETE FROM ${this.sessions} WHERE id_hash IN (
-           SELECT id_hash FROM ${this.sessions} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2)`,
+           SELECT id_hash FROM ${this.sessions}
+            WHERE expires_at <= $1 OR revoked_at <= $1
+            ORDER BY LEAST(expires_at, revoked_at), id_hash
+            LIMIT $2)`,
         [at, most],
       );
       return result.rowCount ?? 0;

@@ -1,6 +1,6 @@
-import type { JobError, JobEvent, LeaseRef } from '../jobs.js';
+import { storedJobError, type JobError, type JobEvent, type LeaseRef } from '../jobs.js';
 import { json, ms, type Db, query } from './db.js';
-import { plainError, toEvent, type EventRow } from './rows.js';
+import { toEvent, type EventRow } from './rows.js';
 
 /**
  * The ends of a run: complete, fail (retry or dead letter), finish canceled, release. Each is one statement
@@ -73,7 +73,7 @@ export async function fail(
             END
      FROM settled
      RETURNING *`,
-    [lease.id, lease.token, now, json(plainError(error)), retryAt === undefined ? null : ms(retryAt)],
+    [lease.id, lease.token, now, json(storedJobError(error)), retryAt === undefined ? null : ms(retryAt)],
   );
   const row = inserted.rows[0];
   return row === undefined ? undefined : toEvent(row);

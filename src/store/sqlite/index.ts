@@ -25,6 +25,7 @@ import type {
   NewJob,
   StoreNotification,
 } from '../jobs.js';
+import type { RetentionStore } from '../retention.js';
 import type { Store, StoreFacets } from '../store.js';
 import type { StreamEventStore, StreamEventsPage } from '../stream-events.js';
 import {
@@ -51,6 +52,7 @@ import { SqliteApiKeyStore } from './keys.js';
 import { migrate } from './migrate.js';
 import { SqliteOperationStore } from './operations.js';
 import { prepareNotifySuccessor } from './ordering.js';
+import { createSqliteRetention } from './retention.js';
 import { SqliteRouteStore } from './routes.js';
 import { SqliteRunner } from './runner.js';
 import { SqliteAdminSessionStore } from './sessions.js';
@@ -202,6 +204,7 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   readonly routes: SqliteRouteStore;
   readonly keys: SqliteApiKeyStore;
   readonly sessions: SqliteAdminSessionStore;
+  readonly retention: RetentionStore;
 
   private readonly ctx: SqliteContext;
   /** Runs every operation, the facets' too: the group commit, program order, the closed flag. */
@@ -273,6 +276,7 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
     this.routes = new SqliteRouteStore(this.runner);
     this.keys = new SqliteApiKeyStore(this.runner);
     this.sessions = new SqliteAdminSessionStore(this.runner);
+    this.retention = createSqliteRetention(this.runner);
     this.watch = watchMs > 0 ? this.watchOtherConnections(watchMs) : undefined;
     const appendEvent = prepareAppendEvent(ctx);
     const insertEvent = prepareInsert(ctx);

@@ -410,6 +410,18 @@ CREATE INDEX admin_sessions_principal ON admin_sessions (principal_id, created_a
 CREATE INDEX admin_sessions_expires_at ON admin_sessions (expires_at);
 `,
   },
+  {
+    version: 11,
+    name: 'retention: finished jobs and settled operations by age',
+    sql: `
+-- store.retention.prune walks finished jobs of one status oldest first, and settled operations oldest first
+-- (retention.ts). finished_at is set when a job ends and cleared when a dead letter is retried, so only
+-- finished jobs are indexed: the queue's hot rows cost no entry, and a finishing job one insert. settled_at
+-- is set once, when an operation settles, and never changes after.
+CREATE INDEX jobs_finished ON jobs (status, finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX operations_settled ON operations (settled_at) WHERE settled_at IS NOT NULL;
+`,
+  },
 ];
 
 /**

@@ -77,9 +77,15 @@ export class SqliteAdminSessionStore implements AdminSessionStore {
       `UPDATE admin_sessions SET revoked_at = @at
         WHERE principal_id = @principalId AND revoked_at IS NULL AND expires_at > @at`,
     );
+    // Ended sessions, earliest ended first. The revoked ones are found by a scan (only unrevoked rows are
+    // indexed by principal): the table holds at most each principal's live bound plus what ended since the
+    // previous prune, which the admin check runs at every login.
     const prune = db.prepare<[{ now: number; limit: number }]>(
       `DELETE FROM admin_sessions WHERE id_hash IN (
-         SELECT id_hash FROM admin_sessions WHERE expires_at <= @now ORDER BY expires_at LIMIT @limit)`,
+         SELECT id_hash FROM admin_sessions
+          WHERE expires_at <= @now OR revoked_at <= @now
+          ORDER BY MIN(expires_at, COALESCE(revoked_at, expires_at)), id_hash
+          LIMIT @limit)`,
     );
     this.getStmt = (idHash) => get.get(idHash);
     this.revokeTx = db.transaction((idHash: string, at: number) => {

@@ -1,4 +1,4 @@
-import type { JobError, JobEvent, LeaseRef } from '../jobs.js';
+import { storedJobError, type JobError, type JobEvent, type LeaseRef } from '../jobs.js';
 import { notifyAvailable, type SqliteContext } from './context.js';
 import type { AppendEvent, InsertEvent } from './events.js';
 import type { NotifySuccessor } from './ordering.js';
@@ -103,7 +103,8 @@ export function prepareFail(
   );
   return (lease: LeaseRef, error: JobError, retryAt?: number) => {
     // Every serialization before the first write (batch.ts); the events embed the column's text.
-    const errorJson = toJson(error);
+    const stored = storedJobError(error);
+    const errorJson = toJson(stored);
     const errorText = errorJson ?? 'null';
     const job = leased.get(lease.id, lease.token);
     if (job === undefined) return undefined;
@@ -120,7 +121,7 @@ export function prepareFail(
       return appendEvent(
         lease.id,
         'job.retrying',
-        { error, nextAttempt: attempts + 1, runAt: retryAt },
+        { error: stored, nextAttempt: attempts + 1, runAt: retryAt },
         now,
         `{"error":${errorText},"nextAttempt":${attempts + 1},"runAt":${JSON.stringify(retryAt)}}`,
       );
@@ -130,7 +131,7 @@ export function prepareFail(
     return appendEvent(
       lease.id,
       'job.failed',
-      { error, attempts },
+      { error: stored, attempts },
       now,
       `{"error":${errorText},"attempts":${attempts}}`,
     );

@@ -1,16 +1,17 @@
 /**
- * The server's checks of request input that every route gets, before its handler runs:
+ * The edge's checks of request input that every route gets, before its handler runs:
  * - the `application/json` body parser: Fastify's own (`secure-json-parse`, refusing `__proto__` and
  *   `constructor.prototype` keys), then a depth check, so that no route, nor anything a route hands the body to
  *   (a serializer, a fingerprint, a schema validator, the MCP SDK), walks a body nested deeper than
  *   `MAX_JSON_DEPTH`. `JSON.parse` itself is iterative; most walkers after it recurse and overflow the stack
  *   past a few thousand levels;
- * - repeated query parameters: a route whose querystring schema expects one value of a parameter gets a 400
- *   naming it when the parameter is repeated, rather than a schema message about types (or, without a
- *   schema, a 500 from whatever reads the array).
+ * - repeated query parameters: a parameter given more than once is refused with a 400 naming it unless the
+ *   route's querystring schema says it takes several values (typed `array`), rather than a schema message
+ *   about types, a parameter the route ignores passing as an array, or (without a schema) a 500 from
+ *   whatever reads the array.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { checkSingleValued, jsonDepthExceeds, singleValuedParameters, tooDeep } from '../core/index.js';
+import { jsonDepthExceeds, refuseRepeated, repeatableParameters, tooDeep } from '../core/index.js';
 
 /**
  * Replaces the JSON parser of `app` (and of the plugins registered in it after this call that keep it): a
@@ -29,11 +30,13 @@ export function installJsonBodyParser(app: FastifyInstance): void {
 }
 
 /**
- * A `preValidation` hook: refuses a request that repeats a query parameter its route's querystring schema
- * expects once (every property not typed `array`).
+ * A `preValidation` hook (`createServer` adds it to every route; a capability mounted on any Fastify app
+ * may add it to its own): refuses a request that repeats a query parameter its route does not take several
+ * values of. Which those are is read from the route's querystring schema (`repeatableParameters`: properties
+ * typed `array`, or untyped); a parameter the schema does not declare, and any parameter of a route without
+ * a querystring schema, takes one value.
  * @throws BreakwaterError `invalid_payload` (400), `details { reason: 'repeated_parameter', parameter }`.
  */
 export async function refuseRepeatedQuery(request: FastifyRequest): Promise<void> {
-  const schema = request.routeOptions.schema?.querystring;
-  if (schema !== undefined) checkSingleValued(request.query, singleValuedParameters(schema));
+  refuseRepeated(request.query, repeatableParameters(request.routeOptions.schema?.querystring));
 }

@@ -1,0 +1,3 @@
+import { adminSessionsContract, sqliteSessionBackend } from './sessions-contract.js';
+
+adminSessionsContract('sqlite', sqliteSessionBackend());
