@@ -8,6 +8,7 @@ export {
   isBreakwaterError,
   isErrorCode,
   sentenceFor,
+  withRetryHint,
   type BreakwaterErrorOptions,
   type ErrorCode,
   type ErrorKind,

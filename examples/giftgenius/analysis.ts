@@ -15,7 +15,7 @@ import {
   exponentialBackoff,
   isBreakwaterError,
   sleep,
-  withWait,
+  withRetryHint,
   type Clock,
   type DefineJobOptions,
   type Jobs,
@@ -93,7 +93,7 @@ export function withBreakerWait(error: unknown, gift: Upstream): unknown {
   const openMs = breaker?.state === 'open' ? (breaker.retryAfterMs ?? 0) : 0;
   if (!isBreakwaterError(error) || !error.retryable || openMs <= (error.retryAfterMs ?? 0)) return error;
   return new BreakwaterError(error.code, {
-    message: withWait(error.message, openMs),
+    message: withRetryHint(error.message, openMs),
     kind: error.kind,
     status: error.status,
     retryAfterMs: openMs,

@@ -297,6 +297,21 @@ export function sentenceFor(code: ErrorCode, retryAfterMs?: number): string {
   return `${base.slice(0, -1)}; ${hint}.`;
 }
 
+/**
+ * `sentence` with its vague "try again shortly" said as "try again in about N seconds" (or minutes), worded and
+ * rounded as {@link sentenceFor} does, when `retryAfterMs` (ms) is a finite number > 0. Any other sentence,
+ * and any sentence when no wait is known (`undefined`, `null`, 0, NaN), is returned unchanged. For sentences
+ * that are not a code's own: a dependency's (upstream/) or a stored job error's (jobs/).
+ */
+export function withRetryHint(sentence: string, retryAfterMs: number | null | undefined): string {
+  if (typeof retryAfterMs !== 'number' || !Number.isFinite(retryAfterMs) || retryAfterMs <= 0)
+    return sentence;
+  if (!sentence.includes(SHORTLY)) return sentence;
+  return sentence.replace(SHORTLY, `try again in about ${humanDuration(retryAfterMs)}`);
+}
+
+const SHORTLY = 'try again shortly';
+
 function humanDuration(ms: number): string {
   const seconds = Math.max(1, Math.ceil(ms / 1000));
   if (seconds < 90) return seconds === 1 ? '1 second' : `${seconds} seconds`;

@@ -7,6 +7,7 @@ export {
   isRequestTimeout,
   requestNotReceived,
   sentenceFor,
+  withRetryHint,
   type BreakwaterErrorOptions,
   type ErrorCode,
   type ErrorKind,

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { BreakwaterError } from '../core/index.js';
-import { jobErrorMessage, retryAfterMsOf, withWait } from './error-view.js';
+import { withRetryHint } from '../core/index.js';
+import { jobErrorMessage, retryAfterMsOf } from './error-view.js';
 import { fixedBackoff, flush, harness, type Harness } from './test-support.js';
 
 /**
@@ -283,7 +284,7 @@ describe('what is left of a stored wait', () => {
     );
     expect(jobErrorMessage(error, NOW + 29_841)).toBe(error.message);
     expect(jobErrorMessage({ message: error.message }, NOW)).toBe(error.message);
-    expect(withWait('Check the order first.', 5_000)).toBe('Check the order first.');
-    expect(withWait('Busy; try again shortly.', 150_000)).toBe('Busy; try again in about 3 minutes.');
+    expect(withRetryHint('Check the order first.', 5_000)).toBe('Check the order first.');
+    expect(withRetryHint('Busy; try again shortly.', 150_000)).toBe('Busy; try again in about 3 minutes.');
   });
 });

@@ -3,7 +3,7 @@
  * carried, and the message with that wait. Shared by every reader (`GET /jobs/:id`, the SSE `job.failed` and
  * `job.retrying` events, MCP `get_job_status` and `tasks/result`), so they all say the same.
  */
-import { sentenceFor } from '../core/index.js';
+import { withRetryHint } from '../core/index.js';
 import type { JobError } from '../store/index.js';
 
 /**
@@ -27,15 +27,5 @@ export function retryAfterMsOf(
  * was known, or the message has no "try again shortly" to replace, the stored message is returned as it is.
  */
 export function jobErrorMessage(error: Pick<JobError, 'message' | 'retryAt'>, now: number): string {
-  return withWait(error.message, retryAfterMsOf(error, now));
+  return withRetryHint(error.message, retryAfterMsOf(error, now));
 }
-
-/** `message` with "try again shortly" said as "try again in about N seconds" when `waitMs` > 0. */
-export function withWait(message: string, waitMs: number | null): string {
-  if (waitMs === null || waitMs <= 0 || !message.includes(SHORTLY)) return message;
-  // The wording of core's sentences: `sentenceFor` puts "try again in about N seconds" in a vague sentence.
-  const hint = /try again in about [^.;]+/.exec(sentenceFor('overloaded', waitMs));
-  return hint === null ? message : message.replace(SHORTLY, hint[0]);
-}
-
-const SHORTLY = 'try again shortly';

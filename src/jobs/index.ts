@@ -20,4 +20,4 @@ export { PROGRESS_MIN_DELTA, type ProgressPayload } from './progress.js';
 export { MAX_IDEMPOTENCY_KEY_LENGTH, MAX_ORDERING_KEY_LENGTH } from './validate.js';
 export { jobPaths } from './paths.js';
 export { callerPrincipal, listOwner, jobVisibleTo } from './access.js';
-export { jobErrorMessage, retryAfterMsOf, withWait } from './error-view.js';
+export { jobErrorMessage, retryAfterMsOf } from './error-view.js';

@@ -4,7 +4,7 @@ import {
   invalidOption,
   isBreakwaterError,
   optionalObject,
-  sentenceFor,
+  withRetryHint,
   type Classification,
   type Clock,
   type ErrorCode,
@@ -196,7 +196,7 @@ export class DependencyErrors {
     if (category === 'error') {
       message = answered ? withUpstreamDetail(text.sentence, details['upstream_body']) : this.unusable;
     } else {
-      message = category === 'unknown' ? text.sentence : withHint(text.sentence, retryAfterMs);
+      message = category === 'unknown' ? text.sentence : withRetryHint(text.sentence, retryAfterMs);
     }
     const options = {
       message,
@@ -277,15 +277,4 @@ export function withUpstreamDetail(sentence: string, body: unknown): string {
   if (text === '' || text.length > MAX_QUOTED_DETAIL || /[\r\n]/.test(text)) return sentence;
   const base = sentence.replace(/[.\s]+$/, '');
   return `${base}: ${/[.!?]$/.test(text) ? text : `${text}.`}`;
-}
-
-/**
- * "try again shortly" becomes "try again in about 20 seconds" when the wait is known. The wording is taken
- * from core's `sentenceFor`, so every sentence Breakwater says rounds and phrases durations the same way.
- */
-export function withHint(sentence: string, retryAfterMs: number | undefined): string {
-  if (retryAfterMs === undefined || !(retryAfterMs > 0) || !Number.isFinite(retryAfterMs)) return sentence;
-  if (!sentence.includes('try again shortly')) return sentence;
-  const hint = /try again in about [^.;]+/.exec(sentenceFor('overloaded', retryAfterMs));
-  return hint === null ? sentence : sentence.replace('try again shortly', hint[0]);
 }
