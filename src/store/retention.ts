@@ -36,6 +36,17 @@ export type PruneKind = (typeof PRUNE_KINDS)[number];
 export const SIZE_KINDS = [...PRUNE_KINDS, 'audit'] as const;
 export type SizeKind = (typeof SIZE_KINDS)[number];
 
+/** The table each {@link SizeKind} counts, by kind (the same names on both backends; PostgreSQL's in the store's schema). */
+export const SIZE_TABLES: Readonly<Record<SizeKind, string>> = {
+  jobs: 'jobs',
+  jobEvents: 'job_events',
+  webhookInbox: 'webhook_inbox',
+  streamEvents: 'stream_events',
+  idempotency: 'idempotency_records',
+  operations: 'operations',
+  audit: 'audit_log',
+};
+
 /**
  * How long finished state is kept, in whole ms after it finished (`Infinity`: never removed). Idempotency records
  * have no entry: they are removed at their own expiry (`expiresAt`, set from the `ttlMs` of whoever made

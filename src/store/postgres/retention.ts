@@ -1,5 +1,6 @@
 import {
   SIZE_KINDS,
+  SIZE_TABLES,
   createRetention,
   type JobsBatch,
   type RetentionBackend,
@@ -8,17 +9,6 @@ import {
 } from '../retention.js';
 import { ms, query, withTransaction } from './db.js';
 import type { PgRunner } from './runner.js';
-
-/** The tables {@link SIZE_KINDS} count, by kind. */
-const SIZE_TABLES: Record<SizeKind, string> = {
-  jobs: 'jobs',
-  jobEvents: 'job_events',
-  webhookInbox: 'webhook_inbox',
-  streamEvents: 'stream_events',
-  idempotency: 'idempotency_records',
-  operations: 'operations',
-  audit: 'audit_log',
-};
 
 /** A count as node-postgres returns it with the store's types (BIGINT as a number). */
 type Count = { n: number };

@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import {
   SIZE_KINDS,
+  SIZE_TABLES,
   createRetention,
   type FinishedStatus,
   type JobsBatch,
@@ -25,17 +26,6 @@ const JOBS_WALK = `FROM jobs j INDEXED BY jobs_finished
    AND (w.id IS NULL OR j.finished_at < @inboxCutoff)`;
 
 type JobsWalkArgs = { status: FinishedStatus; from: number; cutoff: number; inboxCutoff: number };
-
-/** The tables {@link SIZE_KINDS} count, by kind. */
-const SIZE_TABLES: Record<(typeof SIZE_KINDS)[number], string> = {
-  jobs: 'jobs',
-  jobEvents: 'job_events',
-  webhookInbox: 'webhook_inbox',
-  streamEvents: 'stream_events',
-  idempotency: 'idempotency_records',
-  operations: 'operations',
-  audit: 'audit_log',
-};
 
 /**
  * `store.retention` on SQLite. Each batch is one `runner.write`: it commits the group-committed work queued
