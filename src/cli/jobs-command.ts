@@ -124,7 +124,8 @@ function formatTable(jobs: JobRecord[]): string {
   return table(rows);
 }
 
-function formatJob(job: JobRecord, events: string[]): string {
+/** `jobs show`'s text: one field a line, times in ISO 8601 (the stored error's `retryAt` too), then the events. */
+export function formatJob(job: JobRecord, events: string[]): string {
   const lines = [
     `id:        ${job.id}`,
     `type:      ${job.type}`,
@@ -136,7 +137,11 @@ function formatJob(job: JobRecord, events: string[]): string {
     `payload:   ${short(job.payload)}`,
   ];
   if (job.result !== null) lines.push(`result:    ${short(job.result)}`);
-  if (job.error !== null) lines.push(`error:     ${short(job.error)}`);
+  if (job.error !== null) {
+    // `retryAt` is stored as epoch ms; an operator reads a time.
+    const { retryAt, ...error } = job.error;
+    lines.push(`error:     ${short(retryAt === undefined ? error : { ...error, retryAt: iso(retryAt) })}`);
+  }
   if (job.idempotencyKey !== null && job.idempotencyKey !== undefined) {
     lines.push(`key:       ${job.idempotencyKey}`);
   }

@@ -312,7 +312,8 @@ export function withRetryHint(sentence: string, retryAfterMs: number | null | un
 
 const SHORTLY = 'try again shortly';
 
-function humanDuration(ms: number): string {
+/** `ms` as a reader says it: "1 second", "45 seconds" (under 90 s, rounded up, at least 1), else "3 minutes". */
+export function humanDuration(ms: number): string {
   const seconds = Math.max(1, Math.ceil(ms / 1000));
   if (seconds < 90) return seconds === 1 ? '1 second' : `${seconds} seconds`;
   const minutes = Math.ceil(seconds / 60);

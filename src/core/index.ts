@@ -8,6 +8,7 @@ export {
   requestNotReceived,
   sentenceFor,
   withRetryHint,
+  humanDuration,
   type BreakwaterErrorOptions,
   type ErrorCode,
   type ErrorKind,

@@ -326,15 +326,15 @@ describe('jobs worker', () => {
   it('a stored failure message drops its time-relative hint (read later, the count would be wrong)', async () => {
     h = await harness();
     h.jobs.defineJob('lookup', () => {
-      throw new BreakwaterError('upstream_error', {
-        message: 'The gift service is overloaded right now; try again in about 30 seconds.',
+      throw new BreakwaterError('bulkhead_full', {
+        message: 'The gift service is busy right now; try again in about 30 seconds.',
       });
     });
     h.jobs.start();
     const id = await h.jobs.enqueue('lookup', {});
     await flush(h.clock);
     expect((await h.jobs.get(id))?.error?.message).toBe(
-      'The gift service is overloaded right now; try again shortly.',
+      'The gift service is busy right now; try again shortly.',
     );
   });
 

@@ -110,14 +110,16 @@ describe('jobErrorInfo', () => {
     const stored: JobError = {
       code: 'circuit_open',
       kind: 'transient',
-      message: 'The gift recommendation service is overloaded right now; try again shortly.',
+      message:
+        'The gift recommendation service is temporarily unavailable after repeated failures; try again shortly.',
       userFacing: true,
       dependencyCode: 'gift_service_unavailable',
     };
     expect(jobErrorInfo(stored, 'failed', NOW)).toEqual({
       code: 'gift_service_unavailable',
       category: 'circuit_open',
-      message: 'The gift recommendation service is overloaded right now; try again shortly.',
+      message:
+        'The gift recommendation service is temporarily unavailable after repeated failures; try again shortly.',
       retryable: true,
       retry_after_ms: null,
       outcome: 'failed',

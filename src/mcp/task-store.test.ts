@@ -151,7 +151,8 @@ describe('JobTaskStore', () => {
     );
     expect(await tasks.getTask(retrying)).toMatchObject({
       status: 'working',
-      statusMessage: 'Retrying after a failure (attempt 1 of 3 failed).',
+      statusMessage:
+        'Retrying after a failure (attempt 1 of 3 failed); the next attempt starts in about 60 seconds.',
     });
   });
 

@@ -1,4 +1,4 @@
-import { PrincipalContext, type Principal } from '../core/index.js';
+import { PrincipalContext, humanDuration, type Principal } from '../core/index.js';
 import { callerPrincipal, listOwner } from '../jobs/index.js';
 import type { JobRecord } from '../store/index.js';
 import { completedResult, enqueueFor, visibleJob, type JobToolDeps } from './job-tools.js';
@@ -208,7 +208,11 @@ export class JobTaskStore implements TaskStoreLike {
     else if (status === 'failed') {
       task.statusMessage = jobErrorInfo(job.error, 'failed', this.deps.clock.now()).message;
     } else if (status === 'working' && job.error !== null && job.status === 'pending') {
-      task.statusMessage = `Retrying after a failure (attempt ${job.attempts} of ${job.maxAttempts} failed).`;
+      // The wait comes from the job's own schedule (`runAt` is already the larger of its backoff and the wait
+      // the failure carried), read at the time of the request like every other reader's wait.
+      const waitMs = job.runAt - this.deps.clock.now();
+      const next = waitMs > 0 ? `in about ${humanDuration(waitMs)}` : 'shortly';
+      task.statusMessage = `Retrying after a failure (attempt ${job.attempts} of ${job.maxAttempts} failed); the next attempt starts ${next}.`;
     }
     return task;
   }

@@ -48,7 +48,8 @@ export interface JobError {
   kind: 'transient' | 'permanent' | 'fatal';
   /**
    * True when `message` was written for users (the failure was a `BreakwaterError`): a model may repeat it,
-   * e.g. "The gift recommendation service is overloaded right now; try again in about 30 seconds."
+   * e.g. "The gift recommendation service is temporarily unavailable after repeated failures; try again in
+   * about 30 seconds."
    */
   userFacing?: boolean;
   /** A dependency's own code when the failure carried one (`details.dependency_code`, e.g. `gift_service_unavailable`). */

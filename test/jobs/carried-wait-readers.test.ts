@@ -123,6 +123,9 @@ async function runScenario(s: Setup): Promise<void> {
   expect(first.message).toContain('try again shortly');
 
   clock.tick(5_000);
+  expect((await mcp.client.experimental.tasks.getTask(id)).statusMessage).toBe(
+    'Retrying after a failure (attempt 1 of 2 failed); the next attempt starts in about 15 seconds.',
+  );
   expect((await view()).error).toEqual({
     code: 'circuit_open',
     message: withWait(first.message, 15),
