@@ -194,6 +194,6 @@ export {
   type OAuthVerifier,
   type RouteAccess,
 } from './http/index.js';
-export { defineApp, loadApp, type AppContext, type AppParts, type BreakwaterApp } from './cli/app.js';
-export { startGateway, GATEWAY_DEFAULTS, type Gateway, type GatewayOptions } from './cli/gateway.js';
-export { startWorker, type WorkerOptions, type WorkerProcess } from './cli/worker.js';
+export { defineApp, loadApp, type AppContext, type AppParts, type BreakwaterApp } from './gateway/app.js';
+export { startGateway, GATEWAY_DEFAULTS, type Gateway, type GatewayOptions } from './gateway/gateway.js';
+export { startWorker, type WorkerOptions, type WorkerProcess } from './gateway/worker.js';

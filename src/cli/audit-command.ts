@@ -4,7 +4,7 @@
  */
 import { verifyAudit } from '../operations/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
-import { auditKey } from './operations-runtime.js';
+import { auditKey } from '../gateway/operations-runtime.js';
 import { integerOption, parseSubcommand } from './subcommand.js';
 
 export const AUDIT_USAGE = `Usage: breakwater audit <verify|tail> [options]

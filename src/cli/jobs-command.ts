@@ -7,7 +7,7 @@ import { JOB_STATUSES } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';
 import { choiceOptions, integerOption, parseSubcommand } from './subcommand.js';
-import { auditCliAction } from './operations-runtime.js';
+import { auditCliAction } from '../gateway/operations-runtime.js';
 import { retryDeadLetter } from '../server/index.js';
 
 export const JOBS_USAGE = `Usage: breakwater jobs <list|show|cancel|retry> [options]

@@ -16,7 +16,7 @@ import type { Store } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli, openStoreForCli, storeUrl } from './context.js';
 import { table } from './format.js';
 import { budgetOptions, durationMs, listOption, metadataOption, rateOptions } from './keys-args.js';
-import { auditCliAction } from './operations-runtime.js';
+import { auditCliAction } from '../gateway/operations-runtime.js';
 import { integerOption, parseSubcommand } from './subcommand.js';
 
 export const KEYS_USAGE = `Usage: breakwater keys <create|list|revoke> [options]

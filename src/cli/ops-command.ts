@@ -9,7 +9,7 @@ import { OPERATION_STATES, type OperationRecord, type Store } from '../store/ind
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';
 import { choiceOptions, integerOption, parseSubcommand } from './subcommand.js';
-import { auditCliAction } from './operations-runtime.js';
+import { auditCliAction } from '../gateway/operations-runtime.js';
 
 export const OPS_USAGE = `Usage: breakwater ops <list|show|reconcile> [options]
 

@@ -13,7 +13,7 @@ import {
   type RetentionPolicy,
 } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
-import { RETENTION_ENV, retentionFromEnv } from './retention-env.js';
+import { RETENTION_ENV, retentionFromEnv } from '../gateway/retention-env.js';
 import { integerOption } from './subcommand.js';
 
 export const PRUNE_USAGE = `Usage: breakwater prune [options]

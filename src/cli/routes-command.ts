@@ -9,7 +9,7 @@ import { isBreakwaterError } from '../core/index.js';
 import type { RouteHead, Store } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, table } from './format.js';
-import { auditCliAction } from './operations-runtime.js';
+import { auditCliAction } from '../gateway/operations-runtime.js';
 import { integerOption, parseSubcommand } from './subcommand.js';
 
 const MAX_VERSION = 2_147_483_647;

@@ -3,12 +3,12 @@
  * `--no-worker`) or as a worker-only process, until SIGINT or SIGTERM, then shut down gracefully.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadApp } from './app.js';
+import { loadApp } from '../gateway/app.js';
 import { CliError, EXIT, openStoreForCli, storeUrl } from './context.js';
 import { SERVER_DEFAULTS } from '../server/index.js';
-import { GATEWAY_DEFAULTS, startGateway } from './gateway.js';
+import { GATEWAY_DEFAULTS, startGateway } from '../gateway/gateway.js';
 import { watchStopSignals } from './stop-signals.js';
-import { startWorker } from './worker.js';
+import { startWorker } from '../gateway/worker.js';
 
 const COMMON_OPTIONS = `  --app <module>       the app module (default: $BREAKWATER_APP), e.g. examples/giftgenius/app.ts
   --db <url>           the store: postgres://… or a SQLite path (default: $DATABASE_URL, $BREAKWATER_DB,

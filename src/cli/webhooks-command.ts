@@ -8,7 +8,7 @@ import { replayStoredWebhook } from '../webhooks/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, table } from './format.js';
 import { integerOption, parseSubcommand } from './subcommand.js';
-import { auditCliAction } from './operations-runtime.js';
+import { auditCliAction } from '../gateway/operations-runtime.js';
 
 export const WEBHOOKS_USAGE = `Usage: breakwater webhooks <list|show|replay> [options]
 

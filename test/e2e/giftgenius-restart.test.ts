@@ -8,7 +8,7 @@
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { loadCatalog, recommendGifts } from '../../examples/giftgenius/services/index.js';
-import { startGateway, type Gateway } from '../../src/cli/gateway.js';
+import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
 import { createUpstream, defineApp, openStore, sleep, type JobRecord } from '../../src/index.js';
 import {
   connect,

@@ -5,7 +5,7 @@
  * `circuit_open` without a request to the service.
  */
 import { describe, expect, it } from 'vitest';
-import type { Gateway } from '../../src/cli/gateway.js';
+import type { Gateway } from '../../src/gateway/gateway.js';
 import { connect, startBackends, startGiftGenius, tempDb, until, useCleanups } from './support.js';
 
 const defer = useCleanups();

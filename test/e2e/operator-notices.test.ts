@@ -2,12 +2,12 @@
  * The notices wired into the real GiftGenius gateway and worker (`startGateway`, `startWorker`): a breaker
  * isolated and reset over the admin API prints its lines to the process's lines, as text by default and as
  * JSON lines (event and fields, the sentence as `msg`) when the gateway has a JSON log. Exact line texts and
- * pacing are proven on a fake clock in src/cli/operator/; here the clock is real, so the time is a pattern.
+ * pacing are proven on a fake clock in src/gateway/operator/; here the clock is real, so the time is a pattern.
  */
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createGiftGeniusApp } from '../../examples/giftgenius/app.js';
-import { startWorker } from '../../src/cli/worker.js';
+import { startWorker } from '../../src/gateway/worker.js';
 import { FAST_SETTINGS, startBackends, startGiftGenius, tempDb, useCleanups } from './support.js';
 
 const defer = useCleanups();

@@ -10,8 +10,8 @@
 import { createServer, type Server } from 'node:http';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../../src/cli/gateway.js';
-import { defineApp } from '../../src/cli/app.js';
+import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
+import { defineApp } from '../../src/gateway/app.js';
 import { FakeClock } from '../../src/core/index.js';
 import { jobTool } from '../../src/mcp/index.js';
 import { constantBackoff } from '../../src/policy/index.js';

@@ -4,7 +4,7 @@
  * own fake clock (their timestamps and minutes; the ingress and the jobs run on real time).
  */
 import { describe, expect, it } from 'vitest';
-import { watchOperatorEvents, textNotices } from '../../src/cli/operator/index.js';
+import { watchOperatorEvents, textNotices } from '../../src/gateway/operator/index.js';
 import { BreakwaterError, FakeClock } from '../../src/core/index.js';
 import { defineWebhookSource, onWebhook, stripeVerifier } from '../../src/webhooks/index.js';
 import {
