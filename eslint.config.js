@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 const CAPABILITY_FOLDERS = ['jobs', 'operations', 'webhooks', 'upstream', 'ai'];
 
 /** The assembling folders, which nothing below them may import. */
-const ASSEMBLY_FOLDERS = ['mcp', 'server', 'cli'];
+const ASSEMBLY_FOLDERS = ['mcp', 'server', 'gateway', 'cli'];
 
 /**
  * A layer rule (DESIGN: layout, imports point down and never up): files under `files` may reach the
@@ -82,15 +82,24 @@ export default tseslint.config(
       message: 'capability folders import only core/, policy/, store/ and http/ index.js (DESIGN: layout).',
     },
   ),
-  // mcp/ and server/ assemble capabilities, each without the other; only cli/ (and index.ts) sees both.
+  // mcp/ and server/ assemble capabilities, each without the other; only gateway/ (and the entries) sees both.
   layer(['src/mcp/**/*.ts'], {
     faces: ['core', 'policy', 'store', ...CAPABILITY_FOLDERS],
-    forbidden: ['server', 'cli'],
-    message: 'mcp/ imports core/, policy/, store/ and capability index.js files, never server/ or cli/.',
+    forbidden: ['server', 'gateway', 'cli'],
+    message:
+      'mcp/ imports core/, policy/, store/ and capability index.js files, never server/, gateway/ or cli/.',
   }),
   layer(['src/server/**/*.ts'], {
     faces: ['core', 'policy', 'store', ...CAPABILITY_FOLDERS],
-    forbidden: ['mcp', 'cli'],
-    message: 'server/ imports core/, policy/, store/ and capability index.js files, never mcp/ or cli/.',
+    forbidden: ['mcp', 'gateway', 'cli'],
+    message:
+      'server/ imports core/, policy/, store/ and capability index.js files, never mcp/, gateway/ or cli/.',
+  }),
+  // gateway/ is the library that starts a whole process (app, gateway, worker); cli/ parses arguments and
+  // calls it, never the other way round.
+  layer(['src/gateway/**/*.ts'], {
+    faces: [],
+    forbidden: ['cli'],
+    message: 'gateway/ never imports cli/: cli/ parses arguments and calls gateway/.',
   }),
 );
