@@ -21,7 +21,17 @@ function layer(files, { faces, forbidden, message }) {
           patterns: [
             {
               group: [
-                ...faces.flatMap((folder) => [`**/${folder}/*`, `!**/${folder}/index.js`]),
+                // `*.js` and `*/**` rather than `*`, so that a face inside a subfolder can be let through below.
+                ...faces.flatMap((folder) => [
+                  `**/${folder}/*.js`,
+                  `**/${folder}/*/**`,
+                  `!**/${folder}/index.js`,
+                ]),
+                // The store's backends are faces of their own: store/index.js does not re-export them, so
+                // that importing it loads no database driver.
+                ...(faces.includes('store')
+                  ? ['!**/store/sqlite/index.js', '!**/store/postgres/index.js']
+                  : []),
                 // Relative forms only, so a package path such as `@modelcontextprotocol/sdk/server/…` is not hit.
                 ...forbidden.flatMap((folder) =>
                   ['../', '../../'].flatMap((up) => [`${up}${folder}`, `${up}${folder}/**`]),

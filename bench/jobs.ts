@@ -36,7 +36,7 @@ import { performance } from 'node:perf_hooks';
 import { Queue, Worker } from 'bullmq';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import type { JobStore } from '../src/index.js';
+import type { JobStore } from '../src/entries/jobs.js';
 import { lib } from './lib.js';
 import { intArg, median, middle, reachable, serverCpuMs, withPg } from './support.js';
 

@@ -23,8 +23,8 @@ import { runInNewContext } from 'node:vm';
 import { fastify } from 'fastify';
 import { Pool } from 'undici';
 import { startSimulatedProvider } from '../examples/llm-sim/index.js';
-import { createAiGateway, type AiRequestLog } from '../src/ai/index.js';
-import { createMetrics } from '../src/server/metrics/index.js';
+import { createAiGateway, type AiRequestLog } from '../src/entries/ai.js';
+import { createMetrics } from '../src/entries/server.js';
 import { intArg } from './support.js';
 
 const SELF = fileURLToPath(import.meta.url);

@@ -4,7 +4,7 @@
  * per-user rate rule and a daily budget. Call it with any OpenAI client at `<gateway>/v1`, model
  * `sim/gift-ranker` (or `sim/gift-ranker-mini`, ten times cheaper), or `dynamic/<route>` for a deployed route.
  */
-import type { AppAiOptions } from '../../src/gateway/app.js';
+import type { AppAiOptions } from '../../src/entries/gateway.js';
 import { startSimulatedProvider, type SimulatedProvider } from '../llm-sim/index.js';
 
 /** The port of the simulated model server when the app starts it for a gateway (a worker serves no AI). */

@@ -17,10 +17,9 @@ import {
   sleep,
   withRetryHint,
   type Clock,
-  type DefineJobOptions,
-  type Jobs,
-  type Upstream,
-} from '../../src/index.js';
+} from '../../src/entries/index.js';
+import { type DefineJobOptions, type Jobs } from '../../src/entries/jobs.js';
+import { type Upstream } from '../../src/entries/upstream.js';
 import type { Gift } from './tools.js';
 import type { GiftGeniusUpstreams } from './upstreams.js';
 

@@ -3,8 +3,12 @@
  * runs). Unless GIFT_URL, COMMERCE_URL and ANALYTICS_URL point at running services, the app starts the three
  * example services itself (ports 8791-8793 for a gateway, free ports for a worker), so one command runs the
  * whole story. See docs/giftgenius.md.
+ *
+ * The example imports `src/entries/<name>.js`, the file behind the package's `breakwater/<name>` subpath
+ * (`src/entries/index.js` is `breakwater` itself): an app outside this repository writes
+ * `import { defineApp } from 'breakwater/gateway'`.
  */
-import { defineApp, type AppParts, type BreakwaterApp } from '../../src/index.js';
+import { defineApp, type AppParts, type BreakwaterApp } from '../../src/entries/gateway.js';
 import { defineDeepAnalysis } from './analysis.js';
 import { DEFAULT_PORTS, startGiftGeniusServices, type GiftGeniusServices } from './services/index.js';
 import { giftGeniusTools } from './tools.js';

@@ -4,13 +4,9 @@
  * looking the order up by that key (`GET /orders?idempotency_key=…`), never by sending blindly. Commerce
  * deduplicates on the key, so a resend after a lookup found nothing is safe (`retryAllowed: true`).
  */
-import {
-  BreakwaterError,
-  isBreakwaterError,
-  type LookupResult,
-  type OperationAction,
-  type Upstream,
-} from '../../src/index.js';
+import { BreakwaterError, isBreakwaterError } from '../../src/entries/index.js';
+import { type LookupResult, type OperationAction } from '../../src/entries/operations.js';
+import { type Upstream } from '../../src/entries/upstream.js';
 
 /** What the checkout sends to commerce. */
 export interface OrderRequest {

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startGateway } from '../../src/gateway/gateway.js';
+import { startGateway } from '../../src/entries/gateway.js';
 import { createGiftGeniusApp } from './app.js';
 import { startGiftGeniusServices } from './services/index.js';
 import { DEMO_WEBHOOK_SECRET, paymentDelivery } from './webhooks.js';

@@ -5,16 +5,15 @@
  * docs/mcp.md); the handlers only say what to call.
  */
 import { z } from 'zod';
+import { BreakwaterError } from '../../src/entries/index.js';
 import {
-  BreakwaterError,
   jobTool,
-  operationError,
   resilientTool,
   TOOL_DEADLINE_DEFAULT_MS,
   type McpTool,
-  type OperationLedger,
   type ToolContext,
-} from '../../src/index.js';
+} from '../../src/entries/mcp.js';
+import { operationError, type OperationLedger } from '../../src/entries/operations.js';
 import { DEEP_ANALYSIS_JOB } from './analysis.js';
 import { createOrderAction, type Order } from './checkout.js';
 import { CHECKOUT_UNKNOWN, type GiftGeniusUpstreams } from './upstreams.js';

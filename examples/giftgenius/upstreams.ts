@@ -4,7 +4,9 @@
  * (bulkhead 50). Each has its own bulkhead and breaker, so a hanging gift service cannot take checkout down.
  * Breakers are per process unless `sharedBreakers` is given (`breakwater serve --shared-breakers`).
  */
-import { createUpstream, type Clock, type CounterStore, type Upstream } from '../../src/index.js';
+import { createUpstream, type Upstream } from '../../src/entries/upstream.js';
+import { type Clock } from '../../src/entries/index.js';
+import { type CounterStore } from '../../src/entries/jobs.js';
 
 /** Where the services are and how patient to be with them; tests shrink the times. */
 export interface UpstreamSettings {

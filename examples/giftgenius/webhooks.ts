@@ -6,14 +6,15 @@
  * service, idempotently by event id.
  */
 import { z } from 'zod';
-import { BreakwaterError, isBreakwaterError, type Upstream } from '../../src/index.js';
+import { BreakwaterError, isBreakwaterError } from '../../src/entries/index.js';
+import { type Upstream } from '../../src/entries/upstream.js';
 import {
   defineWebhookSource,
   onWebhook,
   stripeSignatureHeader,
   stripeVerifier,
   type WebhookDeclarations,
-} from '../../src/webhooks/index.js';
+} from '../../src/entries/webhooks.js';
 
 /** The demo's endpoint secret when `GIFTGENIUS_WEBHOOK_SECRET` is unset: printed at startup, never for production. */
 export const DEMO_WEBHOOK_SECRET = 'whsec_giftgenius_demo_only_8f2d41c7';

@@ -3,7 +3,7 @@
  * schema `BREAKWATER_DB_SCHEMA`), how it is opened with a message a person can act on, and the exit codes.
  */
 import { existsSync } from 'node:fs';
-import { openStore, storeTarget, type Store } from '../index.js';
+import { openStore, storeTarget, type Store } from '../store/index.js';
 
 /** Exit codes of the `breakwater` command. */
 export const EXIT = {

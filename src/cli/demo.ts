@@ -5,17 +5,15 @@
  */
 import {
   ConsecutiveWindow,
-  Deadline,
   bulkhead,
   circuitBreaker,
   constantBackoff,
   faultInjection,
-  isBreakwaterError,
   pipeline,
   retry,
   timeout,
-  toProblem,
-} from '../index.js';
+} from '../policy/index.js';
+import { Deadline, isBreakwaterError, toProblem } from '../core/index.js';
 import { CliError, EXIT } from './context.js';
 
 const OPEN_MS = 1500;

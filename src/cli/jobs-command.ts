@@ -2,7 +2,8 @@
  * `breakwater jobs list|show|cancel|retry`: the job queue from a terminal, straight against the store (no
  * server needs to run). Every subcommand takes `--db` and `--json`.
  */
-import { createJobs, type JobRecord } from '../index.js';
+import { createJobs } from '../jobs/index.js';
+import { type JobRecord } from '../store/index.js';
 import { JOB_STATUSES } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
 import { iso, short, table } from './format.js';

@@ -2,7 +2,7 @@
  * `breakwater webhooks list|show|replay`: the webhook inbox from a terminal, straight against the store (no
  * server needs to run). Every subcommand takes `--db` and `--json`.
  */
-import type { JobRecord } from '../index.js';
+import type { JobRecord } from '../store/index.js';
 import type { InboxRecord } from '../store/index.js';
 import { replayStoredWebhook } from '../webhooks/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';

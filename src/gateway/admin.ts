@@ -3,7 +3,9 @@
  * only) and the dashboard with its JSON API over the app's parts. Kept apart from gateway.ts so that file
  * stays about the order things start and stop in.
  */
-import type { Clock, Jobs, Store } from '../index.js';
+import type { Clock } from '../core/index.js';
+import type { Jobs } from '../jobs/index.js';
+import type { Store } from '../store/index.js';
 import { createApiKeys, type ApiKeys } from '../http/keys/index.js';
 import {
   adminTokenOption,

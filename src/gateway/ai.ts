@@ -12,7 +12,8 @@ import {
   type BudgetEvent,
   type RedisLimits,
 } from '../ai/index.js';
-import type { Clock, Store } from '../index.js';
+import type { Clock } from '../core/index.js';
+import type { Store } from '../store/index.js';
 import type { AppAiOptions } from './app.js';
 
 /** The AI gateway and its admin routes; `close` releases what it opened. */

@@ -5,7 +5,10 @@
  */
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
-import type { Clock, Jobs, Store, Upstream } from '../index.js';
+import type { Clock } from '../core/index.js';
+import type { Jobs } from '../jobs/index.js';
+import type { Store } from '../store/index.js';
+import type { Upstream } from '../upstream/index.js';
 import type { CounterStore } from '../store/index.js';
 import type { McpTool } from '../mcp/index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';

@@ -9,17 +9,13 @@ import {
   createMetrics,
   type Metrics,
   closeGracefully,
-  createDurableEventStore,
-  createJobs,
   createServer,
-  mcpRoutes,
-  openStore,
-  systemClock,
-  type Clock,
-  type Jobs,
   type ServerLoggerOptions,
-  type Store,
-} from '../index.js';
+} from '../server/index.js';
+import { createDurableEventStore, mcpRoutes } from '../mcp/index.js';
+import { createJobs, type Jobs } from '../jobs/index.js';
+import { openStore, type Store } from '../store/index.js';
+import { systemClock, type Clock } from '../core/index.js';
 import { startPruner, type Pruner, type RetentionPolicy } from '../store/index.js';
 import { pruneEveryFromEnv, retentionFromEnv } from './retention-env.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';

@@ -5,7 +5,9 @@
 import { userInfo } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { getLogger } from '../core/index.js';
-import type { Clock, Jobs, Store } from '../index.js';
+import type { Clock } from '../core/index.js';
+import type { Jobs } from '../jobs/index.js';
+import type { Store } from '../store/index.js';
 import { OperationLedger, createAuditLog, type AuditLog, type LedgerLog } from '../operations/index.js';
 import { endedAdminSession } from '../server/index.js';
 import type { WebhookIngress } from '../webhooks/index.js';

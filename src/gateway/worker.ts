@@ -2,7 +2,9 @@
  * The worker-only process (`breakwater worker`): the store, the jobs runtime and the app's job types, no
  * HTTP. See `gateway.ts` for the gateway that serves.
  */
-import { createJobs, openStore, systemClock, type Jobs, type Store } from '../index.js';
+import { createJobs, type Jobs } from '../jobs/index.js';
+import { openStore, type Store } from '../store/index.js';
+import { systemClock } from '../core/index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
 import { createWebhookIngress } from '../webhooks/index.js';
 import type { AppParts } from './app.js';

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../core/index.js';
-import { openSqliteStore, type JobEvent, type JobStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type JobEvent, type JobStore } from '../store/index.js';
 import { createJobs, type Jobs } from './index.js';
 
 /**

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock, type Logger } from '../core/index.js';
-import { openPostgresStore, openSqliteStore, type Claim, type JobStore } from '../store/index.js';
+import { openPostgresStore } from '../store/postgres/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type Claim, type JobStore } from '../store/index.js';
 import { eventually } from '../../test/support/eventually.js';
 import { TEST_DATABASE_URL as url, describePostgres, testSchemas } from '../../test/support/postgres.js';
 import { deferred, harness, type Harness } from './test-support.js';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { BreakwaterError, FakeClock } from '../core/index.js';
-import { openSqliteStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
 import { deferred, fixedBackoff, flush, harness, type Deferred, type Harness } from './test-support.js';
 
 /**

@@ -1,6 +1,6 @@
 import { afterEach, expect, it } from 'vitest';
 import { BreakwaterError, FakeClock } from '../core/index.js';
-import { openPostgresStore } from '../store/index.js';
+import { openPostgresStore } from '../store/postgres/index.js';
 import { eventually } from '../../test/support/eventually.js';
 import { TEST_DATABASE_URL as url, describePostgres, testSchemas } from '../../test/support/postgres.js';
 import { fixedBackoff, harness, type Harness } from './test-support.js';

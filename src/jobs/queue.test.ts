@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { BreakwaterError, FakeClock } from '../core/index.js';
-import { openSqliteStore, type JobStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type JobStore } from '../store/index.js';
 import { createJobs } from './jobs.js';
 import { harness, type Harness } from './test-support.js';
 

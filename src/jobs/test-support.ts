@@ -4,7 +4,8 @@
  */
 import { FakeClock } from '../core/index.js';
 import type { Backoff } from '../policy/index.js';
-import { openSqliteStore, type JobEvent, type JobStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type JobEvent, type JobStore } from '../store/index.js';
 import { createJobs } from './jobs.js';
 import type { Jobs, JobsOptions } from './types.js';
 

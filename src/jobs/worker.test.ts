@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { BreakwaterError, Deadline, FakeClock, sleep } from '../core/index.js';
-import { openSqliteStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
 import type { JobContext } from './types.js';
 import {
   HEARTBEAT_MS,

@@ -5,7 +5,8 @@ import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BreakwaterError, FakeClock } from '../core/index.js';
-import { openSqliteStore, type JobStore, type StreamEventStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type JobStore, type StreamEventStore } from '../store/index.js';
 import { createDurableEventStore } from './event-store.js';
 
 type Store = JobStore & StreamEventStore;

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FakeClock } from '../core/index.js';
 import { createJobs } from '../jobs/index.js';
-import { openSqliteStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
 import { jobTool } from './job-tools.js';
 import { mcpRoutes } from './routes.js';
 import { createMcpServer, type McpServerOptions } from './server.js';

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.js';
 import { createJobs, type Jobs } from '../jobs/index.js';
-import { openSqliteStore, type JobStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type JobStore } from '../store/index.js';
 import { forwardJobProgress } from './progress.js';
 import { gate } from './test-support.js';
 import type { TaskInfo } from './types.js';

@@ -10,7 +10,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import Fastify, { type FastifyInstance } from 'fastify';
 import { principalFromHeader } from '../../test/support/principals.js';
 import { createJobs, type Jobs } from '../jobs/index.js';
-import { openSqliteStore, type JobStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type JobStore } from '../store/index.js';
 import { mcpRoutes, type McpRoutes } from './routes.js';
 import type { McpServerOptions } from './server.js';
 import type { McpTool } from './tool.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
 import { createServer } from './server.js';
 import { harness, untilEvents, type Harness } from './test-support.js';
 

@@ -5,7 +5,8 @@
 import type { FastifyInstance } from 'fastify';
 import { FakeClock, type Disposable } from '../core/index.js';
 import { createJobs, type Jobs } from '../jobs/index.js';
-import { openSqliteStore, type JobStore } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type JobStore } from '../store/index.js';
 import { createServer } from './server.js';
 import type { ServerOptions } from './options.js';
 

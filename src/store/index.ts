@@ -4,6 +4,10 @@
  * ledger, the audit log, counters, versioned routes, API keys and admin sessions as its facets
  * (`store.idempotency`, `store.operations`, `store.audit`, `store.counters`, `store.routes`, `store.keys`,
  * `store.sessions`, `store.retention`). Imports only core.
+ *
+ * The backends are not re-exported here, so that importing this face loads no database driver: import
+ * `openSqliteStore` from `sqlite/index.js` and `openPostgresStore` from `postgres/index.js`, or call
+ * `openStore`, which loads the one a URL names.
  */
 export * from './jobs.js';
 export {
@@ -93,8 +97,6 @@ export {
   type StoreSize,
 } from './retention.js';
 export { PRUNER_DEFAULTS, startPruner, type PrunedStore, type Pruner, type PrunerOptions } from './pruner.js';
-export { openSqliteStore, type SqliteStoreOptions } from './sqlite/index.js';
-export { openPostgresStore, type PostgresStoreOptions } from './postgres/index.js';
 export {
   openStore,
   storeTarget,

@@ -1,6 +1,5 @@
 import { nonEmptyString, type Clock } from '../core/index.js';
-import { openPostgresStore } from './postgres/index.js';
-import { openSqliteStore, SQLITE_STORE_DEFAULTS } from './sqlite/index.js';
+import { SQLITE_STORE_DEFAULTS } from './sqlite/defaults.js';
 import type { Store } from './store.js';
 
 export type { Store, StoreFacets } from './store.js';
@@ -49,14 +48,17 @@ export function storeTarget(url: string | undefined): StoreTarget {
 }
 
 /**
- * Opens the store a URL names (PostgreSQL or SQLite), applying migrations.
+ * Opens the store a URL names (PostgreSQL or SQLite), applying migrations. The backend's module (and its
+ * driver, pg or better-sqlite3) is loaded on first use, so importing this function loads neither.
  * @throws RangeError for a bad URL; the driver's error when the database cannot be reached, opened or migrated.
  */
 export async function openStore(options: OpenStoreOptions = {}): Promise<Store> {
   const target = storeTarget(options.url);
   if (target.backend === 'postgres') {
+    const { openPostgresStore } = await import('./postgres/index.js');
     return openPostgresStore({ url: target.location, clock: options.clock, schema: options.schema });
   }
+  const { openSqliteStore } = await import('./sqlite/index.js');
   return openSqliteStore({ path: target.location, clock: options.clock });
 }
 

@@ -5,7 +5,8 @@
 import { afterEach, expect, it } from 'vitest';
 import { BreakwaterError, FakeClock } from '../core/index.js';
 import { CircuitBreakerPolicy, ConsecutiveWindow } from '../policy/index.js';
-import { openPostgresStore, type Store } from '../store/index.js';
+import { openPostgresStore } from '../store/postgres/index.js';
+import { type Store } from '../store/index.js';
 import { describePostgres, TEST_DATABASE_URL, testSchemas } from '../../test/support/postgres.js';
 import { shareBreakerState, type SharedBreakerState } from './index.js';
 

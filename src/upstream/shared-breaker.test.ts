@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BreakwaterError, FakeClock, type Logger } from '../core/index.js';
 import { CircuitBreakerPolicy, ConsecutiveWindow } from '../policy/index.js';
-import { openSqliteStore, type CounterStore, type Store } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type CounterStore, type Store } from '../store/index.js';
 import { shareBreakerState, type SharedBreakerOptions, type SharedBreakerState } from './index.js';
 
 const T0 = Date.UTC(2026, 0, 1);

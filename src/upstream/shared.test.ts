@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock, type BreakwaterError } from '../core/index.js';
-import { openSqliteStore, type Store } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type Store } from '../store/index.js';
 import { createUpstream, type Upstream, type UpstreamOptions } from './index.js';
 import { TestServer, json, rejection } from './test-support.js';
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openSqliteStore, type Store } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type Store } from '../store/index.js';
 import { HandlerTable, buildJob, parseEvent, runWebhookJob, webhookJobType } from './dispatch.js';
 import { onWebhook, type WebhookContext } from './handlers.js';
 import { defineWebhookSource } from './source.js';

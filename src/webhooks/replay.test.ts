@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openSqliteStore, type Store } from '../store/index.js';
+import { openSqliteStore } from '../store/sqlite/index.js';
+import { type Store } from '../store/index.js';
 import { replayStoredWebhook } from './replay.js';
 
 describe('replayStoredWebhook', () => {

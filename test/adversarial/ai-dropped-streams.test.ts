@@ -18,7 +18,8 @@ import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { readSpendState, spendWindowStart, type SpendRule } from '../../src/ai/index.js';
 import { FakeClock } from '../../src/core/index.js';
-import { openSqliteStore, type Store } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { type Store } from '../../src/store/index.js';
 import {
   ask,
   clientFor,

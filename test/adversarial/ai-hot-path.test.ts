@@ -38,7 +38,7 @@ import {
 } from '../../src/policy/index.js';
 import { closeGracefully, requestSignal } from '../../src/server/index.js';
 import { harness, listen, type Harness } from '../../src/server/test-support.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { SIM_KEY, ask, startGateway, tempDb, useCleanups, type RunningGateway } from '../ai/support.js';
 
 const defer = useCleanups();

@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import {
   BreakwaterError,
   ConsecutiveWindow,
-  FakeClock,
   circuitBreaker,
   sleep,
   toProblem,
   type CircuitBreakerPolicy,
   type CircuitStateChange,
-} from '../../src/index.js';
+} from '../../src/entries/index.js';
+import { FakeClock } from '../../src/entries/testing.js';
 
 const fail = (): never => {
   throw new BreakwaterError('upstream_unavailable');

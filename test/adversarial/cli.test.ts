@@ -80,7 +80,7 @@ describe('breakwater jobs', () => {
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
-    const { openStore, createJobs } = await import('../../src/index.js');
+    const { openStore, createJobs } = await import('../../src/entries/jobs.js');
     const dir = mkdtempSync(join(tmpdir(), 'bw-cli-'));
     const db = join(dir, 'bw.db');
     try {

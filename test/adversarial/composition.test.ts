@@ -4,18 +4,17 @@ import {
   BreakwaterError,
   ConsecutiveWindow,
   CountWindow,
-  FakeClock,
   bulkhead,
   circuitBreaker,
   constantBackoff,
-  faultInjection,
   pipeline,
   retry,
   sleep,
   timeout,
   type CircuitState,
   type PolicyContext,
-} from '../../src/index.js';
+} from '../../src/entries/index.js';
+import { FakeClock, faultInjection } from '../../src/entries/testing.js';
 
 const listeners = (signal: AbortSignal): number => getEventListeners(signal, 'abort').length;
 

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import {
   BreakwaterError,
   Deadline,
-  FakeClock,
   bulkhead,
   constantBackoff,
   hedging,
@@ -12,7 +11,8 @@ import {
   timeout,
   type GiveUpReason,
   type PolicyContext,
-} from '../../src/index.js';
+} from '../../src/entries/index.js';
+import { FakeClock } from '../../src/entries/testing.js';
 
 const code = (e: unknown): string => (e as BreakwaterError).code;
 

@@ -12,7 +12,7 @@ import { MAX_JSON_DEPTH } from '../../src/core/index.js';
 import { createJobs } from '../../src/jobs/index.js';
 import { mcpRoutes, resilientTool } from '../../src/mcp/index.js';
 import { closeGracefully, createServer } from '../../src/server/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { defineWebhookSource, stripeVerifier } from '../../src/webhooks/index.js';
 import { createAiGateway } from '../../src/ai/index.js';
 import { SIM_KEY, startGateway, startSim, useCleanups } from '../ai/support.js';

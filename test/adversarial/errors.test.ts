@@ -4,12 +4,10 @@ import {
   ConsecutiveWindow,
   Deadline,
   ERROR_CODES,
-  FakeClock,
   bulkhead,
   circuitBreaker,
   constantBackoff,
   fallback,
-  faultInjection,
   hedging,
   isErrorCode,
   pipeline,
@@ -18,7 +16,8 @@ import {
   timeout,
   toProblem,
   type Policy,
-} from '../../src/index.js';
+} from '../../src/entries/index.js';
+import { FakeClock, faultInjection } from '../../src/entries/testing.js';
 
 /** Asserts `error` is a well-formed BreakwaterError and its problem+json is well-formed; returns the problem. */
 function checkRejection(error: unknown, code: string): Record<string, unknown> {

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import {
   BreakwaterError,
   ConsecutiveWindow,
-  FakeClock,
   bulkhead,
   circuitBreaker,
   constantBackoff,
@@ -14,7 +13,8 @@ import {
   retry,
   timeout,
   type Policy,
-} from '../../src/index.js';
+} from '../../src/entries/index.js';
+import { FakeClock } from '../../src/entries/testing.js';
 
 const all = (clock: FakeClock): Record<string, Policy> => ({
   timeout: timeout({ timeoutMs: 100, clock }),

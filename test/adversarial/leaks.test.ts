@@ -2,16 +2,15 @@ import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import {
   BreakwaterError,
-  FakeClock,
   constantBackoff,
-  faultInjection,
   hedging,
   pipeline,
   retry,
   sleep,
   timeout,
   type PolicyContext,
-} from '../../src/index.js';
+} from '../../src/entries/index.js';
+import { FakeClock, faultInjection } from '../../src/entries/testing.js';
 import { neverAbortedSignal } from '../../src/core/index.js';
 
 const listeners = (signal: AbortSignal): number => getEventListeners(signal, 'abort').length;

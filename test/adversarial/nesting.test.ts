@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import {
   BreakwaterError,
   ConsecutiveWindow,
-  FakeClock,
   Pipeline,
   bulkhead,
   circuitBreaker,
@@ -15,7 +14,8 @@ import {
   type Policy,
   type PolicyContext,
   type PolicyFn,
-} from '../../src/index.js';
+} from '../../src/entries/index.js';
+import { FakeClock } from '../../src/entries/testing.js';
 
 /** A policy that records the order it was entered in; not a Pipeline, so nested pipelines are not flattened. */
 class Tag implements Policy {

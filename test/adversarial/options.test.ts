@@ -10,13 +10,13 @@ import {
   decorrelatedJitterBackoff,
   exponentialBackoff,
   fallback,
-  faultInjection,
   hedging,
   linearBackoff,
   rateLimit,
   retry,
   timeout,
-} from '../../src/index.js';
+} from '../../src/entries/index.js';
+import { faultInjection } from '../../src/entries/testing.js';
 
 type Case = readonly [label: string, make: () => unknown, option: RegExp];
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { BreakwaterError } from '../../src/index.js';
+import type { BreakwaterError } from '../../src/entries/index.js';
+import { FakeClock } from '../../src/entries/testing.js';
 import {
-  FakeClock,
   MemoryRateLimitStore,
   TokenBucket,
   pipeline,
@@ -10,7 +10,7 @@ import {
   toProblem,
   type Clock,
   type RateLimitDecision,
-} from '../../src/index.js';
+} from '../../src/entries/index.js';
 
 /** A clock that can be set anywhere, backwards included (NTP step, another instance's skewed clock). */
 class ManualClock implements Clock {

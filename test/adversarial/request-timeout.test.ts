@@ -21,7 +21,8 @@ import {
   requestSignal,
 } from '../../src/server/index.js';
 import { gate, harness, listen, SseReader, type Harness } from '../../src/server/test-support.js';
-import { openSqliteStore, type Store } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { type Store } from '../../src/store/index.js';
 import { createWebhookIngress, defineWebhookSource, stripeVerifier } from '../../src/webhooks/index.js';
 
 const PROBLEM = 'application/problem+json; charset=utf-8';

@@ -11,7 +11,7 @@ import { FakeClock } from '../../src/core/index.js';
 import { createJobs } from '../../src/jobs/index.js';
 import { createAuditLog, verifyAudit } from '../../src/operations/index.js';
 import { closeGracefully, createServer } from '../../src/server/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { tempDb, useCleanups } from '../support/cleanups.js';
 
 const defer = useCleanups();

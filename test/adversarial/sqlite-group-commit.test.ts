@@ -2,14 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  FakeClock,
-  createJobs,
-  openSqliteStore,
-  type BreakwaterError,
-  type DefineJobOptions,
-  type Jobs,
-} from '../../src/index.js';
+import { FakeClock } from '../../src/entries/testing.js';
+import { createJobs, type DefineJobOptions, type Jobs } from '../../src/entries/jobs.js';
+import { openSqliteStore } from '../../src/entries/sqlite.js';
+import { type BreakwaterError } from '../../src/entries/index.js';
 import { MAX_BATCH, groupCommitStats } from '../../src/store/sqlite/batch.js';
 import type {
   AuditSealer,

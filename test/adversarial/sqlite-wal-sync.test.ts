@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { FakeClock, openSqliteStore } from '../../src/index.js';
+import { FakeClock } from '../../src/entries/testing.js';
+import { openSqliteStore } from '../../src/entries/sqlite.js';
 import { MIGRATIONS, migrate } from '../../src/store/sqlite/migrate.js';
 import {
   JOB_STATUSES,

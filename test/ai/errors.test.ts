@@ -10,7 +10,7 @@ import { createAiGateway } from '../../src/ai/index.js';
 import { createAuthenticator } from '../../src/http/index.js';
 import { createJobs } from '../../src/jobs/index.js';
 import { closeGracefully, createServer } from '../../src/server/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { SIM_KEY, ask, startGateway, startSim, useCleanups } from './support.js';
 
 const defer = useCleanups();

@@ -7,7 +7,7 @@ import type { APIError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/core/index.js';
 import type { RateRule } from '../../src/ai/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { ask, startGateway, startSim, tempDb, useCleanups } from './support.js';
 
 const defer = useCleanups();

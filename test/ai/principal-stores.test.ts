@@ -14,7 +14,8 @@ import {
 } from '../../src/ai/index.js';
 import { acquireLimits } from '../../src/ai/step/acquire.js';
 import { FakeClock, type BreakwaterError } from '../../src/core/index.js';
-import { openPostgresStore, openSqliteStore } from '../../src/store/index.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { TEST_DATABASE_URL, describePostgres, testSchemas } from '../support/postgres.js';
 import { TEST_REDIS_URL, describeRedis, useRedis } from '../support/redis.js';
 import { keyPrincipal, tempDb, useCleanups } from './support.js';

@@ -9,7 +9,7 @@ import type { APIError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { readSpendState, spendWindowStart, type RateRule } from '../../src/ai/index.js';
 import { FakeClock, type Principal } from '../../src/core/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { post } from '../adversarial/ai-support.js';
 import { deploy, routeGateway, sqliteStore, step } from './routes-support.js';
 import { ask, clientFor, keyPrincipal, startGateway, startSim, tempDb, useCleanups } from './support.js';

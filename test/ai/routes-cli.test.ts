@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../../src/cli/context.js';
 import { runRoutesCommand } from '../../src/cli/routes-command.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { routeGateway, step } from './routes-support.js';
 import { ask, startSim, tempDb, useCleanups } from './support.js';
 

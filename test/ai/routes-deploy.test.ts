@@ -6,7 +6,9 @@
  * interval has passed on that clock, and every request that starts after it sees the new version.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { openPostgresStore, openSqliteStore, type Store } from '../../src/store/index.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { type Store } from '../../src/store/index.js';
 import { FakeClock } from '../../src/core/index.js';
 import { TEST_DATABASE_URL, describePostgres, testSchemas } from '../support/postgres.js';
 import { routeGateway, step } from './routes-support.js';

@@ -6,7 +6,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRouteResolver, type RouteFlow, type RouteResolverOptions } from '../../src/ai/routes/index.js';
 import { BreakwaterError, FakeClock } from '../../src/core/index.js';
-import { openPostgresStore, openSqliteStore, type RouteStore, type Store } from '../../src/store/index.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { type RouteStore, type Store } from '../../src/store/index.js';
 import { TEST_DATABASE_URL, describePostgres, testSchemas } from '../support/postgres.js';
 import { step } from './routes-support.js';
 import { tempDb, useCleanups } from './support.js';

@@ -11,7 +11,8 @@ import {
   type RouteResolverOptions,
 } from '../../src/ai/routes/index.js';
 import type { Clock, Principal } from '../../src/core/index.js';
-import { openSqliteStore, type Store } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { type Store } from '../../src/store/index.js';
 import { startGateway, tempDb, type RunningGateway } from './support.js';
 export { seeded } from '../support/random.js';
 

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createAiGateway, type AiRequestLog } from '../../src/ai/index.js';
 import { createJobs } from '../../src/jobs/index.js';
 import { closeGracefully, createServer } from '../../src/server/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { SIM_KEY, ask, startSim, tempDb, useCleanups } from './support.js';
 
 const defer = useCleanups();

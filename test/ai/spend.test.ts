@@ -7,7 +7,9 @@ import type { APIError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { readSpendState, spendWindowStart, type SpendRule } from '../../src/ai/index.js';
 import { FakeClock } from '../../src/core/index.js';
-import { openPostgresStore, openSqliteStore, type Store } from '../../src/store/index.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { type Store } from '../../src/store/index.js';
 import { TEST_DATABASE_URL, describePostgres, testSchemas } from '../support/postgres.js';
 import { ask, startGateway, startSim, tempDb, until, useCleanups } from './support.js';
 

@@ -4,7 +4,7 @@
  * `reportBroken.value` is true. The ledger's recovery loop is slowed to 10 minutes so an operation stays
  * `unknown` until the test reconciles it.
  */
-import { BreakwaterError } from '../../src/index.js';
+import { BreakwaterError } from '../../src/entries/index.js';
 import { createGiftGeniusApp } from '../../examples/giftgenius/app.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway/gateway.js';
 import { FAST_SETTINGS, type Backends } from '../e2e/support.js';

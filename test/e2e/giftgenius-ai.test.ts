@@ -5,7 +5,7 @@
  */
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { spendWindowStart } from '../../src/index.js';
+import { spendWindowStart } from '../../src/ai/index.js';
 import { TEST_REDIS_URL, describeRedis } from '../support/redis.js';
 import { startBackends, startGiftGenius, tempDb, until, useCleanups } from './support.js';
 

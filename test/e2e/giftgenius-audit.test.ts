@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DEMO_WEBHOOK_SECRET, paymentDelivery } from '../../examples/giftgenius/webhooks.js';
-import { verifyAudit } from '../../src/index.js';
+import { verifyAudit } from '../../src/entries/operations.js';
 import { connect, startBackends, startGiftGenius, tempDb, until, useCleanups } from './support.js';
 
 const defer = useCleanups();

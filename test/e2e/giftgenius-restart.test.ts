@@ -9,7 +9,10 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { describe, expect, it } from 'vitest';
 import { loadCatalog, recommendGifts } from '../../examples/giftgenius/services/index.js';
 import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
-import { createUpstream, defineApp, openStore, sleep, type JobRecord } from '../../src/index.js';
+import { createUpstream } from '../../src/entries/upstream.js';
+import { defineApp } from '../../src/entries/gateway.js';
+import { openStore, type JobRecord } from '../../src/entries/jobs.js';
+import { sleep } from '../../src/entries/index.js';
 import {
   connect,
   gate,

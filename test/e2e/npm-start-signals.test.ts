@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openStore } from '../../src/index.js';
+import { openStore } from '../../src/entries/jobs.js';
 import { connect, startBackends, tempDb, until, useCleanups, type Backends } from './support.js';
 
 const defer = useCleanups();

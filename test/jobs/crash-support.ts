@@ -4,7 +4,9 @@
  */
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { openPostgresStore, openSqliteStore, type JobStore } from '../../src/store/index.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { type JobStore } from '../../src/store/index.js';
 
 /** The job type of the crash test. */
 export const CRASH_JOB = 'crash.charge';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { CliError } from '../../src/cli/context.js';
 import { runKeysCommand } from '../../src/cli/keys-command.js';
 import { createApiKeys } from '../../src/http/keys/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { tempDb, useCleanups } from '../support/cleanups.js';
 
 const defer = useCleanups();

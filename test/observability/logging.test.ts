@@ -15,7 +15,8 @@ import { connectClient, startGateway, type Gateway } from '../../src/mcp/test-su
 import { OperationLedger } from '../../src/operations/index.js';
 import { constantBackoff } from '../../src/policy/index.js';
 import { createServer } from '../../src/server/index.js';
-import { openSqliteStore, type Store } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { type Store } from '../../src/store/index.js';
 import { createUpstream } from '../../src/upstream/index.js';
 import { json, TestServer } from '../../src/upstream/test-support.js';
 import { createWebhookIngress, defineWebhookSource, stripeVerifier } from '../../src/webhooks/index.js';

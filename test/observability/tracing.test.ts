@@ -14,7 +14,7 @@ import { createJobs } from '../../src/jobs/index.js';
 import { jobTool, resilientTool } from '../../src/mcp/index.js';
 import { connectClient, startGateway, type Gateway, type TestClient } from '../../src/mcp/test-support.js';
 import { constantBackoff } from '../../src/policy/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { createUpstream, type Upstream } from '../../src/upstream/index.js';
 import { json, rejection, TestServer, until } from '../../src/upstream/test-support.js';
 import { installTracing, traceparentOf, type RecordedSpan, type Tracing } from '../support/tracing.js';

@@ -4,8 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { runAuditCommand } from '../../src/cli/audit-command.js';
 import { CliError } from '../../src/cli/context.js';
 import { runOpsCommand } from '../../src/cli/ops-command.js';
-import { BreakwaterError, OperationLedger, createAuditLog, type OperationAction } from '../../src/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { BreakwaterError } from '../../src/entries/index.js';
+import { OperationLedger, createAuditLog, type OperationAction } from '../../src/entries/operations.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { tempDb, useCleanups } from '../support/cleanups.js';
 
 const defer = useCleanups();

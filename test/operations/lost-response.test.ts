@@ -10,13 +10,9 @@ import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOrderAction, type OrderRequest } from '../../examples/giftgenius/checkout.js';
 import { startCommerceService, type ServiceHandle } from '../../examples/giftgenius/services/index.js';
-import {
-  FakeClock,
-  OperationLedger,
-  createUpstream,
-  type OperationResult,
-  type Upstream,
-} from '../../src/index.js';
+import { FakeClock } from '../../src/entries/testing.js';
+import { OperationLedger, type OperationResult } from '../../src/entries/operations.js';
+import { createUpstream, type Upstream } from '../../src/entries/upstream.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { TEST_DATABASE_URL, describePostgres, testSchemas } from '../support/postgres.js';
 import { startLossyProxy, type LossyProxy, type ProxyFate } from './lossy-proxy.js';

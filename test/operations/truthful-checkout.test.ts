@@ -13,7 +13,9 @@ import {
   createUpstreams,
   type GiftGeniusUpstreams,
 } from '../../examples/giftgenius/upstreams.js';
-import { FakeClock, OperationLedger, operationError, toolErrorInfo } from '../../src/index.js';
+import { FakeClock } from '../../src/entries/testing.js';
+import { OperationLedger, operationError } from '../../src/entries/operations.js';
+import { toolErrorInfo } from '../../src/mcp/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { TestServer, json, reset, type Behaviour } from '../../src/upstream/test-support.js';
 

@@ -7,7 +7,7 @@ import { runAuditCommand } from '../../src/cli/audit-command.js';
 import { CliError } from '../../src/cli/context.js';
 import { runPruneCommand } from '../../src/cli/prune-command.js';
 import { FakeClock } from '../../src/core/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { tempDb, useCleanups } from '../support/cleanups.js';
 import { SEEDED_REMOVED, seedFinishedState, type Seeded } from './support.js';
 

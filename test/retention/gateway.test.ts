@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
 import { FakeClock } from '../../src/core/index.js';
 import { verifyAudit } from '../../src/operations/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { tempDb, useCleanups } from '../support/cleanups.js';
 import { SEEDED_REMOVED, seedFinishedState } from './support.js';
 

@@ -8,7 +8,8 @@ import { connect, createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { FakeClock } from '../../src/core/index.js';
-import { openPostgresStore, type Store } from '../../src/store/index.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { type Store } from '../../src/store/index.js';
 import { eventually } from './eventually.js';
 import { TEST_DATABASE_URL, testSchemas } from './postgres.js';
 

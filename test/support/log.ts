@@ -1,5 +1,5 @@
 /** The library's log, seen by tests. */
-import { setLogger } from '../../src/index.js';
+import { setLogger } from '../../src/entries/index.js';
 
 /**
  * Collects the messages of every warning the library logs from now on (info and errors are dropped);

@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
 import type { Clock } from '../../src/core/index.js';
-import { openPostgresStore, type Store } from '../../src/store/index.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { type Store } from '../../src/store/index.js';
 
 /** The PostgreSQL database of the tests, or `''` when BREAKWATER_TEST_DATABASE_URL is unset. */
 export const TEST_DATABASE_URL = process.env.BREAKWATER_TEST_DATABASE_URL ?? '';

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../../src/cli/context.js';
 import { runWebhooksCommand } from '../../src/cli/webhooks-command.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { tempDb, useCleanups } from './support.js';
 
 /** `breakwater webhooks list|show|replay` against a real SQLite file. */

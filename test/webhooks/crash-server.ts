@@ -8,7 +8,7 @@
 import Database from 'better-sqlite3';
 import { createJobs } from '../../src/jobs/index.js';
 import { createServer } from '../../src/server/index.js';
-import { openSqliteStore } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import {
   createWebhookIngress,
   defineWebhookSource,

@@ -1,6 +1,7 @@
 import { Client } from 'undici';
 import { expect, it } from 'vitest';
-import { openPostgresStore, type Store } from '../../src/store/index.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { type Store } from '../../src/store/index.js';
 import { TEST_DATABASE_URL as url, describePostgres, testSchemas } from '../support/postgres.js';
 import { defineWebhookSource, onWebhook, stripeVerifier } from '../../src/webhooks/index.js';
 import {

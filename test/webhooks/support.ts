@@ -8,7 +8,8 @@ import { request } from 'undici';
 import { STRIPE_SECRET, stripeSignature } from './signing.js';
 import { createJobs, type Jobs } from '../../src/jobs/index.js';
 import { closeGracefully, createServer } from '../../src/server/index.js';
-import { openSqliteStore, type JobRecord, type Store } from '../../src/store/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { type JobRecord, type Store } from '../../src/store/index.js';
 import {
   createWebhookIngress,
   type WebhookIngress,

@@ -12,7 +12,8 @@ import {
   type RateLimitDecision,
   type RateLimitStore,
 } from '../../policy/index.js';
-import { openSqliteStore, type Store } from '../../store/index.js';
+import { openSqliteStore } from '../../store/sqlite/index.js';
+import { type Store } from '../../store/index.js';
 import { counterRateLimitStore } from './counter-rate-limit-store.js';
 
 const MINUTE_MS = 60_000;

@@ -1,4 +1,5 @@
-import { openSqliteStore, type Store } from '../../store/index.js';
+import { openSqliteStore } from '../../store/sqlite/index.js';
+import { type Store } from '../../store/index.js';
 import { MemoryCounterStore } from './memory-counters.js';
 import { spendStoreContract } from './spend-store-contract.js';
 import { counterSpendStore } from './spend-store.js';

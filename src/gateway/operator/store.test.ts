@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../core/index.js';
-import { openSqliteStore, type Store } from '../../store/index.js';
+import { openSqliteStore } from '../../store/sqlite/index.js';
+import { type Store } from '../../store/index.js';
 import { textNotices, watchOperatorEvents } from './index.js';
 
 const NEXT =

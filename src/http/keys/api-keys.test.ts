@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BreakwaterError, FakeClock, type Principal } from '../../core/index.js';
-import { openSqliteStore, type ApiKeyRecord, type ApiKeyStore, type Store } from '../../store/index.js';
+import { openSqliteStore } from '../../store/sqlite/index.js';
+import { type ApiKeyRecord, type ApiKeyStore, type Store } from '../../store/index.js';
 import { API_KEY_PATTERN, createApiKeys, type ApiKeys } from './index.js';
 
 /** ApiKeys over a real SQLite file; a second store on the same file stands for another process. */

@@ -6,7 +6,8 @@ import { fastify, type FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../core/index.js';
 import { handleError } from '../../http/index.js';
-import { openSqliteStore, type Store } from '../../store/index.js';
+import { openSqliteStore } from '../../store/sqlite/index.js';
+import { type Store } from '../../store/index.js';
 import { createAdminAuth, type AdminAuth, type AdminAuthOptions } from './auth.js';
 
 /**

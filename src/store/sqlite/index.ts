@@ -13,6 +13,7 @@ import {
   type Disposable,
   type NumberRule,
 } from '../../core/index.js';
+import { SQLITE_STORE_DEFAULTS } from './defaults.js';
 import type {
   Claim,
   JobError,
@@ -105,13 +106,7 @@ export interface SqliteStoreOptions {
 /** A whole number of ms, zero allowed. */
 const WHOLE_MS: NumberRule = { ...NON_NEGATIVE, integer: true };
 
-/** Defaults of {@link SqliteStoreOptions}. */
-export const SQLITE_STORE_DEFAULTS = {
-  path: './data/breakwater.db',
-  busyTimeoutMs: 5000,
-  watchMs: 100,
-  checkpointWorker: true,
-} as const;
+export { SQLITE_STORE_DEFAULTS };
 
 /**
  * Opens the embedded job store (DESIGN: "Storage and deployment"): one SQLite file in WAL mode, migrated to

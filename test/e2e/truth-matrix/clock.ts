@@ -5,7 +5,7 @@
  * backoff) without spending it, and `pause` time while it arranges a state (a full bulkhead) that must not
  * be disturbed by a timer firing.
  */
-import { FakeClock } from '../../../src/index.js';
+import { FakeClock } from '../../../src/entries/testing.js';
 
 export interface SteppedClock {
   readonly clock: FakeClock;

@@ -9,7 +9,7 @@ import {
   type GiftGeniusServices,
 } from '../../../examples/giftgenius/services/index.js';
 import { startGateway, type Gateway } from '../../../src/gateway/gateway.js';
-import type { JobRecord } from '../../../src/index.js';
+import type { JobRecord } from '../../../src/entries/jobs.js';
 import {
   connect,
   countingProxy,
