@@ -18,6 +18,7 @@ export {
   PROBLEM_RENDERER,
   createErrorHandler,
   installErrorRenderer,
+  pathOf,
   sendProblem,
   toHttpError,
   type ErrorRenderer,
