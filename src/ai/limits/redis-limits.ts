@@ -1,4 +1,6 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type * as IoRedis from 'ioredis';
+import type { Redis } from 'ioredis';
 import { POSITIVE_INTEGER, finite, oneOf, optionalFn } from '../../core/index.js';
 import {
   REDIS_RATE_LIMIT_STORE_DEFAULTS,
@@ -44,6 +46,13 @@ export interface RedisLimits {
   close(): Promise<void>;
 }
 
+const require = createRequire(import.meta.url);
+
+/** ioredis's client class, loaded when a client is first made from a URL: importing the AI gateway loads no Redis client. */
+function redisClient(): typeof Redis {
+  return (require('ioredis') as typeof IoRedis).Redis;
+}
+
 /**
  * The AI gateway's hot counters in Redis (DESIGN: "Storage and deployment", `REDIS_URL`): a
  * {@link RedisRateLimitStore} and a {@link RedisSpendStore} over one client, sharing `keyPrefix` and
@@ -81,7 +90,7 @@ export function createRedisLimits(options: RedisLimitsOptions): RedisLimits {
   const owned = options.url !== undefined;
   const redis =
     options.redis ??
-    new Redis(options.url!, {
+    new (redisClient())(options.url!, {
       maxRetriesPerRequest: 1,
       enableOfflineQueue: false,
       connectTimeout: timeoutMs,
