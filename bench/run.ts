@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- <suite>`: benchmarks against peers, never part of `npm test`.
- * Suites: policies, jobs, jobs-scale, webhooks, ai, metric-labels.
+ * Suites: policies, jobs, jobs-scale, webhooks, ai, metric-labels, import.
  */
 const suites: Record<string, () => Promise<unknown>> = {
   policies: () => import('./policies.js'),
@@ -9,6 +9,7 @@ const suites: Record<string, () => Promise<unknown>> = {
   webhooks: () => import('./webhooks.js'),
   ai: () => import('./ai.js'),
   'metric-labels': () => import('./metric-labels.js'),
+  import: () => import('./import.js'),
 };
 
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
