@@ -114,7 +114,7 @@ function tempDir(): string {
   return dir;
 }
 
-const SRC = resolve('src/index.ts');
+const SRC = resolve('src/entries/sqlite.ts');
 const job = (type: string, payload: unknown = null) => ({
   type,
   payload,

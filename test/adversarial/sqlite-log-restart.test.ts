@@ -31,7 +31,7 @@ import { captureWarnings } from '../support/log.js';
  * exits, code 7), `uncaught` (an error escapes the worker's own try/catch: the thread dies with code 1).
  */
 
-/** The children import the SQLite store alone (src/index.ts would load the whole gateway: ~1.2 s more per child). */
+/** The children import the SQLite store alone (the package root used to load the whole gateway: ~1.2 s more per child). */
 const SRC_STORE = resolve('src/store/sqlite/index.ts');
 const SRC_BATCH = resolve('src/store/sqlite/batch.ts');
 const SRC_CHECKPOINTER = resolve('src/store/sqlite/checkpointer.ts');

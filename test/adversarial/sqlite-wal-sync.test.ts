@@ -551,7 +551,7 @@ describe('a process crash', () => {
   it('SIGKILL mid-stream: every acknowledged enqueue and completion is in the file after reopening', async () => {
     const file = tempFile();
     const child = join(file, '..', 'child.mts');
-    const src = resolve('src/index.ts');
+    const src = resolve('src/entries/sqlite.ts');
     writeFileSync(
       child,
       `
