@@ -42,3 +42,26 @@ describe('newId text', () => {
     }
   });
 });
+
+describe('newId layout', () => {
+  it('carries the counter as the uuid package lays it out: ids of one ms count up by one', async () => {
+    const { parse } = await import('uuid');
+    const decode = (id: string) => {
+      const b = parse(id);
+      const ms = parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+      const seq =
+        (((b[6]! & 0x0f) << 28) | (b[7]! << 20) | ((b[8]! & 0x3f) << 14) | (b[9]! << 6) | (b[10]! >> 2)) >>>
+        0;
+      return { ms, seq };
+    };
+    let pairs = 0;
+    for (let n = 0; n < 2000; n++) {
+      const a = decode(newId());
+      const b = decode(newId());
+      if (a.ms !== b.ms) continue;
+      pairs += 1;
+      expect(b.seq).toBe((a.seq + 1) >>> 0);
+    }
+    expect(pairs).toBeGreaterThan(0);
+  });
+});
