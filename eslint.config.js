@@ -32,6 +32,8 @@ function layer(files, { faces, forbidden, message }) {
                 ...(faces.includes('store')
                   ? ['!**/store/sqlite/index.js', '!**/store/postgres/index.js']
                   : []),
+                // So is core's tracing, which loads @opentelemetry/api: core/index.js leaves it out.
+                ...(faces.includes('core') ? ['!**/core/trace.js'] : []),
                 // Relative forms only, so a package path such as `@modelcontextprotocol/sdk/server/…` is not hit.
                 ...forbidden.flatMap((folder) =>
                   ['../', '../../'].flatMap((up) => [`${up}${folder}`, `${up}${folder}/**`]),

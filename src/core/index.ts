@@ -1,4 +1,9 @@
-/** core/: the contracts every other folder builds on. Imports nothing of ours. */
+/**
+ * core/: the contracts every other folder builds on. Imports nothing of ours.
+ *
+ * Tracing (`trace.js`) is a face of its own, not re-exported here: it loads `@opentelemetry/api`, which the
+ * package root (core and the policies, which make no spans) does without.
+ */
 export {
   BreakwaterError,
   ERROR_CODES,
@@ -70,7 +75,6 @@ export {
   type LogLevel,
   type Logger,
 } from './log.js';
-export { TRACER_NAME, errorType, failSpan, hasTrace, tracer, withSpan } from './trace.js';
 export {
   PRINCIPALS,
   PrincipalContext,

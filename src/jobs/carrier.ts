@@ -10,7 +10,8 @@
  * payload a handler sees, and from the records the `Jobs` API returns.
  */
 import { context, propagation, ROOT_CONTEXT, trace, type Context, type Span } from '@opentelemetry/api';
-import { hasTrace, LogContext } from '../core/index.js';
+import { LogContext } from '../core/index.js';
+import { hasTrace } from '../core/trace.js';
 import type { JobRecord } from '../store/index.js';
 
 /** The reserved top-level key of an object payload. */

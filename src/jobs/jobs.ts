@@ -1,13 +1,6 @@
 import { SpanKind } from '@opentelemetry/api';
-import {
-  BreakwaterError,
-  EventSource,
-  failSpan,
-  finite,
-  NON_NEGATIVE,
-  PrincipalContext,
-  tracer,
-} from '../core/index.js';
+import { BreakwaterError, EventSource, finite, NON_NEGATIVE, PrincipalContext } from '../core/index.js';
+import { failSpan, tracer } from '../core/trace.js';
 import type { JobEvent } from '../store/index.js';
 import { publicRecord, withCarrier } from './carrier.js';
 import { followJob, jobEvents, type FollowDeps } from './follow.js';

@@ -4,7 +4,8 @@
  * about the run's lifecycle.
  */
 import { SpanKind, SpanStatusCode, type Context, type Span } from '@opentelemetry/api';
-import { classify, errorFields, isBreakwaterError, tracer, type Log, type LogFields } from '../core/index.js';
+import { classify, errorFields, isBreakwaterError, type Log, type LogFields } from '../core/index.js';
+import { tracer } from '../core/trace.js';
 import type { JobRecord } from '../store/index.js';
 import { readCarrier, runParent } from './carrier.js';
 import type { JobRunOutcome } from './types.js';

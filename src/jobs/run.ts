@@ -3,12 +3,12 @@ import {
   BreakwaterError,
   checkedJson,
   LogContext,
-  withSpan,
   type Clock,
   type EventSource,
   type Log,
   type TimerHandle,
 } from '../core/index.js';
+import { withSpan } from '../core/trace.js';
 import type { Claim, JobEvent, JobStore, LeaseRef } from '../store/index.js';
 import { withoutCarrier } from './carrier.js';
 import { endRunSpan, logRunEnd, observeRun } from './observe-run.js';

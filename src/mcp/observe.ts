@@ -5,17 +5,8 @@
  * without being told.
  */
 import { context, propagation, trace, type Attributes, type Span } from '@opentelemetry/api';
-import {
-  errorType,
-  failSpan,
-  LogContext,
-  toBreakwaterError,
-  tracer,
-  withSpan,
-  type Clock,
-  type Log,
-  type LogLevel,
-} from '../core/index.js';
+import { LogContext, toBreakwaterError, type Clock, type Log, type LogLevel } from '../core/index.js';
+import { errorType, failSpan, tracer, withSpan } from '../core/trace.js';
 import type { CallScope } from './run.js';
 import type { McpTool } from './tool.js';
 import { McpProtocolError, type CreateTaskAnswer, type ToolErrorInfo, type ToolResult } from './types.js';

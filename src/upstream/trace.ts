@@ -23,14 +23,8 @@ import {
   type Context,
   type Span,
 } from '@opentelemetry/api';
-import {
-  errorType,
-  failSpan,
-  isBreakwaterError,
-  redactText,
-  tracer,
-  type BreakwaterError,
-} from '../core/index.js';
+import { isBreakwaterError, redactText, type BreakwaterError } from '../core/index.js';
+import { errorType, failSpan, tracer } from '../core/trace.js';
 import type { Policy, PolicyContext } from '../policy/index.js';
 import type { ResolvedUpstream } from './options.js';
 import type { Outgoing } from './send.js';

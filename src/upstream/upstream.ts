@@ -3,13 +3,12 @@ import {
   BreakwaterError,
   Deadline,
   EventSource,
-  hasTrace,
   LogContext,
   neverAbortedSignal,
   newId,
   redactText,
-  tracer,
 } from '../core/index.js';
+import { hasTrace, tracer } from '../core/trace.js';
 import type {
   CircuitBreakerPolicy,
   CircuitStateChange,

@@ -6,7 +6,7 @@
 import { trace } from '@opentelemetry/api';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { hasTrace, tracer } from '../../src/core/index.js';
+import { hasTrace, tracer } from '../../src/core/trace.js';
 import { jobTool, resilientTool } from '../../src/mcp/index.js';
 import { connectClient, startGateway } from '../../src/mcp/test-support.js';
 import { createUpstream } from '../../src/upstream/index.js';

@@ -38,8 +38,7 @@ describe('what an entry loads', () => {
   it('the root loads none of fastify, pg, ioredis, better-sqlite3, the MCP SDK or undici', async () => {
     const loaded = await packagesLoadedBy(`await import('./src/entries/index.ts');`);
     expect(loaded.filter((name) => HEAVY.includes(name))).toEqual([]);
-    // The recording works: the root's own dependencies are seen.
-    expect(loaded).toContain('uuid');
+    // That the recording sees packages is shown below, where opening a store loads better-sqlite3.
   }, 30_000);
 
   it('breakwater/testing loads none of them either', async () => {
