@@ -195,5 +195,6 @@ export {
   type RouteAccess,
 } from './http/index.js';
 export { defineApp, loadApp, type AppContext, type AppParts, type BreakwaterApp } from './cli/app.js';
+export type { AppRoutes, AppRoutesOptions, AppRoutesPlugin } from './server/index.js';
 export { startGateway, GATEWAY_DEFAULTS, type Gateway, type GatewayOptions } from './cli/gateway.js';
 export { startWorker, type WorkerOptions, type WorkerProcess } from './cli/worker.js';
