@@ -254,10 +254,16 @@ export class OperationLedger {
   /**
    * One recovery pass: every operation due for a look (`unknown`, a silent `in_flight`, an abandoned
    * `pending`) is reconciled, resent (when allowed and nothing was accepted) or, past its deadline,
-   * escalated to `needs_attention`. Resolves how many operations it looked at.
+   * escalated to `needs_attention`; a `pending` one past its deadline is settled `failed`. Resolves how many
+   * operations it looked at.
+   *
+   * Operations of actions this process defines are looked at per action. A `pending` one past its deadline
+   * needs no action to settle (there is nothing to send or look up), so those of actions defined nowhere
+   * here are settled too: an operation whose app no longer runs (a script that exited, an action renamed)
+   * does not stay `pending` for ever, and then ages out with retention like any settled one.
    */
   async recover(limit = 100): Promise<number> {
-    let looked = 0;
+    let looked = await this.settleAbandoned(limit);
     // Per action this process defines, so operations of actions defined elsewhere never crowd them out.
     for (const action of this.actions.values()) {
       const due = await this.store.list({
@@ -326,19 +332,7 @@ export class OperationLedger {
     const now = this.clock.now();
     if (now >= record.recoveryDeadlineAt) {
       if (record.state === 'pending') {
-        // Every attempt failed before it was written, or was answered "not processed" (`decideFailure`):
-        // nothing happened, and nobody came back for it.
-        const answered = record.observation !== null && /^http_\d{3}$/.test(record.observation);
-        await this.steps.transition(record, 'system', 'operation.failed', {
-          state: 'failed',
-          error: answered
-            ? {
-                code: 'not_processed',
-                message: 'The service did not process any attempt before the recovery deadline.',
-              }
-            : { code: 'not_sent', message: 'No attempt reached the service before the recovery deadline.' },
-          nextCheckAt: null,
-        });
+        await this.settleUnsent(record);
         return;
       }
       await this.escalate(record);
@@ -351,6 +345,45 @@ export class OperationLedger {
       return;
     }
     await this.steps.drive(action, record, neverAbortedSignal, 'system', false);
+  }
+
+  /**
+   * Settles a `pending` operation past its recovery deadline `failed`: every attempt failed before it was
+   * written, or was answered "not processed" (`decideFailure`); nothing happened, and nobody came back for
+   * it. A compare-and-set: a caller resuming it at the same moment either sends first or reads it settled.
+   */
+  private async settleUnsent(record: OperationRecord): Promise<void> {
+    const answered = record.observation !== null && /^http_\d{3}$/.test(record.observation);
+    await this.steps.transition(record, 'system', 'operation.failed', {
+      state: 'failed',
+      error: answered
+        ? {
+            code: 'not_processed',
+            message: 'The service did not process any attempt before the recovery deadline.',
+          }
+        : { code: 'not_sent', message: 'No attempt reached the service before the recovery deadline.' },
+      nextCheckAt: null,
+    });
+  }
+
+  /** Settles `pending` operations past their deadline whose action this process does not define. */
+  private async settleAbandoned(limit: number): Promise<number> {
+    const now = this.clock.now();
+    const due = await this.store.list({ states: ['pending'], dueBy: now, limit });
+    let settled = 0;
+    for (const record of due) {
+      if (this.actions.has(record.action) || now < record.recoveryDeadlineAt) continue;
+      settled++;
+      try {
+        await LogContext.run(recoveryFields(record), () => this.settleUnsent(record));
+      } catch (error) {
+        this.log.warn(
+          { err: errorFields(error), operation_id: record.id },
+          'operation recovery step failed; retrying later',
+        );
+      }
+    }
+    return settled;
   }
 
   private async escalate(record: OperationRecord): Promise<void> {
