@@ -36,8 +36,8 @@ const ORDER_BODY = {
 /**
  * The routes: `POST /giftgenius/orders` with `{ product_id, quantity?, customer_id, operation_id? }`.
  * Answers 201 with the order and its `operation_id`; a checkout that did not succeed is the ledger's
- * problem+json (`operationError`: 503 `circuit_open` with `Retry-After`, 504 `checkout_outcome_unknown` with
- * the `operation_id` to resume, …); 400 `idempotency_key_missing` without the header, 422
+ * problem+json (`operationError`: 503 `circuit_open` with `Retry-After`, 504 `outcome_unknown` with the
+ * `operation_id` to resume, …); 400 `idempotency_key_missing` without the header, 422
  * `idempotency_key_mismatch` for a key reused with another body. Callers need the `mcp` scope, as the tools.
  */
 export function giftGeniusRoutes(
