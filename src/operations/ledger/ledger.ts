@@ -263,7 +263,24 @@ export class OperationLedger {
    * does not stay `pending` for ever, and then ages out with retention like any settled one.
    */
   async recover(limit = 100): Promise<number> {
-    let looked = await this.settleAbandoned(limit);
+    let looked = 0;
+    const step = async (record: OperationRecord, run: () => Promise<void>): Promise<void> => {
+      looked++;
+      try {
+        await LogContext.run(recoveryFields(record), run);
+      } catch (error) {
+        this.log.warn(
+          { err: errorFields(error), operation_id: record.id },
+          'operation recovery step failed; retrying later',
+        );
+      }
+    };
+    const now = this.clock.now();
+    const pending = await this.store.list({ states: ['pending'], dueBy: now, limit });
+    for (const record of pending) {
+      if (this.actions.has(record.action) || now < record.recoveryDeadlineAt) continue;
+      await step(record, () => this.settleUnsent(record));
+    }
     // Per action this process defines, so operations of actions defined elsewhere never crowd them out.
     for (const action of this.actions.values()) {
       const due = await this.store.list({
@@ -272,17 +289,7 @@ export class OperationLedger {
         dueBy: this.clock.now(),
         limit,
       });
-      for (const record of due) {
-        looked++;
-        try {
-          await LogContext.run(recoveryFields(record), () => this.recoverOne(action, record));
-        } catch (error) {
-          this.log.warn(
-            { err: errorFields(error), operation_id: record.id },
-            'operation recovery step failed; retrying later',
-          );
-        }
-      }
+      for (const record of due) await step(record, () => this.recoverOne(action, record));
     }
     return looked;
   }
@@ -364,26 +371,6 @@ export class OperationLedger {
         : { code: 'not_sent', message: 'No attempt reached the service before the recovery deadline.' },
       nextCheckAt: null,
     });
-  }
-
-  /** Settles `pending` operations past their deadline whose action this process does not define. */
-  private async settleAbandoned(limit: number): Promise<number> {
-    const now = this.clock.now();
-    const due = await this.store.list({ states: ['pending'], dueBy: now, limit });
-    let settled = 0;
-    for (const record of due) {
-      if (this.actions.has(record.action) || now < record.recoveryDeadlineAt) continue;
-      settled++;
-      try {
-        await LogContext.run(recoveryFields(record), () => this.settleUnsent(record));
-      } catch (error) {
-        this.log.warn(
-          { err: errorFields(error), operation_id: record.id },
-          'operation recovery step failed; retrying later',
-        );
-      }
-    }
-    return settled;
   }
 
   private async escalate(record: OperationRecord): Promise<void> {
