@@ -75,7 +75,8 @@ export interface AppParts {
    * `{ plugin, prefix, access }` to mount it under a prefix (default the root) or open it to other callers
    * (default: whoever may call `/mcp`). Behind the gateway's edge like every route; `config.idempotency`
    * honours `Idempotency-Key` with keys bound to the calling principal. A route at a path the gateway serves
-   * (`/mcp`, `/jobs`, `/admin`, `/v1`, …) is refused at startup (see `mountAppRoutes`).
+   * (`/mcp`, `/jobs`, `/admin`, `/v1`, …) is refused at startup (see `mountAppRoutes`). Served by `serve`
+   * only, not by a worker.
    */
   routes?: AppRoutes;
   /** Called last at shutdown (after the worker stopped and the HTTP server closed). */
