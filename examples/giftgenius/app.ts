@@ -15,6 +15,8 @@ import { giftGeniusTools } from './tools.js';
 import { createUpstreams, type UpstreamSettings } from './upstreams.js';
 import { DEMO_WEBHOOK_SECRET, paymentWebhooks } from './webhooks.js';
 import { giftGeniusAi, type GiftGeniusAi } from './ai.js';
+import { createOrderAction } from './checkout.js';
+import { giftGeniusRoutes } from './routes.js';
 
 /** Settings of {@link createGiftGeniusApp}; anything left out comes from the environment or the defaults. */
 export interface GiftGeniusSettings extends Partial<Omit<UpstreamSettings, 'clock'>> {
@@ -107,11 +109,14 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
             : `giftgenius: payment webhooks at ${context.publicUrl}/webhooks/payments`,
         );
       }
+      // One action object for the checkout tool and the HTTP route (the ledger allows one per name).
+      const createOrder = createOrderAction(upstreams.commerce);
       return {
         name: 'giftgenius',
         version: '1.0.0',
         instructions: INSTRUCTIONS,
-        tools: giftGeniusTools(upstreams, operations, { deadlineMs: settings.toolDeadlineMs }),
+        tools: giftGeniusTools(upstreams, operations, { deadlineMs: settings.toolDeadlineMs, createOrder }),
+        routes: giftGeniusRoutes(operations, createOrder),
         upstreams: [upstreams.gift, upstreams.commerce, upstreams.analytics],
         webhooks,
         ai: ai?.options,

@@ -13,9 +13,9 @@ import {
   type McpTool,
   type ToolContext,
 } from '../../src/entries/mcp.js';
-import { operationError, type OperationLedger } from '../../src/entries/operations.js';
+import { operationError, type OperationAction, type OperationLedger } from '../../src/entries/operations.js';
 import { DEEP_ANALYSIS_JOB } from './analysis.js';
-import { createOrderAction, type Order } from './checkout.js';
+import { createOrderAction, type Order, type OrderRequest } from './checkout.js';
 import { CHECKOUT_UNKNOWN, type GiftGeniusUpstreams } from './upstreams.js';
 
 /** A gift as the gift service ranks it. */
@@ -59,6 +59,11 @@ export interface GiftGeniusToolOptions {
    * it). Tests shrink it together with the upstream timeouts.
    */
   deadlineMs?: number;
+  /**
+   * The `commerce.create_order` action (default: `createOrderAction(commerce)`): give the one the app's HTTP
+   * route uses too, as the ledger holds one action object per name.
+   */
+  createOrder?: OperationAction<OrderRequest, Order>;
 }
 
 /** @throws RangeError naming `deadlineMs` when it is not an integer in 1..30 000. */
@@ -71,7 +76,7 @@ export function giftGeniusTools(
   const deadlineMs = options.deadlineMs ?? TOOL_DEADLINE_DEFAULT_MS;
   const seconds = deadlineMs / 1_000;
   const within = `Answers within ${seconds} second${seconds === 1 ? '' : 's'}.`;
-  const createOrder = createOrderAction(commerce);
+  const createOrder = options.createOrder ?? createOrderAction(commerce);
   // Registered now, so this process recovers checkouts left unsettled (also by an earlier run).
   operations.define(createOrder);
 

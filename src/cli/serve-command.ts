@@ -206,6 +206,11 @@ export async function runServe(argv: string[], out: (line: string) => void = con
   out(`  auth           ${gateway.authSummary}`);
   out(`  MCP endpoint   ${gateway.mcpUrl}`);
   out(`  tools          ${gateway.toolNames.join(', ') || '(none)'}`);
+  // The app's own routes, one a line (behind the same auth as the MCP endpoint unless they say otherwise).
+  gateway.appRoutes.forEach((route, i) => {
+    const [method, path] = route.split(' ');
+    out(`${i === 0 ? '  app routes' : ''}`.padEnd(17) + `${method} ${gateway.url}${path}`);
+  });
   if (gateway.ai !== undefined) out(`  AI gateway     ${gateway.url}/v1/chat/completions`);
   out(`  metrics        ${gateway.url}/metrics`);
   const notes = [
@@ -271,6 +276,9 @@ function commaList(value: string | boolean | undefined): string[] | undefined {
 function startError(error: unknown, host?: string, port?: number): CliError {
   const code = (error as { code?: unknown }).code;
   if (code === 'ERR_BREAKWATER_NO_AUTH') return new CliError((error as Error).message, EXIT.usage);
+  if (code === 'ERR_BREAKWATER_APP_ROUTES') {
+    return new CliError(`could not start: ${(error as Error).message}`, EXIT.usage);
+  }
   if (code === 'EADDRINUSE') {
     return new CliError(
       `port ${port} on ${host} is in use: stop the other process or choose another port with --port (or PORT)`,

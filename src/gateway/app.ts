@@ -14,6 +14,7 @@ import type { McpTool } from '../mcp/index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
 import type { AiGatewayOptions } from '../ai/index.js';
 import type { WebhookDeclarations } from '../webhooks/index.js';
+import type { AppRoutes } from '../server/index.js';
 
 /** What an app's `setup` gets. */
 export interface AppContext {
@@ -72,6 +73,15 @@ export interface AppParts {
    * hold across instances on PostgreSQL) and resolves `dynamic/<route>` from the store's versioned routes.
    */
   ai?: AppAiOptions;
+  /**
+   * The app's own HTTP routes (docs/http.md, "An app's own routes"): a Fastify plugin, or
+   * `{ plugin, prefix, access }` to mount it under a prefix (default the root) or open it to other callers
+   * (default: whoever may call `/mcp`). Behind the gateway's edge like every route; `config.idempotency`
+   * honours `Idempotency-Key` with keys bound to the calling principal. A route at a path the gateway serves
+   * (`/mcp`, `/jobs`, `/admin`, `/v1`, …) is refused at startup (see `mountAppRoutes`). Served by `serve`
+   * only, not by a worker.
+   */
+  routes?: AppRoutes;
   /** Called last at shutdown (after the worker stopped and the HTTP server closed). */
   close?(): Promise<void>;
 }

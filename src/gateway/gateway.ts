@@ -29,6 +29,7 @@ import { adminToken, checkAdminToken, gatewayAdminAuth, gatewayDashboard } from 
 import { gatewayAuth, type GatewayOAuthOptions } from './auth.js';
 import type { AuthMode } from '../http/index.js';
 import { oauthMetadataRoutes } from '../http/oauth/index.js';
+import { mountAppRoutes } from '../server/index.js';
 import { createApiKeys } from '../http/keys/index.js';
 import { jsonNotices, textNotices, watchOperatorEvents } from './operator/index.js';
 
@@ -135,6 +136,8 @@ export interface Gateway {
   parts: AppParts;
   /** The names of the MCP tools served, `get_job_status` and `cancel_job` included. */
   toolNames: string[];
+  /** The app's own routes (`AppParts.routes`), as `METHOD /path` in declaration order; empty without. */
+  appRoutes: readonly string[];
   /** The webhook ingress, when the app declares webhooks. */
   webhooks: WebhookIngress | undefined;
   /** The AI gateway (`POST /v1/chat/completions`), when the app declares one. */
@@ -160,11 +163,13 @@ export interface Gateway {
 
 /**
  * Starts a gateway: opens the store, runs the app's `setup`, mounts `/mcp`, `/jobs…`, `/healthz`, `/readyz`,
- * `/metrics` and the dashboard (`/`, `/admin/api/…`, behind the admin token or loopback-only), starts the
- * worker (unless `worker: false`) and listens.
+ * `/metrics`, the dashboard (`/`, `/admin/api/…`, behind the admin token or loopback-only) and the app's own
+ * routes (`AppParts.routes`, see `mountAppRoutes`), starts the worker (unless `worker: false`) and listens.
  * @throws RangeError naming BREAKWATER_ADMIN_TOKEN when the admin token is too short, or the variable of a
  *   retention (`BREAKWATER_RETAIN_…`, `BREAKWATER_PRUNE_EVERY`) that is not a duration (nothing is opened);
  *   RangeError naming the option for a bad `retention` or `pruneEveryMs`;
+ *   RangeError with `code` `ERR_BREAKWATER_APP_ROUTES` for an app route at a path the gateway serves or a bad
+ *   routes prefix (everything opened is closed again);
  *   Error with `code` `EADDRINUSE` when the port is taken (everything opened is closed again); the
  *   store's error when it cannot be opened; the app's error from `setup`.
  */
@@ -309,6 +314,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       keys: apiKeys,
       pruner,
     };
+    // Refused here (a bad prefix) or while the server registers it (a reserved path): the gateway does not start.
+    const appRoutes =
+      parts.routes === undefined
+        ? undefined
+        : mountAppRoutes(parts.routes, { idempotency: store.idempotency, clock });
     const dashboard = gatewayDashboard(admin);
     cleanups.push(async () => dashboard.close());
     const http = createServer({
@@ -330,6 +340,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         metrics.routes,
         dashboard.routes,
         ...(front.oauth === undefined ? [] : [oauthMetadataRoutes(front.oauth)]),
+        // Last: a route the gateway serves already is a startup error, not a silent override.
+        ...(appRoutes === undefined ? [] : [appRoutes.routes]),
       ],
       shutdownGraceMs: graceMs,
       authenticator: front.authenticator,
@@ -383,6 +395,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       audit,
       parts,
       toolNames: mcp.server.tools.map((tool) => tool.name),
+      appRoutes: appRoutes?.declared ?? [],
       webhooks,
       ai,
       metrics,

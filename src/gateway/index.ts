@@ -13,4 +13,5 @@ export {
 } from './app.js';
 export { GATEWAY_DEFAULTS, startGateway, type Gateway, type GatewayOptions } from './gateway.js';
 export type { GatewayOAuthOptions } from './auth.js';
+export type { AppRoutes, AppRoutesOptions, AppRoutesPlugin } from '../server/index.js';
 export { startWorker, type WorkerOptions, type WorkerProcess } from './worker.js';

@@ -16,6 +16,17 @@ export {
   type ServerStore,
 } from './options.js';
 export { closeGracefully, type CloseOptions } from './lifecycle.js';
+export {
+  APP_ROUTES_DEFAULT_ACCESS,
+  APP_ROUTES_ERROR_CODE,
+  RESERVED_APP_PATHS,
+  mountAppRoutes,
+  type AppRoutes,
+  type AppRoutesOptions,
+  type AppRoutesPlugin,
+  type MountAppRoutesOptions,
+  type MountedAppRoutes,
+} from './app-routes.js';
 export { releaseRequestTimeout, requestSignal, type RouteTimeoutConfig } from './request-timeout.js';
 export {
   PROBLEM_RENDERER,

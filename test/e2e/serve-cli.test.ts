@@ -138,6 +138,8 @@ describe('breakwater serve and worker', () => {
       const db = tempDb(defer);
       const gateway = await serve(['--db', db, '--request-timeout-ms', '300'], envFor(backends));
       expect(gateway.stdout()).toContain(`store          ${db} (worker running)`);
+      // The app's own routes, one a line.
+      expect(gateway.stdout()).toContain(`\n  app routes     POST ${gateway.url}/giftgenius/orders\n`);
       expect((await getJson(`${gateway.url}/healthz`)).body).toEqual({ status: 'ok' });
 
       // --request-timeout-ms: a body still arriving after 300 ms is answered 408 and the connection closed.

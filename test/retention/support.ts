@@ -34,18 +34,19 @@ export async function seedFinishedState(store: Store, clock: FakeClock): Promise
   await jobs.ended('completed', delivery.record.jobId);
   for (let n = 1; n <= 3; n++) await store.appendStreamEvent('session-1', { n });
   await store.idempotency.begin({ scope: 'c', key: 'k', fingerprint: 'f', lockMs: 1000, ttlMs: 60_000 });
-  const operation = (owner: string) =>
+  const operation = (owner: string, deadlineMs: number) =>
     store.operations.begin({
       action: 'commerce.create_order',
       target: 'POST commerce /orders',
       request: { owner },
       retryAllowed: false,
       reconcile: null,
-      recoveryDeadlineAt: clock.now() + 3_600_000,
+      recoveryDeadlineAt: clock.now() + deadlineMs,
     });
-  const settled = (await operation('a')).record;
+  const settled = (await operation('a', 3_600_000)).record;
   await store.operations.update(settled.id, settled.version, { state: 'succeeded', result: { ok: true } });
-  const pendingOperation = (await operation('b')).record.id;
+  // Its deadline a year off: past it, a gateway's recovery loop would settle it (`failed`, `not_sent`).
+  const pendingOperation = (await operation('b', 365 * 86_400_000)).record.id;
   const pendingJob = (await jobs.pending()).id;
   const runningJob = (await jobs.running()).id;
   const audit = createAuditLog({ store: store.audit, clock });

@@ -254,10 +254,33 @@ export class OperationLedger {
   /**
    * One recovery pass: every operation due for a look (`unknown`, a silent `in_flight`, an abandoned
    * `pending`) is reconciled, resent (when allowed and nothing was accepted) or, past its deadline,
-   * escalated to `needs_attention`. Resolves how many operations it looked at.
+   * escalated to `needs_attention`; a `pending` one past its deadline is settled `failed`. Resolves how many
+   * operations it looked at.
+   *
+   * Operations of actions this process defines are looked at per action. A `pending` one past its deadline
+   * needs no action to settle (there is nothing to send or look up), so those of actions defined nowhere
+   * here are settled too: an operation whose app no longer runs (a script that exited, an action renamed)
+   * does not stay `pending` for ever, and then ages out with retention like any settled one.
    */
   async recover(limit = 100): Promise<number> {
     let looked = 0;
+    const step = async (record: OperationRecord, run: () => Promise<void>): Promise<void> => {
+      looked++;
+      try {
+        await LogContext.run(recoveryFields(record), run);
+      } catch (error) {
+        this.log.warn(
+          { err: errorFields(error), operation_id: record.id },
+          'operation recovery step failed; retrying later',
+        );
+      }
+    };
+    const now = this.clock.now();
+    const pending = await this.store.list({ states: ['pending'], dueBy: now, limit });
+    for (const record of pending) {
+      if (this.actions.has(record.action) || now < record.recoveryDeadlineAt) continue;
+      await step(record, () => this.settleUnsent(record));
+    }
     // Per action this process defines, so operations of actions defined elsewhere never crowd them out.
     for (const action of this.actions.values()) {
       const due = await this.store.list({
@@ -266,17 +289,7 @@ export class OperationLedger {
         dueBy: this.clock.now(),
         limit,
       });
-      for (const record of due) {
-        looked++;
-        try {
-          await LogContext.run(recoveryFields(record), () => this.recoverOne(action, record));
-        } catch (error) {
-          this.log.warn(
-            { err: errorFields(error), operation_id: record.id },
-            'operation recovery step failed; retrying later',
-          );
-        }
-      }
+      for (const record of due) await step(record, () => this.recoverOne(action, record));
     }
     return looked;
   }
@@ -326,19 +339,7 @@ export class OperationLedger {
     const now = this.clock.now();
     if (now >= record.recoveryDeadlineAt) {
       if (record.state === 'pending') {
-        // Every attempt failed before it was written, or was answered "not processed" (`decideFailure`):
-        // nothing happened, and nobody came back for it.
-        const answered = record.observation !== null && /^http_\d{3}$/.test(record.observation);
-        await this.steps.transition(record, 'system', 'operation.failed', {
-          state: 'failed',
-          error: answered
-            ? {
-                code: 'not_processed',
-                message: 'The service did not process any attempt before the recovery deadline.',
-              }
-            : { code: 'not_sent', message: 'No attempt reached the service before the recovery deadline.' },
-          nextCheckAt: null,
-        });
+        await this.settleUnsent(record);
         return;
       }
       await this.escalate(record);
@@ -351,6 +352,25 @@ export class OperationLedger {
       return;
     }
     await this.steps.drive(action, record, neverAbortedSignal, 'system', false);
+  }
+
+  /**
+   * Settles a `pending` operation past its recovery deadline `failed`: every attempt failed before it was
+   * written, or was answered "not processed" (`decideFailure`); nothing happened, and nobody came back for
+   * it. A compare-and-set: a caller resuming it at the same moment either sends first or reads it settled.
+   */
+  private async settleUnsent(record: OperationRecord): Promise<void> {
+    const answered = record.observation !== null && /^http_\d{3}$/.test(record.observation);
+    await this.steps.transition(record, 'system', 'operation.failed', {
+      state: 'failed',
+      error: answered
+        ? {
+            code: 'not_processed',
+            message: 'The service did not process any attempt before the recovery deadline.',
+          }
+        : { code: 'not_sent', message: 'No attempt reached the service before the recovery deadline.' },
+      nextCheckAt: null,
+    });
   }
 
   private async escalate(record: OperationRecord): Promise<void> {
