@@ -96,20 +96,36 @@ export function defineApp(app: BreakwaterApp): BreakwaterApp {
   return app;
 }
 
+/** tsx's loaders, registered once per process by the first TypeScript app {@link loadApp} loads. */
+let typescript: Promise<void> | undefined;
+
 /**
- * Loads an app module (its default export, or an export named `app`) from a path relative to `cwd`.
+ * Loads an app module (its default export, or an export named `app`) from a path relative to `cwd`. A
+ * TypeScript module (`.ts`, `.mts`, `.cts`) loads as it is: tsx's loaders are registered for the process
+ * first, unless this code itself runs as TypeScript (then a loader is in place already). A CommonJS module
+ * (such as a `.ts` file in a package without `"type": "module"`) may export the app as `exports.default`.
  * @throws Error naming the module when it cannot be imported or exports no app.
  */
 export async function loadApp(path: string, cwd: string = process.cwd()): Promise<BreakwaterApp> {
   const url = pathToFileURL(resolve(cwd, path)).href;
   let mod: { default?: unknown; app?: unknown };
   try {
+    if (/\.[mc]?ts$/.test(path) && !import.meta.url.endsWith('.ts')) {
+      typescript ??= Promise.all([import('tsx/cjs/api'), import('tsx/esm/api')]).then(([cjs, esm]) => {
+        cjs.register();
+        esm.register();
+      });
+      await typescript;
+    }
     mod = (await import(url)) as typeof mod;
   } catch (error) {
     throw new Error(`cannot load the app module ${path}: ${(error as Error).message}`, { cause: error });
   }
-  const app = (mod.default ?? mod.app) as Partial<BreakwaterApp> | undefined;
-  if (app === undefined || app === null || typeof app.setup !== 'function') {
+  const inner = (mod.default ?? {}) as { default?: unknown; app?: unknown };
+  const app = [mod.default, mod.app, inner.default, inner.app].find(
+    (value) => typeof (value as Partial<BreakwaterApp> | null | undefined)?.setup === 'function',
+  );
+  if (app === undefined) {
     throw new Error(
       `the app module ${path} must export an app (export default defineApp({ setup(context) { ... } }))`,
     );
