@@ -4,7 +4,7 @@ import type { IdempotencyClaim, IdempotencyRecord, StoredResponse } from './idem
 
 /**
  * The idempotency record contract suite: every rule in the docstrings of `store/idempotency.ts`, run against
- * each backend (DESIGN: "Storage and deployment": both backends pass the same contract tests).
+ * each backend (both backends pass the same contract tests: docs/architecture.md#contract-suites).
  */
 
 const LOCK_MS = 30_000;

@@ -1,5 +1,5 @@
 /**
- * Rate-limit algorithms as pure state machines (DESIGN: "Policies", Rate limiter). Each one is
+ * Rate-limit algorithms as pure state machines (docs/policies.md#algorithms). Each one is
  * `step(state | undefined, nowMs, cost) → { state, decision }` over plain JSON-able state, so any store can
  * read the state, step it and write it back atomically (a SQLite or Postgres transaction, a Redis Lua script
  * that mirrors this file). Nothing here reads a clock or keeps anything between calls.

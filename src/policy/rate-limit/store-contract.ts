@@ -10,9 +10,9 @@ import {
 import type { RateLimitStore } from './store.js';
 
 /**
- * The RateLimitStore contract suite (DESIGN: "Policies", Rate limiter; "Storage and deployment": the same
- * limiter tests pass on memory, SQLite, PostgreSQL and Redis): every rule of store.ts and of the algorithms'
- * contract as a store sees it, with exact values on a FakeClock.
+ * The RateLimitStore contract suite (docs/policies.md#rate-limiters; docs/architecture.md#contract-suites:
+ * the same limiter tests pass on memory, SQLite, PostgreSQL and Redis): every rule of store.ts and of the
+ * algorithms' contract as a store sees it, with exact values on a FakeClock.
  */
 
 /** How the suite reaches one backend. */

@@ -465,9 +465,10 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 9,
     name: 'owners of jobs and operations',
     sql: (s) => `
-      -- The principal that started a job or an operation (DESIGN: "Identity and ownership"), NULL for rows
-      -- made before owners were kept and by the gateway itself (only admin sees those). ADD COLUMN without a
-      -- default changes the catalog only; claim_jobs returns SETOF jobs, so it returns the column too.
+      -- The principal that started a job or an operation (docs/architecture.md#identity-and-ownership), NULL
+      -- for rows made before owners were kept and by the gateway itself (only admin sees those). ADD COLUMN
+      -- without a default changes the catalog only; claim_jobs returns SETOF jobs, so it returns the column
+      -- too.
       ALTER TABLE ${s}.jobs ADD COLUMN owner text;
       ALTER TABLE ${s}.operations ADD COLUMN owner text;
 

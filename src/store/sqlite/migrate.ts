@@ -354,9 +354,9 @@ CREATE INDEX jobs_failed_canceled ON jobs (status, id) WHERE status IN ('failed'
     version: 9,
     name: 'owners of jobs and operations',
     sql: `
--- The principal that started a job or an operation (DESIGN: "Identity and ownership"), NULL for rows made
--- before owners were kept and by the gateway itself (only admin sees those). ADD COLUMN without a default
--- rewrites nothing.
+-- The principal that started a job or an operation (docs/architecture.md#identity-and-ownership), NULL for
+-- rows made before owners were kept and by the gateway itself (only admin sees those). ADD COLUMN without a
+-- default rewrites nothing.
 ALTER TABLE jobs ADD COLUMN owner TEXT;
 ALTER TABLE operations ADD COLUMN owner TEXT;
 
