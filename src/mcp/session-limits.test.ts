@@ -7,9 +7,10 @@ import { connectClient, startGateway, type Gateway, type TestClient } from './te
 import { resilientTool } from './tool.js';
 
 /**
- * Issue 28, finding 6 ("5,000 unauthenticated initialize calls filled the 1,000-session table for an hour; a
- * real client then got 503") and "MCP sessions capped per principal; one principal that exhausts its share
- * leaves others unaffected". Raw initialize calls and the official SDK client, over real HTTP.
+ * Sessions under load from one principal ("5,000 unauthenticated initialize calls filled the 1,000-session
+ * table for an hour; a real client then got 503") and "MCP sessions capped per principal; one principal that
+ * exhausts its share leaves others unaffected". Raw initialize calls and the official SDK client, over real
+ * HTTP.
  */
 
 const echo = resilientTool({

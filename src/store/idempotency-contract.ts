@@ -278,7 +278,7 @@ export function idempotencyContract(name: string, backend: FacetBackend): void {
         { lockMs: Number.NaN },
         { ttlMs: 0 },
         { ttlMs: Infinity },
-        // A record must outlive the lock of its run (issue 28): ttlMs > lockMs.
+        // A record must outlive the lock of its run: ttlMs > lockMs.
         { ttlMs: LOCK_MS },
         { ttlMs: 1_000 },
         { scope: 42 as unknown as string },

@@ -52,7 +52,7 @@ export interface IdempotentResponse {
  * expires while its run still holds the lock is replaced by the next request with the key, which runs again,
  * at the same time; the first run's response is then never stored (its token no longer owns the key), and a
  * record that lives shorter than its run is never replayed at all. With `ttlMs: 1000` under the default 60 s
- * lock and a 2 s handler, three requests with one key ran three times, two at once (issue 28). The lock is the
+ * lock and a 2 s handler, three requests with one key ran three times, two at once. The lock is the
  * longest a run may hold its key, so a record that outlives it outlives every run that is not presumed dead.
  * @returns `ttlMs`.
  * @throws RangeError naming `owner` and `ttlMs` (`…: ttlMs must be greater than lockMs (60000 ms): …`).

@@ -154,7 +154,7 @@ export function rateLimitStoreContract(name: string, backend: RateLimitStoreBack
       }
     });
 
-    it('issue 7: 10 per 10 minutes, 10 at minute 9 and 10 at minute 11: fixed lets all 20 pass', async () => {
+    it('10 per 10 minutes, 10 at minute 9 and 10 at minute 11: fixed lets all 20 pass', async () => {
       const fixed = new FixedWindow({ limit: 10, windowMs: 10 * MINUTE_MS });
       at(9 * MINUTE_MS);
       const first = await Promise.all(Array.from({ length: 10 }, () => consume('k', fixed)));
@@ -165,7 +165,7 @@ export function rateLimitStoreContract(name: string, backend: RateLimitStoreBack
       expect(second.every((d) => d.allowed && d.resetMs === 9 * MINUTE_MS)).toBe(true);
     });
 
-    it('issue 7: the same with sliding refuses the second 10 until minute 19', async () => {
+    it('the same with sliding refuses the second 10 until minute 19', async () => {
       const sliding = new SlidingWindow({ limit: 10, windowMs: 10 * MINUTE_MS });
       at(9 * MINUTE_MS);
       const first = await Promise.all(Array.from({ length: 10 }, () => consume('k', sliding)));

@@ -484,8 +484,9 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 10,
     name: 'api keys and admin sessions',
     sql: (s) => `
-      -- API keys (issue 28): the secret's SHA-256, never the secret. Looked up by id (the key carries it),
-      -- so one primary-key probe per verification. json (not jsonb) as elsewhere: metadata keeps its order.
+      -- API keys (docs/security.md#api-keys): the secret's SHA-256, never the secret. Looked up by id (the
+      -- key carries it), so one primary-key probe per verification. json (not jsonb) as elsewhere: metadata
+      -- keeps its order.
       CREATE TABLE ${s}.api_keys (
         id text COLLATE "C" PRIMARY KEY,
         name text NOT NULL,

@@ -371,8 +371,9 @@ CREATE INDEX operations_owner_id ON operations (owner, id) WHERE owner IS NOT NU
     version: 10,
     name: 'api keys and admin sessions',
     sql: `
--- API keys (issue 28): the secret's SHA-256, never the secret. scopes, metadata and ai are JSON text;
--- trusted_backend 0/1. Looked up by id (the key carries it), so one primary-key probe per verification.
+-- API keys (docs/security.md#api-keys): the secret's SHA-256, never the secret. scopes, metadata and ai are
+-- JSON text; trusted_backend 0/1. Looked up by id (the key carries it), so one primary-key probe per
+-- verification.
 CREATE TABLE api_keys (
   id              TEXT PRIMARY KEY,
   name            TEXT NOT NULL,
