@@ -1,5 +1,5 @@
 /**
- * Issue 28, the front door attacked from outside over real HTTP (part 3), gaps a later session found: the
+ * The front door attacked from outside over real HTTP (part 3), gaps a later session found: the
  * admin token sent as `x-api-key` (what the edge accepts for every other credential) was refused on the
  * admin routes; a repeated query parameter the route does not declare (`/admin/api/operations?status=a&
  * status=b`), or on a route without a querystring schema, passed as an array and answered 200; an oversized
