@@ -28,10 +28,10 @@ const HEX = Buffer.from('0123456789abcdef', 'latin1');
  * The `uuid` library lays out the bytes; this function keeps the monotonic counter (the library's own is
  * bypassed once random bytes are passed in), hands it random bytes from a pool filled 4 KiB at a time by
  * `crypto.randomFillSync`, and writes the text itself. The library's default draws 16 bytes from
- * `crypto.getRandomValues` for every id, which cost ~2-4 % of the CPU of a job or a webhook delivery
- * (measured with `bench/`); its text is 20 string concatenations and a lowercase copy, ~0.7 KB allocated per
- * id, where writing hex digits into a reused buffer and reading it once as a string is one 36-character
- * string.
+ * `crypto.getRandomValues` for every id, a visible share of the CPU of a job or a webhook delivery
+ * (docs/performance.md#core-policies-and-the-http-edge); its text is 20 string concatenations and a lowercase
+ * copy per id, where writing hex digits into a reused buffer and reading it once as a string is one
+ * 36-character string.
  */
 export function newId(prefix?: string): string {
   if (offset === pool.length) {
