@@ -23,11 +23,11 @@ import { planDeliveries, sendAiRequests, sendWebhooks } from './load.js';
  * webhook was processed exactly once, every job is terminal with exactly one terminal event, at most 30 AI
  * requests were allowed, and the audit chain verifies.
  *
- * Knobs (environment): BREAKWATER_PROOF_JOBS (default 5 000, the issue's number: about 90 s on this
- * two-CPU machine when it is quiet; each deep analysis is about ten round trips, and the app runs four at a
- * time per worker, so the two workers' eight slots set the pace), BREAKWATER_PROOF_EVENTS (distinct
- * webhook events, default 1 000; half as many duplicates again), BREAKWATER_PROOF_REDIS_DB (the Redis
- * database index, default 13; the test deletes its `breakwater:` keys there afterwards).
+ * Knobs (environment): BREAKWATER_PROOF_JOBS (default 5 000: the proof's size; each deep analysis is about
+ * ten round trips, and the app runs four at a time per worker, so the two workers' eight slots set the pace),
+ * BREAKWATER_PROOF_EVENTS (distinct webhook events, default 1 000; half as many duplicates again),
+ * BREAKWATER_PROOF_REDIS_DB (the Redis database index, default 13; the test deletes its `breakwater:` keys
+ * there afterwards).
  */
 function knob(name: string, fallback: number): number {
   const raw = process.env[name];
