@@ -1,15 +1,16 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** The capability folders of DESIGN's layout. */
+/** The capability folders (docs/architecture.md#layers-and-folders). */
 const CAPABILITY_FOLDERS = ['jobs', 'operations', 'webhooks', 'upstream', 'ai'];
 
 /** The assembling folders, which nothing below them may import. */
 const ASSEMBLY_FOLDERS = ['mcp', 'server', 'gateway', 'cli'];
 
 /**
- * A layer rule (DESIGN: layout, imports point down and never up): files under `files` may reach the
- * folders in `faces` only through their `index.js`, and may not import the folders in `forbidden` at all.
+ * A layer rule (imports point down and never up; each row of docs/architecture.md#enforced-by-eslint is one
+ * call): files under `files` may reach the folders in `faces` only through their `index.js`, and may not
+ * import the folders in `forbidden` at all.
  */
 function layer(files, { faces, forbidden, message }) {
   return {
@@ -72,18 +73,18 @@ export default tseslint.config(
   layer(['src/policy/**/*.ts'], {
     faces: ['core'],
     forbidden: ['store', ...CAPABILITY_FOLDERS, ...ASSEMBLY_FOLDERS],
-    message: 'policy/ imports only core/index.js (DESIGN: layout).',
+    message: 'policy/ imports only core/index.js (docs/architecture.md#enforced-by-eslint).',
   }),
   layer(['src/store/**/*.ts'], {
     faces: ['core'],
     forbidden: ['policy', ...CAPABILITY_FOLDERS, ...ASSEMBLY_FOLDERS],
-    message: 'store/ imports only core/index.js (DESIGN: layout).',
+    message: 'store/ imports only core/index.js (docs/architecture.md#enforced-by-eslint).',
   }),
   // The HTTP edge sits below the capabilities: it knows the caller, not what the caller asks for.
   layer(['src/http/**/*.ts'], {
     faces: ['core', 'store'],
     forbidden: ['policy', ...CAPABILITY_FOLDERS, ...ASSEMBLY_FOLDERS],
-    message: 'http/ imports only core/ and store/ index.js (DESIGN: layout).',
+    message: 'http/ imports only core/ and store/ index.js (docs/architecture.md#enforced-by-eslint).',
   }),
   layer(
     CAPABILITY_FOLDERS.map((folder) => `src/${folder}/**/*.ts`),
@@ -91,7 +92,8 @@ export default tseslint.config(
       // http/ is allowed but not listed: ai/ has an http/ folder of its own that the glob would catch.
       faces: ['core', 'policy', 'store'],
       forbidden: ASSEMBLY_FOLDERS,
-      message: 'capability folders import only core/, policy/, store/ and http/ index.js (DESIGN: layout).',
+      message:
+        'capability folders import only core/, policy/, store/ and http/ index.js (docs/architecture.md#enforced-by-eslint).',
     },
   ),
   // mcp/ and server/ assemble capabilities, each without the other; only gateway/ (and the entries) sees both.
@@ -99,19 +101,20 @@ export default tseslint.config(
     faces: ['core', 'policy', 'store', ...CAPABILITY_FOLDERS],
     forbidden: ['server', 'gateway', 'cli'],
     message:
-      'mcp/ imports core/, policy/, store/ and capability index.js files, never server/, gateway/ or cli/.',
+      'mcp/ imports core/, policy/, store/ and capability index.js files, never server/, gateway/ or cli/ (docs/architecture.md#enforced-by-eslint).',
   }),
   layer(['src/server/**/*.ts'], {
     faces: ['core', 'policy', 'store', ...CAPABILITY_FOLDERS],
     forbidden: ['mcp', 'gateway', 'cli'],
     message:
-      'server/ imports core/, policy/, store/ and capability index.js files, never mcp/, gateway/ or cli/.',
+      'server/ imports core/, policy/, store/ and capability index.js files, never mcp/, gateway/ or cli/ (docs/architecture.md#enforced-by-eslint).',
   }),
   // gateway/ is the library that starts a whole process (app, gateway, worker); cli/ parses arguments and
   // calls it, never the other way round.
   layer(['src/gateway/**/*.ts'], {
     faces: [],
     forbidden: ['cli'],
-    message: 'gateway/ never imports cli/: cli/ parses arguments and calls gateway/.',
+    message:
+      'gateway/ never imports cli/: cli/ parses arguments and calls gateway/ (docs/architecture.md#enforced-by-eslint).',
   }),
 );

@@ -5,7 +5,8 @@
  * run and on the same machine, to the cases below. `--stream` asks for a streamed answer instead: the provider
  * sends TOKENS (default 50) SSE frames at once, each proxy passes the stream through, and a request ends with
  * the stream's end (saturated load only: not with `--provider-ms`). Portkey 1.15.2 fails every streamed
- * request here (`TypeError: immutable` from its header rewrite; Portkey-AI/gateway issue 1389):
+ * request here (`TypeError: immutable` from its header rewrite;
+ * https://github.com/Portkey-AI/gateway/issues/1389):
  *
  * - **direct**: the simulated OpenAI-compatible provider (examples/llm-sim, answering at once);
  * - **proxy**: the floor, a proxy with no logic (node:http and one undici Pool passing the body through): the
@@ -22,15 +23,16 @@
  * (autocannon's load): 200 connections always busy, so the latency is 200 ÷ throughput, added latency is a
  * gateway's p50/p99 minus the direct p50/p99, and the figure that matters is throughput. With a provider that
  * takes as long as a model does (`--provider-ms=200`), the load is what 200 concurrent requests really offer
- * (this bench's own paced load, ai-load.ts), and added latency is the gateway's own: per request, the
- * latency minus the provider's own time for it (which the provider reports in its answer) is the request's
- * overhead, and a gateway's added p50/p99 is its overhead p50/p99 minus the direct one. A provider that always takes exactly the same time keeps the 200 clients in
- * lockstep, so requests arrive in bursts of 200 at once; `--provider-jitter-ms=100` spreads each answer over
- * 100 ms more, as real models do. `--pin` (Linux `taskset`) gives the gateway under test CPU 1 and puts the
- * load generator and the provider on CPU 0, so on a small machine the gateway's latency is not the load
- * generator's scheduling. Each of our servers prints, when stopped, its event-loop delay, CPU and longest GC
- * pauses over the measured run (start-up and warm-up left out). Targets (issue 7): added p50 ≤ 1 ms,
- * p99 ≤ 5 ms at 200 concurrent requests, and more throughput than Portkey.
+ * (this bench's own paced load, ai-load.ts), and added latency is the gateway's own: per request, the latency
+ * minus the provider's own time for it (which the provider reports in its answer) is the request's overhead,
+ * and a gateway's added p50/p99 is its overhead p50/p99 minus the direct one. A provider that always takes
+ * exactly the same time keeps the 200 clients in lockstep, so requests arrive in bursts of 200 at once;
+ * `--provider-jitter-ms=100` spreads each answer over 100 ms more, as real models do. `--pin` (Linux
+ * `taskset`) gives the gateway under test CPU 1 and puts the load generator and the provider on CPU 0, so on
+ * a small machine the gateway's latency is not the load generator's scheduling. Each of our servers prints,
+ * when stopped, its event-loop delay, CPU and longest GC pauses over the measured run (start-up and warm-up
+ * left out). Targets (docs/ai-gateway.md#performance): added p50 ≤ 1 ms, p99 ≤ 5 ms at 200 concurrent
+ * requests, and more throughput than Portkey.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -353,7 +355,7 @@ const ms = (n: number | undefined, width: number): string =>
   (n === undefined ? '—' : n.toFixed(2)).padStart(width);
 
 /**
- * Prints each case and the verdict on issue 7's targets. Paced, a case's added latency is its overhead per
+ * Prints each case and the verdict on the targets. Paced, a case's added latency is its overhead per
  * request (latency minus the provider's own time) minus the direct overhead, percentile by percentile; the
  * end-to-end difference (a case's p99 minus the direct p99) is printed too, though on a small machine it
  * swings by tens of ms between two runs of the same thing: it carries the provider's jitter and pauses.

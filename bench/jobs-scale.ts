@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- jobs-scale [--jobs=N] [--concurrency=C] [--work-ms=W1,W2]`: PostgreSQL job throughput
- * with 1, 2 and 4 worker processes (issue 9: 4 workers ≥ 3× one). For each count, a fresh schema is filled
+ * with 1, 2 and 4 worker processes (target: 4 workers ≥ 3× one). For each count, a fresh schema is filled
  * with N jobs (default 4 000) before any worker runs; then the workers (`jobs-scale-worker.ts`, each its own
  * process, pool and LISTEN connection, C handlers at once, default 8) are told to start together, and the
  * time runs until the store's books show all N completed.

@@ -14,8 +14,8 @@
  * the acknowledgement rate of the ingress; handlers run later, in the background, as jobs.
  *
  * Reports accepted (2xx) deliveries per second and p50/p99 latency in ms of every run, then the median of the
- * rounds' webhooks ÷ bare throughput ratios and the median webhooks p99. Targets (issue 5): ratio ≥ 0.5,
- * p99 ≤ 20 ms.
+ * rounds' webhooks ÷ bare throughput ratios and the median webhooks p99. Targets
+ * (docs/webhooks.md#benchmark): ratio ≥ 0.5, p99 ≤ 20 ms.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';

@@ -1,5 +1,6 @@
 /**
- * GiftGenius's three dependencies, with the policies of DESIGN's defaults table: gift (timeout 4 s,
+ * GiftGenius's three dependencies, with the policies of the defaults table
+ * (docs/architecture.md#defaults): gift (timeout 4 s,
  * bulkhead 10, breaker 5 failures / 30 s open), commerce (3 s, bulkhead 3, breaker 3 / 20 s) and analytics
  * (bulkhead 50). Each has its own bulkhead and breaker, so a hanging gift service cannot take checkout down.
  * Breakers are per process unless `sharedBreakers` is given (`breakwater serve --shared-breakers`).

@@ -1,6 +1,6 @@
 /**
- * The caller of an AI request (DESIGN: "Identity and ownership"): the metadata its rate and spend rules and
- * route conditions read, and the models its key allows.
+ * The caller of an AI request (docs/architecture.md#identity-and-ownership): the metadata its rate and spend
+ * rules and route conditions read, and the models its key allows.
  *
  * Metadata comes from the credential. `Principal.metadata` is bound to the key or token; the client's
  * `x-breakwater-metadata` header adds to it only when the principal is a trusted backend (a server that calls

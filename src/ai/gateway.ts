@@ -1,5 +1,5 @@
 /**
- * The AI gateway (DESIGN: "AI gateway"): an OpenAI-compatible `POST /v1/chat/completions` in front of
+ * The AI gateway (docs/ai-gateway.md): an OpenAI-compatible `POST /v1/chat/completions` in front of
  * OpenAI-compatible providers, with rate and spend rules, retries, first-byte timeouts, fallbacks (through
  * route flows) and one log line per request.
  */

@@ -1,5 +1,5 @@
 /**
- * ai/: the OpenAI-compatible gateway (DESIGN: "AI gateway"): providers, prices, rate and spend limits,
+ * ai/: the OpenAI-compatible gateway (docs/ai-gateway.md): providers, prices, rate and spend limits,
  * retries and first-byte timeouts, fallbacks, streaming. Imports only core, policy and store.
  *
  * For route flows (`dynamic/<route>`): `executeStep`, `runFallbackChain`, `AiLimits` (a limit check with its

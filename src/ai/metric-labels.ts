@@ -1,8 +1,8 @@
 /**
- * The metric labels of one AI request, bounded by configuration (DESIGN: "Identity and ownership":
- * client-chosen strings never become metric labels). Every distinct label set is a series a metrics registry
- * keeps for the life of the process, so a label taken from a request (a `model` string, a route name) would
- * let any client grow the gateway's memory and its `/metrics` answer without bound.
+ * The metric labels of one AI request, bounded by configuration (client-chosen strings never become metric
+ * labels: docs/architecture.md#identity-and-ownership). Every distinct label set is a series a metrics
+ * registry keeps for the life of the process, so a label taken from a request (a `model` string, a route
+ * name) would let any client grow the gateway's memory and its `/metrics` answer without bound.
  */
 import { isErrorCode } from '../core/index.js';
 import type { AiRequestLog } from './types.js';

@@ -6,7 +6,7 @@
 import { BreakwaterError } from '../core/index.js';
 import type { BackoffKind, Metadata, MetadataValue, StepSettings } from './types.js';
 
-/** Bounds of the header values (DESIGN, "Defaults": ≤ 5 attempts, delay ≤ 5 s). */
+/** Bounds of the header values (docs/architecture.md#defaults: ≤ 5 attempts, delay ≤ 5 s). */
 export const HEADER_BOUNDS = {
   /** `x-breakwater-request-timeout`: ms to the provider's first byte. */
   timeoutMs: { min: 1, max: 600_000 },

@@ -1,5 +1,5 @@
 /**
- * The shapes the AI gateway's parts share (DESIGN: "AI gateway"): a step (one provider and model with its
+ * The shapes the AI gateway's parts share (docs/ai-gateway.md): a step (one provider and model with its
  * retry and timeout settings), a request as the gateway read it, and the answer a step gives before its first
  * byte reaches the client. Route flows (`dynamic/<route>`) are built from these with `executeStep` and
  * `runFallbackChain`.

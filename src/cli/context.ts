@@ -27,7 +27,7 @@ export class CliError extends Error {
 
 /**
  * The store URL a command uses: `--db`, else `DATABASE_URL`, else `BREAKWATER_DB`, else SQLite at
- * `./data/breakwater.db` (DESIGN: "Storage and deployment").
+ * `./data/breakwater.db` (docs/architecture.md#storage).
  */
 export function storeUrl(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
   for (const value of [flag, env.DATABASE_URL, env.BREAKWATER_DB]) {

@@ -7,7 +7,7 @@ import {
 } from './errors.js';
 
 /**
- * What a failure means for the caller (DESIGN: "Classification").
+ * What a failure means for the caller (docs/architecture.md#classification).
  * - `kind`: `transient` (a later try may succeed), `permanent` (it will not), `fatal` (a bug).
  * - `outcome`: `unknown` when the request may have taken effect (written, answer lost).
  * - `retryable`: whether an automatic retry is safe: transient, and either the outcome is `failed` or the
@@ -46,7 +46,7 @@ export interface ClassifyOptions {
 /** Methods that are idempotent per RFC 9110, section 9.2.2. */
 const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 
-/** HTTP statuses that are transient (DESIGN). */
+/** HTTP statuses that are transient (docs/architecture.md#classification). */
 const TRANSIENT_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
 
 /**
@@ -124,12 +124,12 @@ const FATAL_ERRORS = new Set([
 /**
  * Classifies anything thrown or returned as a failure:
  * - a {@link BreakwaterError}: its own fields (`rate_limited` and `spend_limited` are never retryable by our
- *   own clients, per DESIGN), with one exception: a `timeout`, or a `deadline_exceeded` whose
- *   `details.timeout_ms` is > 0, means our own timer fired while the call was in flight, so the request may
- *   have been written and acted on. Its outcome (which the timeout policy always sets to `failed`, since it
- *   cannot know the method) becomes the write outcome: `unknown` for a known non-idempotent method (POST,
- *   PATCH), so it is retried only with an idempotency key. A `deadline_exceeded` with `timeout_ms` 0 (or
- *   none) failed fast without calling anything and stays `failed`;
+ *   own clients, docs/architecture.md#classification), with one exception: a `timeout`, or a
+ *   `deadline_exceeded` whose `details.timeout_ms` is > 0, means our own timer fired while the call was in
+ *   flight, so the request may have been written and acted on. Its outcome (which the timeout policy always
+ *   sets to `failed`, since it cannot know the method) becomes the write outcome: `unknown` for a known
+ *   non-idempotent method (POST, PATCH), so it is retried only with an idempotency key. A `deadline_exceeded`
+ *   with `timeout_ms` 0 (or none) failed fast without calling anything and stays `failed`;
  * - an HTTP response or an error carrying `status`/`statusCode` (fetch `Response`, the `openai` client's
  *   `APIError`): 408/425/429/500/502/503/504 transient, other 4xx and 5xx permanent; `Retry-After` (seconds or
  *   HTTP-date, RFC 9110 section 10.2.3) and `retry-after-ms` are read;

@@ -2,8 +2,8 @@ import { invalidOption } from './options.js';
 import { neverAbortedSignal } from './signals.js';
 
 /**
- * Time as an injected dependency (DESIGN: "Time"). Every policy reads a `Clock`; tests pass a
- * {@link FakeClock} and never sleep on real time.
+ * Time as an injected dependency (docs/architecture.md#time-and-the-clock). Every policy reads a `Clock`;
+ * tests pass a {@link FakeClock} and never sleep on real time.
  */
 
 /** An opaque timer handle returned by {@link Clock.setTimeout}. */

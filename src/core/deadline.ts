@@ -11,13 +11,13 @@ interface DeadlineScope {
 const storage = new AsyncLocalStorage<DeadlineScope>();
 
 /**
- * Deadline propagation (DESIGN: "Deadlines"). A deadline is carried by `AsyncLocalStorage` through every
- * await below {@link Deadline.run}; nested deadlines take the smaller. The deadline does not interrupt work
- * by itself: a policy's `execute` reads {@link Deadline.at} once, when it starts, into `ctx.deadlineAt`, and
- * the policies inside fit their waits to it: timeout and retry to `deadlineAt − now − margin` (default
- * margin 50 ms, kept back so the outer layer can still answer), failing fast with `deadline_exceeded` when
- * no useful time is left; bulkhead queueing and hedging to `deadlineAt` itself.
- * The deadline is absolute on the clock it was made with: give policies the same clock.
+ * Deadline propagation (docs/architecture.md#deadlines). A deadline is carried by `AsyncLocalStorage` through
+ * every await below {@link Deadline.run}; nested deadlines take the smaller. The deadline does not interrupt
+ * work by itself: a policy's `execute` reads {@link Deadline.at} once, when it starts, into `ctx.deadlineAt`,
+ * and the policies inside fit their waits to it: timeout and retry to `deadlineAt − now − margin` (default
+ * margin 50 ms, kept back so the outer layer can still answer), failing fast with `deadline_exceeded` when no
+ * useful time is left; bulkhead queueing and hedging to `deadlineAt` itself. The deadline is absolute on the
+ * clock it was made with: give policies the same clock.
  */
 export const Deadline = {
   /**

@@ -11,7 +11,10 @@ import {
   type ErrorKind,
 } from './errors.js';
 
-/** Every stable code with the kind and status DESIGN.md gives it (internal_error is the non-Breakwater one; idempotency_key_invalid the malformed-header 400 of operations/). */
+/**
+ * Every stable code with the kind and status docs/architecture.md#error-codes gives it (internal_error is the
+ * non-Breakwater one; idempotency_key_invalid the malformed-header 400 of operations/).
+ */
 const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
   timeout: ['transient', 504],
   deadline_exceeded: ['transient', 504],
@@ -40,7 +43,7 @@ const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
 const CODES = Object.keys(ERROR_CODES) as ErrorCode[];
 
 describe('ERROR_CODES', () => {
-  it('has exactly the codes of DESIGN.md plus internal_error and idempotency_key_invalid, in order', () => {
+  it('has exactly the codes of docs/architecture.md, in order', () => {
     expect(CODES).toEqual(Object.keys(EXPECTED));
     expect(CODES).toHaveLength(22);
   });

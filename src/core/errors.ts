@@ -1,6 +1,6 @@
 /**
- * The one error type Breakwater throws and returns. Codes are stable API (snake_case); see DESIGN.md,
- * "Core contracts". Each code has a default kind, HTTP status and a sentence a model can say to a user.
+ * The one error type Breakwater throws and returns. Codes are stable API (snake_case; see
+ * docs/architecture.md#errors). Each code has a default kind, HTTP status and a sentence a model can say.
  */
 
 /** How a failure should be treated: `transient` may succeed if retried, `permanent` will not, `fatal` is a bug. */
@@ -171,7 +171,7 @@ export interface BreakwaterErrorOptions {
   retryAfterMs?: number;
   /** Default `failed`; `outcome_unknown` defaults to `unknown`. */
   outcome?: ErrorOutcome;
-  /** The operation this failure belongs to, when there is one (DESIGN: "Idempotency and operations"). */
+  /** The operation this failure belongs to, when there is one (docs/operations.md#the-operation-ledger). */
   operationId?: string;
   /** The name of the dependency or policy that produced it (e.g. `gift-service`). */
   source?: string;
@@ -252,7 +252,7 @@ export class BreakwaterError extends Error {
    * `kind === 'transient'` and `outcome === 'failed'`. After an `unknown` outcome the effect may have happened,
    * so this is false: reconcile first. This is the caller's view (problem+json `retryable`); whether our own
    * policies retry automatically is `classify(error).retryable`, which is also false for our own
-   * `rate_limited` / `spend_limited` (DESIGN: "Classification").
+   * `rate_limited` / `spend_limited` (docs/architecture.md#classification).
    */
   get retryable(): boolean {
     return this.kind === 'transient' && this.outcome === 'failed';

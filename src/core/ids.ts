@@ -20,11 +20,11 @@ const HEX = Buffer.from('0123456789abcdef', 'latin1');
  * as plain strings.
  *
  * The bytes are laid out as the `uuid` package's `v7` does (48-bit ms, version 7, a 32-bit counter over the
- * next bits, variant 10, random rest), without loading that package (20 modules, a fifth of what importing
- * `breakwater` cost). Random bytes come from a pool filled 4 KiB at a time by `crypto.randomFillSync`: one
- * draw of 16 bytes per id cost ~2-4 % of the CPU of a job or a webhook delivery (measured with `bench/`).
- * The text is hex digits written into a reused buffer and read once as a string, where string concatenation
- * allocated ~0.7 KB per id.
+ * next bits, variant 10, random rest), without loading that package (its import cost:
+ * docs/performance.md#core-policies-and-the-http-edge). Random bytes come from a pool filled 4 KiB at a time
+ * by `crypto.randomFillSync`: one draw of 16 bytes per id cost a visible share of the CPU of a job or a
+ * webhook delivery. The text is hex digits written into a reused buffer and read once as a string, where
+ * string concatenation allocated several hundred bytes per id.
  */
 export function newId(prefix?: string): string {
   if (offset === pool.length) {

@@ -1,9 +1,9 @@
 /**
- * Who is calling (DESIGN: "Identity and ownership"). Every request the HTTP edge admits carries one
- * {@link Principal}: an API key, an OAuth access token, the admin token, the machine's own user (loopback mode,
- * no credentials configured), or nobody in particular (`--insecure-no-auth`). Jobs, tasks and operations record
- * the `id` of the principal that started them; only that principal, or one with the `admin` scope, sees them
- * again. Lives in core so every capability can read it without importing the HTTP edge.
+ * Who is calling (docs/architecture.md#identity-and-ownership). Every request the HTTP edge admits carries
+ * one {@link Principal}: an API key, an OAuth access token, the admin token, the machine's own user (loopback
+ * mode, no credentials configured), or nobody in particular (`--insecure-no-auth`). Jobs, tasks and
+ * operations record the `id` of the principal that started them; only that principal, or one with the `admin`
+ * scope, sees them again. Lives in core so every capability can read it without importing the HTTP edge.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 

@@ -55,7 +55,8 @@ export function toProblem(error: unknown, instance?: string): ProblemDetails {
     status: err.status,
     detail: err.message,
     code: err.code,
-    // After an unknown outcome a blind resend may repeat the effect: reconcile first (DESIGN).
+    // After an unknown outcome a blind resend may repeat the effect: reconcile first
+    // (docs/architecture.md#outcomes).
     retryable: err.kind === 'transient' && err.outcome === 'failed',
     retry_after_ms: err.retryAfterMs ?? null,
     outcome: err.outcome,

@@ -1,8 +1,8 @@
 /**
- * Redaction of audit data and log lines (DESIGN: "Idempotency and operations": authorization headers,
- * secrets, tokens and card-like numbers are never stored). Errs towards hiding: a false positive costs a
- * detail of a record, a false negative leaks a credential into an append-only log that cannot be edited.
- * Used by `operations/audit` (records) and `core/log.ts` (free text in log lines).
+ * Redaction of audit data and log lines (docs/operations.md#the-audit-log: authorization headers, secrets,
+ * tokens and card-like numbers are never stored). Errs towards hiding: a false positive costs a detail of a
+ * record, a false negative leaks a credential into an append-only log that cannot be edited. Used by
+ * `operations/audit` (records) and `core/log.ts` (free text in log lines).
  */
 import { BreakwaterError } from './errors.js';
 import { MAX_JSON_DEPTH } from './json-depth.js';

@@ -8,11 +8,12 @@
 export const neverAbortedSignal: AbortSignal = new AbortController().signal;
 
 /**
- * The key of a host server's per-request signal: server/'s `createServer` decorates its Fastify instance
- * with a {@link RequestSignalOf} under it, so a capability's route mounted there can use the signal the
- * server keeps for each request anyway (aborted by the server's request timeout, or when the client leaves)
- * instead of an AbortController and a close listener of its own per request. Capabilities cannot import
- * server/ (DESIGN: dependencies point down), so the key lives here. `Symbol.for`: one key across copies.
+ * The key of a host server's per-request signal: server/'s `createServer` decorates its Fastify instance with
+ * a {@link RequestSignalOf} under it, so a capability's route mounted there can use the signal the server
+ * keeps for each request anyway (aborted by the server's request timeout, or when the client leaves) instead
+ * of an AbortController and a close listener of its own per request. Capabilities cannot import server/
+ * (docs/architecture.md#import-rules: imports point down), so the key lives here. `Symbol.for`: one key
+ * across copies.
  */
 export const REQUEST_SIGNAL: unique symbol = Symbol.for('breakwater.requestSignal');
 

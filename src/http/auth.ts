@@ -1,5 +1,5 @@
 /**
- * Credentials and the auth mode (DESIGN: "Identity and ownership"; docs/security.md).
+ * Credentials and the auth mode (docs/architecture.md#identity-and-ownership; docs/security.md).
  *
  * A credential travels as `Authorization: Bearer <value>` (or `x-api-key: <value>`, what Anthropic's SDK
  * sends). The value says what it is: `bw_…` is a Breakwater API key; the admin token is compared in constant

@@ -1,11 +1,12 @@
 /**
- * The edge's one error handler and the renderers capabilities choose for their routes (DESIGN: "http/").
- * Capabilities throw `BreakwaterError`; the edge answers. One function, {@link createErrorHandler}, decides
- * for every route what a failure becomes (`toHttpError`, unless the route's renderer names it), how it is
- * logged (5xx at `error` with the original error and its stack, 4xx at `info`), the status, `Retry-After`,
- * `Content-Type: application/problem+json` and the masking of foreign messages. What a capability's clients
- * read differently, the body (the AI gateway's OpenAI-shaped `error` member, MCP's JSON-RPC errors) and
- * headers of its own, comes from its {@link ErrorRenderer}.
+ * The edge's one error handler and the renderers capabilities choose for their routes
+ * (docs/http.md#one-error-handler-a-renderer-per-front). Capabilities throw `BreakwaterError`; the edge
+ * answers. One function, {@link createErrorHandler}, decides for every route what a failure becomes
+ * (`toHttpError`, unless the route's renderer names it), how it is logged (5xx at `error` with the original
+ * error and its stack, 4xx at `info`), the status, `Retry-After`, `Content-Type: application/problem+json`
+ * and the masking of foreign messages. What a capability's clients read differently, the body (the AI
+ * gateway's OpenAI-shaped `error` member, MCP's JSON-RPC errors) and headers of its own, comes from its
+ * {@link ErrorRenderer}.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {

@@ -1,7 +1,7 @@
 /**
  * `Host` and `Origin` validation: the DNS-rebinding defence every route gets (the MCP specification,
- * 2025-11-25, "Transports", Security Warning: servers MUST validate `Origin`; DESIGN: "Foreign `Host`/`Origin`
- * gets 403 on every route").
+ * 2025-11-25, "Transports", Security Warning: servers MUST validate `Origin`; a foreign `Host` or `Origin`
+ * gets 403 on every route: docs/architecture.md#identity-and-ownership).
  *
  * A rebinding page reaches the gateway under the attacker's own name (`evil.example` resolving to 127.0.0.1),
  * so its requests carry that name in `Host` and its origin in `Origin`. The rules:

@@ -1,8 +1,8 @@
 /**
- * http/: the HTTP edge every route sits behind (DESIGN: "http/"): `Host`/`Origin` validation, the trusted-proxy
- * rule, the caller's identity (`request.principal`) and each route's access, the one error handler (with the
- * renderers capabilities choose for their routes) and the checks of request input. Below the capabilities,
- * above core: imports core and store only.
+ * http/: the HTTP edge every route sits behind (docs/architecture.md#layers-and-folders): `Host`/`Origin`
+ * validation, the trusted-proxy rule, the caller's identity (`request.principal`) and each route's access,
+ * the one error handler (with the renderers capabilities choose for their routes) and the checks of request
+ * input. Below the capabilities, above core: imports core and store only.
  */
 import './request.js';
 

@@ -2,9 +2,10 @@ import { canAccess, PRINCIPALS, PrincipalContext, type Principal } from '../core
 import type { JobRecord } from '../store/index.js';
 
 /**
- * Who may see a job over HTTP and MCP (DESIGN: "Identity and ownership"): its owner, and any principal with
- * the `admin` scope (core's `canAccess`). A job without an owner (made by the gateway itself, or before owners
- * were kept) is admin-only. The fronts answer a job the caller may not see exactly as one that does not exist.
+ * Who may see a job over HTTP and MCP (docs/architecture.md#identity-and-ownership): its owner, and any
+ * principal with the `admin` scope (core's `canAccess`). A job without an owner (made by the gateway itself,
+ * or before owners were kept) is admin-only. The fronts answer a job the caller may not see exactly as one
+ * that does not exist.
  */
 
 /**

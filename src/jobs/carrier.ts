@@ -4,8 +4,8 @@
  * request that asked for it).
  *
  * It travels inside the payload's JSON column under one reserved top-level key, `$breakwater`, because the
- * job store has no column for it (a `trace_context` column would be the tidier home: see the report of
- * issue 8). Only plain-object payloads carry it; an array or scalar payload runs without it. The key is
+ * job store has no column for it (a `trace_context` column would be the tidier
+ * home). Only plain-object payloads carry it; an array or scalar payload runs without it. The key is
  * written only when there is something to carry (a valid span context or a log scope), is stripped from the
  * payload a handler sees, and from the records the `Jobs` API returns.
  */

@@ -1,5 +1,5 @@
 /**
- * jobs/: the queue and the worker over a job store (DESIGN: "Jobs"). Imports core, policy and store only.
+ * jobs/: the queue and the worker over a job store (docs/jobs.md). Imports core, policy and store only.
  */
 export { createJobs } from './jobs.js';
 export {

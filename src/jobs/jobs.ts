@@ -15,7 +15,7 @@ import { resolveJobsOptions, resolveJobType, toNewJob, type JobType } from './va
 import { Worker } from './worker.js';
 
 /**
- * Creates the jobs runtime (DESIGN: "Jobs") over a job store: the queue API (`enqueue`, `get`, `list`,
+ * Creates the jobs runtime (docs/jobs.md) over a job store: the queue API (`enqueue`, `get`, `list`,
  * `cancel`, `retry`, `stats`, `subscribe`/`events`) and a worker for the types defined with `defineJob`,
  * which runs only after `start()`. Several runtimes (processes) may share one store; each job runs in one
  * of them at a time (leases with fencing tokens, see `run.ts` for how a run ends).
@@ -23,10 +23,10 @@ import { Worker } from './worker.js';
  * Store failures the runtime survives (a heartbeat or claim that threw) are reported as process warnings
  * named `BreakwaterJobsWarning` (the error as `cause`); the safety-net poll retries them.
  *
- * Ownership (DESIGN: "Identity and ownership"): a job belongs to the principal that enqueued it, the
- * `owner` enqueue option or, by default, the current principal (`PrincipalContext`), so a tool that enqueues
- * inside a tool call gives the job to its caller. This API itself checks no access (it is the application's);
- * the HTTP and MCP fronts do.
+ * Ownership (docs/architecture.md#identity-and-ownership): a job belongs to the principal that enqueued it,
+ * the `owner` enqueue option or, by default, the current principal (`PrincipalContext`), so a tool that
+ * enqueues inside a tool call gives the job to its caller. This API itself checks no access (it is the
+ * application's); the HTTP and MCP fronts do.
  *
  * Observed: an enqueue is traced as `enqueue <type>` (PRODUCER) and each run as `job <type>` (CONSUMER), a
  * child of the enqueue's span in the same trace; the trace context and the enqueuer's `correlation_id` and

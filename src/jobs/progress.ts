@@ -1,5 +1,5 @@
 /**
- * Progress throttling (DESIGN: "Jobs": progress is throttled, step changes or >= 10 % deltas). A handler may
+ * Progress throttling (docs/jobs.md#progress-throttling: step changes or >= 10 % deltas). A handler may
  * call `progress` thousands of times; only calls that tell a watcher something new become `job.progress`
  * events.
  */

@@ -32,10 +32,11 @@ export interface FailurePlan {
  * come back.
  *
  * No retry (`runAt` undefined) when the failure is not `retryable` (permanent, fatal, our own rate/spend
- * limits, an unknown outcome of a write: DESIGN "Classification"), when no attempts are left, or when the
- * carried wait is longer than `maxRetryWaitMs`: the job ends now with the wait reported rather than sitting
- * parked past it. Otherwise the next attempt runs at `max(now + ceil(backoff.next(attempts, 0)), retryAt)`:
- * never inside the wait, so attempts are not spent against an open breaker or a dependency's `Retry-After`.
+ * limits, an unknown outcome of a write: docs/architecture.md#classification), when no attempts are left, or
+ * when the carried wait is longer than `maxRetryWaitMs`: the job ends now with the wait reported rather than
+ * sitting parked past it. Otherwise the next attempt runs at `max(now + ceil(backoff.next(attempts, 0)),
+ * retryAt)`: never inside the wait, so attempts are not spent against an open breaker or a dependency's
+ * `Retry-After`.
  */
 export function failureOf(
   cause: unknown,

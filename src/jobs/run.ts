@@ -90,8 +90,9 @@ export class JobRun {
   readonly handlerSettled: Promise<void>;
 
   /**
-   * The handler's signal, made when first read ({@link signal}): an AbortController costs ~2 µs to make, more
-   * than the rest of a no-op run's bookkeeping, and many handlers never read their signal.
+   * The handler's signal, made when first read ({@link signal}): an AbortController costs more to make than
+   * the rest of a no-op run's bookkeeping (docs/performance.md#core-policies-and-the-http-edge), and many
+   * handlers never read their signal.
    */
   private controller: AbortController | undefined;
   /** Why the run was aborted, once it was (the signal, made before or after, carries it). */

@@ -29,7 +29,10 @@ export interface JobsOptions {
   logger?: Logger;
 }
 
-/** Defaults of {@link JobsOptions} and {@link DefineJobOptions} (DESIGN: "Defaults": 5 attempts, base 1 s, ×2). */
+/**
+ * Defaults of {@link JobsOptions} and {@link DefineJobOptions} (docs/architecture.md#defaults: 5 attempts,
+ * base 1 s, ×2).
+ */
 export const JOBS_DEFAULTS = {
   leaseMs: 30_000,
   pollMs: 5_000,
@@ -112,11 +115,11 @@ export interface EnqueueOptions {
   timeoutMs?: number;
   /**
    * The principal id that owns the job (core's `Principal.id`, 1..512 characters without NUL), or null for
-   * none; only the owner and `admin` see and cancel the job over HTTP and MCP (DESIGN: "Identity and
-   * ownership"). Default: the current principal, `PrincipalContext.get()?.id`, so a tool or route that
-   * enqueues while serving a request gives the job to its caller; null outside any (a job the gateway makes
-   * for itself: only `admin` sees it). An enqueue that returns an existing job (same idempotency key) leaves
-   * that job's owner as it is.
+   * none; only the owner and `admin` see and cancel the job over HTTP and MCP
+   * (docs/architecture.md#identity-and-ownership). Default: the current principal,
+   * `PrincipalContext.get()?.id`, so a tool or route that enqueues while serving a request gives the job to
+   * its caller; null outside any (a job the gateway makes for itself: only `admin` sees it). An enqueue that
+   * returns an existing job (same idempotency key) leaves that job's owner as it is.
    */
   owner?: string | null;
 }

@@ -45,7 +45,7 @@ export interface McpServerOptions {
    * Most open sessions of one principal (integer >= 1, default 100; in loopback mode every local client is
    * the one `local` principal). At the cap, the principal's `initialize` closes its own least recently used
    * idle session; none idle (each has a request open): 503 with `Retry-After: 5`. One principal that opens
-   * sessions without end so leaves the others theirs (issue 28).
+   * sessions without end so leaves the others theirs.
    */
   maxSessionsPerPrincipal?: number;
   /** A session with no request for this long is closed, ms (integer >= 1, default 3 600 000). */

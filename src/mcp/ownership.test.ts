@@ -12,7 +12,7 @@ import { connectClient, gate, startGateway, type Gateway, type TestClient } from
 import { resilientTool } from './tool.js';
 
 /**
- * Issue 28, finding 2 ("a fresh session's tasks/list returns every session's task ids, and tasks/result or
+ * Tasks across sessions ("a fresh session's tasks/list returns every session's task ids, and tasks/result or
  * get_job_status then returns their results") and "Ownership": tasks and the job tools answer only the
  * principal that started the job, or admin. The official SDK client over real HTTP.
  */

@@ -7,9 +7,10 @@ import { connectClient, startGateway, type Gateway, type TestClient } from './te
 import { resilientTool } from './tool.js';
 
 /**
- * Issue 28, finding 6 ("5,000 unauthenticated initialize calls filled the 1,000-session table for an hour; a
- * real client then got 503") and "MCP sessions capped per principal; one principal that exhausts its share
- * leaves others unaffected". Raw initialize calls and the official SDK client, over real HTTP.
+ * Sessions under load from one principal ("5,000 unauthenticated initialize calls filled the 1,000-session
+ * table for an hour; a real client then got 503") and "MCP sessions capped per principal; one principal that
+ * exhausts its share leaves others unaffected". Raw initialize calls and the official SDK client, over real
+ * HTTP.
  */
 
 const echo = resilientTool({
@@ -90,7 +91,7 @@ async function realClient(caller: string): Promise<unknown> {
 
 describe('MCP sessions capped per principal', () => {
   it('500 initialize calls of one principal hold at most its share; another principal still initializes and calls a tool', async () => {
-    // The table of finding 6 scaled down (1,000 sessions, 5,000 calls): 50 sessions, 20 a principal, 500 calls.
+    // The attack above scaled down (1,000 sessions, 5,000 calls): 50 sessions, 20 a principal, 500 calls.
     await start({ maxSessions: 50, maxSessionsPerPrincipal: 20 });
     let first: string | null = null;
     // 10 at a time: fewer than her share, so each finds an idle session of hers to close (more at once than

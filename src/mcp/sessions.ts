@@ -62,7 +62,7 @@ const RETRY_AFTER_S = 5;
  * Sessions belong to the principal that initialized them (the current `PrincipalContext`, which `mcpRoutes`
  * sets from the HTTP edge's `request.principal`): a request of another principal naming one gets the same 404
  * "Session not found" as an unknown id. Each principal holds at most `maxSessionsPerPrincipal` sessions, so one
- * that opens sessions without end leaves others unaffected (issue 28):
+ * that opens sessions without end leaves others unaffected:
  * - a principal at its cap that initializes again closes its own least recently used idle session (no request
  *   open) to make room; when all of its sessions have a request open, the `initialize` gets 503 with
  *   `Retry-After: 5`;

@@ -37,11 +37,12 @@ export interface JobTaskStoreOptions extends JobToolDeps {
  * `canceled` → `cancelled`. A job with a cancel request is `cancelled` at once, even while its handler is
  * still stopping and even if it then completes (the spec: a cancelled task stays cancelled).
  *
- * Tasks belong to the principal that created them (its job's owner; DESIGN: "Identity and ownership"), not to
- * the MCP session (the `sessionId` arguments are ignored): sessions are in-memory and end with the process,
- * and a task must be readable from the new session its client opens after a restart. Every method acts for
- * the current principal (`PrincipalContext`; outside any, jobs' `callerPrincipal` rule: every task; see
- * {@link JobTaskStore.forPrincipal} for a view bound to one): `tasks/get`, `tasks/result` and `tasks/cancel` of another principal's task answer as for an unknown
+ * Tasks belong to the principal that created them (its job's owner;
+ * docs/architecture.md#identity-and-ownership), not to the MCP session (the `sessionId` arguments are
+ * ignored): sessions are in-memory and end with the process, and a task must be readable from the new session
+ * its client opens after a restart. Every method acts for the current principal (`PrincipalContext`; outside
+ * any, jobs' `callerPrincipal` rule: every task; see {@link JobTaskStore.forPrincipal} for a view bound to
+ * one): `tasks/get`, `tasks/result` and `tasks/cancel` of another principal's task answer as for an unknown
  * id, and `tasks/list` lists only the principal's own tasks (the owner filter is in the store query, so pages
  * stay keyset pages); a principal with the `admin` scope sees every task.
  *

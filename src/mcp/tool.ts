@@ -4,7 +4,7 @@ import { requiredScopesFor } from '../http/index.js';
 import type { EnqueueOptions } from '../jobs/index.js';
 import type { ToolAnnotations, ToolListing } from './types.js';
 
-/** Tool deadlines (DESIGN: "Deadlines"): 10 s by default, 30 s at most (heavy tools). */
+/** Tool deadlines (docs/architecture.md#deadlines): 10 s by default, 30 s at most (heavy tools). */
 export const TOOL_DEADLINE_DEFAULT_MS = 10_000;
 export const TOOL_DEADLINE_MAX_MS = 30_000;
 

@@ -40,7 +40,7 @@ export interface ToolErrorInfo {
   outcome: 'failed' | 'unknown';
   operation_id?: string;
   /**
-   * For an operation (DESIGN: "Idempotency and operations"): how its outcome can be looked up, from the
+   * For an operation (docs/operations.md#the-result-contract): how its outcome can be looked up, from the
    * error's `details.reconcile` (`{ method, path }`), and what the transport saw last
    * (`details.transport_observation`: `ECONNRESET`, `lookup_not_found`, …).
    */

@@ -1,6 +1,6 @@
 /**
- * operations/: inbound idempotency keys, the outbound operation ledger and the audit log (DESIGN:
- * "Idempotency and operations"). Imports only core, policy and store.
+ * operations/: inbound idempotency keys, the outbound operation ledger and the audit log
+ * (docs/operations.md). Imports only core, policy and store.
  */
 export * from './idempotency/index.js';
 export * from './audit/index.js';

@@ -1,5 +1,5 @@
 /**
- * Window strategies for the circuit breaker (DESIGN: "Policies", Circuit breaker): the object that decides,
+ * Window strategies for the circuit breaker (docs/policies.md#windows): the object that decides,
  * from the calls it has seen while the breaker is closed, when the breaker should open. A strategy is a
  * swappable object with a tiny interface ({@link BreakerWindow}), in the cockatiel style, not a set of flags.
  *

@@ -73,7 +73,7 @@ export interface BulkheadDequeuedEvent {
 }
 
 /**
- * Limits how many calls to one dependency run at once (DESIGN: "Policies", Bulkhead), so a slow dependency
+ * Limits how many calls to one dependency run at once (docs/policies.md#bulkhead), so a slow dependency
  * cannot take every connection, socket or worker. Up to `maxConcurrent` calls run; up to `maxQueue` more wait
  * in FIFO order for a slot; the rest are rejected at once.
  *

@@ -29,7 +29,7 @@ export {
 export type * from './circuit-breaker-types.js';
 
 /**
- * A circuit breaker (DESIGN: "Policies", Circuit breaker).
+ * A circuit breaker (docs/policies.md#circuit-breaker).
  *
  * - **closed**: every call runs; results the failure predicates count go to the window, which opens the
  *   breaker when it says so. Errors not counted (a 404, a cancel, our own `rate_limited`) are rethrown

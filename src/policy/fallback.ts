@@ -72,7 +72,7 @@ export function defaultShouldFallback(error: unknown, classifyOptions: ClassifyO
 }
 
 /**
- * Replaces a failure with a stand-in result (DESIGN: "Policies"; outermost in the documented order). A
+ * Replaces a failure with a stand-in result (docs/policies.md#fallback; outermost in the documented order). A
  * failure is replaced when `shouldFallback(error)` says so (by default {@link defaultShouldFallback}, reading
  * the failure with `classifyOptions`) and `ctx.signal` has not aborted (a caller that left gets its abort,
  * not a stand-in); otherwise it is rethrown unchanged.

@@ -98,7 +98,7 @@ interface Faults {
 }
 
 /**
- * Chaos for demos and tests (DESIGN: "Policies", Fault injection): per call, when enabled, it draws from
+ * Chaos for demos and tests (docs/policies.md#fault-injection): per call, when enabled, it draws from
  * `random` once per configured fault in the order hang, latency, error (plus one more draw for a latency
  * range), and a fault fires when its draw is `< rate`.
  * - hang: the call is not made; rejects with the signal's reason once `ctx.signal` aborts.

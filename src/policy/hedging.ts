@@ -57,8 +57,8 @@ export interface HedgeEvent {
 export const HEDGING_DEFAULTS = { maxHedgedAttempts: 1, delayMs: 2000, name: 'hedging' } as const;
 
 /**
- * Sends the same call again when the first is slow, and takes the first success (DESIGN: "Policies"). Only
- * for idempotent calls: the dependency may see every one of them.
+ * Sends the same call again when the first is slow, and takes the first success (docs/policies.md#hedging).
+ * Only for idempotent calls: the dependency may see every one of them.
  *
  * - The primary starts at once; while no call has succeeded, hedge `n + 1` starts `delayMs` after call `n`
  *   started, up to `maxHedgedAttempts` extra calls; none starts at or after `ctx.deadlineAt`.

@@ -1,5 +1,5 @@
 /**
- * policy/: the resilience policies (DESIGN: "Policies"). Imports only core. Each policy file exports its
+ * policy/: the resilience policies (docs/policies.md). Imports only core. Each policy file exports its
  * class, a shorthand factory, its options type with a `*_DEFAULTS` const, and its event types.
  */
 export type { Next, Observable, Policy, PolicyContext, PolicyFn } from './types.js';

@@ -3,8 +3,8 @@ import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
 /**
  * A composition of policies, outer to inner: `pipeline(a, b, c).execute(fn)` runs `a(b(c(fn)))`. The
- * documented order (DESIGN: "Policies") is fallback → rate limit → bulkhead → retry → circuit breaker →
- * timeout (per attempt) → call. A pipeline is itself a policy, so pipelines nest.
+ * documented order (docs/policies.md#composing-a-pipeline) is fallback → rate limit → bulkhead → retry →
+ * circuit breaker → timeout (per attempt) → call. A pipeline is itself a policy, so pipelines nest.
  *
  * One call allocates one {@link Invocation} shared by every layer, instead of a closure per layer.
  */

@@ -101,7 +101,7 @@ export const RETRY_DEFAULTS = {
 } as const;
 
 /**
- * Calls again after a transient failure (DESIGN: "Policies", Retry).
+ * Calls again after a transient failure (docs/policies.md#retry).
  *
  * Which failures are retried:
  * - never, whatever the options: failures `classify` calls `permanent` (a 404 or any other non-retryable 4xx,

@@ -35,7 +35,7 @@ export interface TimeoutOptions {
   strategy?: TimeoutStrategy;
   /**
    * Ms kept back from an enclosing deadline so the outer layer still has time to answer (default 50). The
-   * effective limit is `min(timeoutMs, deadline − now − deadlineMarginMs)` (DESIGN: "Deadlines").
+   * effective limit is `min(timeoutMs, deadline − now − deadlineMarginMs)` (docs/architecture.md#deadlines).
    */
   deadlineMarginMs?: number;
   /** Names the dependency in errors and events (a non-empty string, default `timeout`). */
@@ -56,7 +56,7 @@ export const TIMEOUT_DEFAULTS = { strategy: 'aggressive', deadlineMarginMs: 50, 
 const STRATEGIES: readonly TimeoutStrategy[] = ['aggressive', 'cooperative'];
 
 /**
- * Bounds each execution in time (DESIGN: "Policies", Timeout). The limit is the smaller of `timeoutMs` and
+ * Bounds each execution in time (docs/policies.md#timeout). The limit is the smaller of `timeoutMs` and
  * the enclosing deadline minus a margin; with no useful time left it rejects at once without calling `fn`.
  * The timer and every abort listener are released on every path.
  *

@@ -23,10 +23,10 @@ export interface OpenBreakerView {
  * answered the probe within `readyTimeoutMs` → 200 `{ status: 'ready', open_breakers }`; otherwise 503
  * `upstream_unavailable` problem+json with the same `open_breakers`).
  *
- * An open breaker does not make the instance unready: it protects one dependency, and other tools still
- * work (DESIGN: bulkhead and breaker isolation). Taking the instance out of rotation would turn one failing
- * backend into a full outage, and every instance would see the same breaker open. Breakers are listed so
- * dashboards and operators can see them.
+ * An open breaker does not make the instance unready: it protects one dependency, and other tools still work
+ * (bulkhead and breaker isolation: docs/policies.md#bulkhead). Taking the instance out of rotation would turn
+ * one failing backend into a full outage, and every instance would see the same breaker open. Breakers are
+ * listed so dashboards and operators can see them.
  */
 export function healthRoutes(app: FastifyInstance, options: HealthRoutesOptions): void {
   app.get('/healthz', async (_request, reply) => {

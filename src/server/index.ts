@@ -1,7 +1,8 @@
 /**
- * server/: the Fastify HTTP app (DESIGN: "server/"): health, job polling, cancel and SSE routes, problem+json
- * for every error, the inbound request timeout and graceful shutdown, and `/metrics` (Prometheus, see
- * `metrics/`). Other fronts (the MCP endpoint, …) are mounted through `routes`. Imports core, policy, store and jobs through their index.js; never mcp/ or cli/.
+ * server/: the Fastify HTTP app (docs/architecture.md#layers-and-folders): health, job polling, cancel and
+ * SSE routes, problem+json for every error, the inbound request timeout and graceful shutdown, and `/metrics`
+ * (Prometheus, see `metrics/`). Other fronts (the MCP endpoint, …) are mounted through `routes`. Imports
+ * core, policy, store and jobs through their index.js; never mcp/ or cli/.
  */
 export { createServer } from './server.js';
 export {

@@ -36,10 +36,11 @@ interface ListQuery {
  * `GET /jobs/:id` (poll one job), `POST /jobs/:id/cancel` and `GET /jobs` (list). Answers are
  * {@link JobView}s with `Cache-Control: no-store`, so no proxy serves a stale status to a poller.
  *
- * Ownership (DESIGN: "Identity and ownership"): a job is answered only to its owner and to principals with
- * the `admin` scope; anyone else gets the 404 `not_found` of an id that does not exist (same status, body and
- * headers), and a cancel of it changes nothing. `GET /jobs` lists the caller's own jobs; only `admin` lists
- * every owner's (and may pass `?owner=` for one); a non-admin's `?owner=` naming someone else lists nothing.
+ * Ownership (docs/architecture.md#identity-and-ownership): a job is answered only to its owner and to
+ * principals with the `admin` scope; anyone else gets the 404 `not_found` of an id that does not exist (same
+ * status, body and headers), and a cancel of it changes nothing. `GET /jobs` lists the caller's own jobs;
+ * only `admin` lists every owner's (and may pass `?owner=` for one); a non-admin's `?owner=` naming someone
+ * else lists nothing.
  */
 export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void {
   const { jobs, store, publicUrl, clock } = options;

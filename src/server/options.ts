@@ -96,7 +96,7 @@ export interface ServerOptions {
   maxStreamBufferBytes?: number;
   /**
    * Most SSE streams (`GET /jobs/:id/events`) one principal may hold open at once (integer >= 1, default 16);
-   * past it 429 `rate_limited` with `Retry-After`, so one caller cannot take every stream (issue 28).
+   * past it 429 `rate_limited` with `Retry-After`, so one caller cannot take every stream.
    */
   maxStreamsPerPrincipal?: number;
   /** Most SSE streams open at once on the server (integer >= 1, default 4 096); past it 503 `overloaded`. */

@@ -20,7 +20,7 @@ function missing(id: string, path: string) {
 
 const ADA = keyPrincipal('ada');
 
-describe('job routes answer only the owner and admin (issue 28, "Ownership")', () => {
+describe('job routes answer only the owner and admin', () => {
   let h: Harness;
 
   afterEach(async () => {

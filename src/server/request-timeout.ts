@@ -24,12 +24,13 @@ import {
  * Node emits as soon as a request body has been read, so on every POST with a body the signal aborts before
  * the handler has done anything (fastify/fastify#6725, open): a route that passes it to `fetch` or a driver,
  * as the docs advise, fails every write. It also costs each request an AbortController, a listener and an
- * aborted signal with a `DOMException` stack at close: ~8 % of the CPU of the webhook and AI routes
- * (measured with `bench/`). Here each request costs one timer and one shared listener, cleared when its
- * response closes; the signal exists only for a route that asks for it, and aborts only on a timeout or when
- * the client goes away before the answer is finished. A hijacked reply (SSE, MCP) counts as answered: the
- * timeout never cuts a stream. A route may set its own timeout ({@link RouteTimeoutConfig}). How the server
- * answers (504; 408 with `Connection: close` for a body still arriving) is `problems.ts`'s.
+ * aborted signal with a `DOMException` stack at close, a cost the webhook and AI routes feel
+ * (docs/performance.md#core-policies-and-the-http-edge). Here each request costs one timer and one shared
+ * listener, cleared when its response closes; the signal exists only for a route that asks for it, and aborts
+ * only on a timeout or when the client goes away before the answer is finished. A hijacked reply (SSE, MCP)
+ * counts as answered: the timeout never cuts a stream. A route may set its own timeout
+ * ({@link RouteTimeoutConfig}). How the server answers (504; 408 with `Connection: close` for a body still
+ * arriving) is `problems.ts`'s.
  */
 export function installRequestTimeout(app: FastifyInstance, timeoutMs: number, clock: Clock): void {
   app.decorateRequest(STATE, null);

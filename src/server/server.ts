@@ -17,8 +17,8 @@ import { resolveServerOptions, type ServerOptions } from './options.js';
 import { installRequestTimeout } from './request-timeout.js';
 
 /**
- * Builds Breakwater's HTTP app (DESIGN: "server/"), not listening yet: call `app.listen({ port, host })`
- * (or `app.inject()` in tests), and {@link closeGracefully} to stop.
+ * Builds Breakwater's HTTP app (docs/architecture.md#layers-and-folders), not listening yet: call
+ * `app.listen({ port, host })` (or `app.inject()` in tests), and {@link closeGracefully} to stop.
  *
  * Routes: `GET /healthz`, `GET /readyz`, `GET /jobs`, `GET /jobs/:id`, `POST /jobs/:id/cancel`,
  * `GET /jobs/:id/events` (SSE), then every `options.routes` entry (the MCP endpoint, …). Every error any

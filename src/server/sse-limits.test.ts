@@ -4,8 +4,8 @@ import { SERVER_DEFAULTS } from './options.js';
 import { harness, listen, untilEvents, type Harness } from './test-support.js';
 
 /**
- * Issue 28: "SSE connections capped per principal; one principal that exhausts its share leaves others
- * unaffected", over a real socket (the route hijacks its reply).
+ * SSE connections capped per principal, so one principal that exhausts its share leaves others unaffected,
+ * over a real socket (the route hijacks its reply).
  */
 describe('GET /jobs/:id/events: open streams capped per principal and in total', () => {
   let h: Harness;

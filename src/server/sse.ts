@@ -179,9 +179,10 @@ export interface StreamSlotLimits {
 export const STREAM_RETRY_AFTER_MS = 5_000;
 
 /**
- * Counts the open SSE streams, in all and per principal (issue 28: "one principal that exhausts its share
- * leaves others unaffected"). {@link StreamSlots.take} reserves a slot synchronously, before the stream's
- * reply is hijacked; the release it returns gives it back once, when the response closes.
+ * Counts the open SSE streams, in all and per principal (one principal that exhausts its share leaves others
+ * unaffected: docs/security.md#limits-and-their-defaults). {@link StreamSlots.take} reserves a slot
+ * synchronously, before the stream's reply is hijacked; the release it returns gives it back once, when the
+ * response closes.
  */
 export class StreamSlots {
   private total = 0;

@@ -46,7 +46,10 @@ export interface JobErrorView extends Omit<JobError, 'retryAt'> {
   retry_after_ms: number | null;
 }
 
-/** An event as SSE `data:` carries it (DESIGN: "Jobs": `{event_id, seq, type, job_id, timestamp, payload}`). */
+/**
+ * An event as SSE `data:` carries it (docs/jobs.md#events: `{event_id, seq, type, job_id, timestamp,
+ * payload}`).
+ */
 export interface JobEventView {
   event_id: string;
   seq: number;

@@ -6,7 +6,7 @@ import type { Store } from './store.js';
 
 /**
  * The audit log contract suite: every rule in the docstrings of `store/audit.ts`, run against each backend
- * (DESIGN: "Storage and deployment": both backends pass the same contract tests).
+ * (both backends pass the same contract tests: docs/architecture.md#contract-suites).
  */
 
 /** A sealer as operations/ would write one: the body names its place, the hash covers seq, prevHash, body. */

@@ -1,5 +1,5 @@
 /**
- * The audit log contract (DESIGN: "Idempotency and operations"): an append-only chain of records, each
+ * The audit log contract (docs/operations.md#the-audit-log): an append-only chain of records, each
  * holding the hash of the one before. The store knows nothing of what a record says or how it is hashed:
  * `operations/` serializes the entry (canonical JSON, secrets redacted) and computes the hash (SHA-256, or
  * HMAC-SHA-256 when keyed) in a {@link AuditSealer} that the store calls inside its transaction, with the

@@ -140,7 +140,7 @@ export function checkClaim(claim: IdempotencyClaim): IdempotencyClaim {
   const lockMs = finite(owner, 'lockMs', claim.lockMs, POSITIVE);
   const ttlMs = finite(owner, 'ttlMs', claim.ttlMs, POSITIVE);
   // The same rule as operations' checkIdempotencyLifetimes (store cannot import it): a record that expires
-  // under its running owner is replaced by the next request, which runs again (issue 28).
+  // under its running owner is replaced by the next request, which runs again.
   if (!(ttlMs > lockMs)) {
     throw invalidOption(
       owner,

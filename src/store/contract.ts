@@ -18,8 +18,9 @@ import {
 } from './jobs.js';
 
 /**
- * The job store contract suite (DESIGN: "Jobs", "Storage and deployment": both backends pass the same
- * contract tests). Every docstring of `store/jobs.ts` is a rule checked here, each rule in its own `it`.
+ * The job store contract suite (docs/jobs.md; both backends pass the same contract tests:
+ * docs/architecture.md#contract-suites). Every docstring of `store/jobs.ts` is a rule checked here, each rule
+ * in its own `it`.
  */
 
 /** How a backend differs in ways the contract allows. */

@@ -4,7 +4,7 @@ import { useFacetHarness, type FacetBackend } from './facets-contract.js';
 
 /**
  * The counter store contract suite: every rule in the docstrings of `store/counters.ts`, run against each
- * backend (DESIGN: "Storage and deployment": both backends pass the same contract tests).
+ * backend (both backends pass the same contract tests: docs/architecture.md#contract-suites).
  */
 
 const MINUTE_MS = 60_000;

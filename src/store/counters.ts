@@ -5,7 +5,7 @@
  * with the key's current state inside one transaction that holds the key's row, so concurrent updates of one
  * key from any number of processes are serialized and none is lost. Implemented by the SQLite and PostgreSQL
  * stores as `store.counters`; one contract suite (`counters-contract.ts`) runs on both. A Redis store
- * (issue 9) implements the same algorithms as scripts instead.
+ * (`policy/rate-limit/redis-store.ts`) implements the same algorithms as scripts instead.
  *
  * Times are ms since the epoch, read from the store's injected clock and passed to the step.
  */

@@ -4,7 +4,7 @@ import type { IdempotencyClaim, IdempotencyRecord, StoredResponse } from './idem
 
 /**
  * The idempotency record contract suite: every rule in the docstrings of `store/idempotency.ts`, run against
- * each backend (DESIGN: "Storage and deployment": both backends pass the same contract tests).
+ * each backend (both backends pass the same contract tests: docs/architecture.md#contract-suites).
  */
 
 const LOCK_MS = 30_000;
@@ -278,7 +278,7 @@ export function idempotencyContract(name: string, backend: FacetBackend): void {
         { lockMs: Number.NaN },
         { ttlMs: 0 },
         { ttlMs: Infinity },
-        // A record must outlive the lock of its run (issue 28): ttlMs > lockMs.
+        // A record must outlive the lock of its run: ttlMs > lockMs.
         { ttlMs: LOCK_MS },
         { ttlMs: 1_000 },
         { scope: 42 as unknown as string },

@@ -1,7 +1,7 @@
 /**
- * The inbound idempotency record contract (DESIGN: "Idempotency and operations"; IETF httpapi
- * `Idempotency-Key` draft): one record per `(scope, key)`, where `scope` is the client identity, so one
- * client never reads another's stored response. Implemented by the SQLite and PostgreSQL stores as
+ * The inbound idempotency record contract (docs/operations.md#inbound-idempotency-idempotency-key; IETF
+ * httpapi `Idempotency-Key` draft): one record per `(scope, key)`, where `scope` is the client identity, so
+ * one client never reads another's stored response. Implemented by the SQLite and PostgreSQL stores as
  * `store.idempotency`; one contract suite (`idempotency-contract.ts`) runs on both.
  *
  * Times are ms since the epoch, read from the store's injected clock.
@@ -65,9 +65,10 @@ export interface IdempotencyClaim {
   /** How long the caller's run may hold the record before another request may take it over, ms (> 0). */
   lockMs: number;
   /**
-   * How long the record lives from its creation, ms (> `lockMs`; DESIGN default 24 h). A record must outlive
-   * the lock of its run: one that expired counts as absent, so the next request with the key would run again
-   * while the first still runs, and neither response would be replayed.
+   * How long the record lives from its creation, ms (> `lockMs`; default 24 h,
+   * docs/architecture.md#defaults). A record must outlive the lock of its run: one that expired counts as
+   * absent, so the next request with the key would run again while the first still runs, and neither response
+   * would be replayed.
    */
   ttlMs: number;
 }

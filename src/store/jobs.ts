@@ -1,7 +1,7 @@
 import type { Disposable } from '../core/index.js';
 
 /**
- * The job store contract (DESIGN: "Jobs", "Storage and deployment"). Every method is one atomic step on
+ * The job store contract (docs/jobs.md, docs/architecture.md#storage). Every method is one atomic step on
  * the backend (one SQLite transaction, one PostgreSQL transaction): a state change and the event it
  * produces are written together, so every job ends in exactly one terminal event. Implementations:
  * `store/sqlite` (embedded default) and `store/postgres` (distributed); one contract suite runs on both.
@@ -126,8 +126,8 @@ export interface JobRecord {
   /**
    * The principal that started it (core's `Principal.id`: `key:…`, `oauth:…`, `local`, `webhook:<source>`),
    * or null for jobs made before owners were kept and by the gateway itself. Only that principal, or one with
-   * the `admin` scope, sees the job over HTTP and MCP (DESIGN: "Identity and ownership"); the store keeps it
-   * as given and never checks it.
+   * the `admin` scope, sees the job over HTTP and MCP (docs/architecture.md#identity-and-ownership); the
+   * store keeps it as given and never checks it.
    */
   owner: string | null;
 }
@@ -153,7 +153,7 @@ export interface NewJob {
   owner?: string | null;
 }
 
-/** Event types (DESIGN: "Jobs"). Exactly one of the last three is written per job. */
+/** Event types (docs/jobs.md#events). Exactly one of the last three is written per job. */
 export type JobEventType =
   | 'job.started'
   | 'job.progress'

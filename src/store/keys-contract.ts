@@ -5,7 +5,7 @@ import { API_KEY_BOUNDS, type ApiKeyRecord, type NewApiKey } from './keys.js';
 
 /**
  * The API key store contract suite: every rule in the docstrings of `store/keys.ts`, run against each backend
- * (DESIGN: "Storage and deployment": both backends pass the same contract tests).
+ * (both backends pass the same contract tests: docs/architecture.md#contract-suites).
  */
 
 const HASH = 'c0ffee'.padEnd(64, '0');

@@ -1,5 +1,5 @@
 /**
- * The API key contract (issue 28, "Principals and credentials"; DESIGN: "Identity and ownership"): one record
+ * The API key contract (docs/architecture.md#identity-and-ownership; docs/security.md#api-keys): one record
  * per key, holding the SHA-256 of its secret (never the secret), what the key may do (scopes, AI limits) and
  * on whose behalf (metadata), and when it stops working (expiry, revocation). Making, parsing and checking
  * the secret is the HTTP edge's (`http/keys/`); the store keeps records and bounds what can grow.

@@ -7,7 +7,7 @@ export type { Store, StoreFacets } from './store.js';
 /** Options of {@link openStore}. */
 export interface OpenStoreOptions {
   /**
-   * Where the state lives (DESIGN: "Storage and deployment"):
+   * Where the state lives (docs/architecture.md#storage):
    * - `postgres://…` or `postgresql://…`: PostgreSQL (the distributed mode; `DATABASE_URL`);
    * - `sqlite:<path>`, `file:<path>` or a plain file path: SQLite at that path (`:memory:` for a private one);
    * - omitted or empty: SQLite at `./data/breakwater.db`.

@@ -5,7 +5,7 @@ import type { NewOperation, OperationRecord, OperationState } from './operations
 
 /**
  * The operation ledger contract suite: every rule in the docstrings of `store/operations.ts`, run against
- * each backend (DESIGN: "Storage and deployment": both backends pass the same contract tests).
+ * each backend (both backends pass the same contract tests: docs/architecture.md#contract-suites).
  */
 
 const OP_ID = /^op_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

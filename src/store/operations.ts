@@ -1,7 +1,7 @@
 /**
- * The outbound operation ledger contract (DESIGN: "Idempotency and operations"): a side-effecting call gets
- * an operation, persisted with its intent before the first network call; its id is the idempotency key and
- * correlation id of every attempt, across restarts. The ledger stores state; `operations/` decides the
+ * The outbound operation ledger contract (docs/operations.md#the-operation-ledger): a side-effecting call
+ * gets an operation, persisted with its intent before the first network call; its id is the idempotency key
+ * and correlation id of every attempt, across restarts. The ledger stores state; `operations/` decides the
  * transitions (classification, reconciliation, escalation) and writes them with a compare-and-set on
  * `version`, so two processes reconciling one operation never both win. Implemented by the SQLite and
  * PostgreSQL stores as `store.operations`; one contract suite (`operations-contract.ts`) runs on both.
@@ -116,8 +116,8 @@ export interface OperationRecord {
   /**
    * The principal that started it (core's `Principal.id`), or null for operations made before owners were
    * kept and by the gateway itself. Only that principal, or one with the `admin` scope, may read it again
-   * (DESIGN: "Identity and ownership"); the store keeps it as given and never checks it. Never changed by
-   * `update`.
+   * (docs/architecture.md#identity-and-ownership); the store keeps it as given and never checks it. Never
+   * changed by `update`.
    */
   owner: string | null;
 }

@@ -4,9 +4,9 @@ import { MAX_OWNER_LENGTH, type JobRecord, type NewJob } from './jobs.js';
 import type { NewOperation, OperationRecord } from './operations.js';
 
 /**
- * The owner contract (DESIGN: "Identity and ownership"): jobs and operations keep the principal id that
- * started them, exactly as given, and list by it (`JobFilter.owner`, `OperationFilter.owner`) newest first
- * with keyset pagination, on every backend. The stores never check access: the capabilities do.
+ * The owner contract (docs/architecture.md#identity-and-ownership): jobs and operations keep the principal id
+ * that started them, exactly as given, and list by it (`JobFilter.owner`, `OperationFilter.owner`) newest
+ * first with keyset pagination, on every backend. The stores never check access: the capabilities do.
  */
 export function ownerContract(name: string, backend: FacetBackend): void {
   describe(`owner contract: ${name}`, () => {

@@ -65,7 +65,7 @@ export interface Pruner {
 }
 
 /**
- * Starts pruning `store` in the background (DESIGN: "Storage and deployment", Retention): one round after
+ * Starts pruning `store` in the background (docs/architecture.md#retention): one round after
  * each wait of about `everyMs`, on `clock`'s timers. A round is `store.retention.prune` with the options
  * given, then `counters.prune()` and `pruneWatches()`, then `retention.size()`; a failing step is passed to
  * `onError` and the round goes on. The size is measured once at start too, so it is known before the first

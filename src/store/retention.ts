@@ -9,7 +9,7 @@ import {
 import { STREAM_EVENT_RETENTION_MS } from './stream-events.js';
 
 /**
- * The retention contract (DESIGN: "Storage and deployment", Retention): what the store forgets, and when. A
+ * The retention contract (docs/architecture.md#retention): what the store forgets, and when. A
  * store keeps every job, delivery, stream message, idempotency record and operation it is given; this facet
  * (`store.retention`) removes the finished ones once they are older than their retention, in small batches,
  * and measures the store's size. The audit log is never pruned (it is only verified: `verifyAudit`).

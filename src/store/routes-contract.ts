@@ -4,7 +4,7 @@ import { MAX_ROUTE_NAME_LENGTH, type RouteVersion } from './routes.js';
 
 /**
  * The route store contract suite: every rule in the docstrings of `store/routes.ts`, run against each backend
- * (DESIGN: "Storage and deployment": both backends pass the same contract tests).
+ * (both backends pass the same contract tests: docs/architecture.md#contract-suites).
  */
 
 /** A route definition as `ai/` might store it: nested, non-ASCII, key order that must be kept. */

@@ -1,5 +1,5 @@
 /**
- * The versioned route contract (issue 7, AI gateway routes): named documents with immutable numbered
+ * The versioned route contract (docs/ai-gateway.md#routes): named documents with immutable numbered
  * versions and one deployed version per name. `ai/` validates what a route says; the store keeps versions and
  * which one is live, so a deploy or a rollback is one atomic switch that every gateway sees on its next read.
  * Implemented by the SQLite and PostgreSQL stores as `store.routes`; one contract suite (`routes-contract.ts`)

@@ -1,5 +1,5 @@
 /**
- * Server-side admin sessions (issue 28: "a server-side session that logout revokes"): the dashboard's login
+ * Server-side admin sessions (a session that logout revokes: docs/security.md#admin): the dashboard's login
  * cookie carries a random session id, the store keeps only its hash, and a session lives until it expires or
  * is revoked (logout, "log out everywhere"), so a copied cookie stops working at logout. Deciding what the
  * cookie holds and checking it is the admin check's; the store keeps records and bounds what can grow.

@@ -4,7 +4,7 @@ import { STREAM_EVENT_RETENTION_MS, STREAM_EVENTS_PAGE_MAX, type StreamEventStor
 
 /**
  * The stream event store contract suite: every rule in the docstrings of `store/stream-events.ts`, run
- * against each backend (DESIGN: "Storage and deployment": both backends pass the same contract tests).
+ * against each backend (both backends pass the same contract tests: docs/architecture.md#contract-suites).
  */
 
 /** A stream event store that can be closed (both backends are). */

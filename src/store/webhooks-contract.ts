@@ -5,7 +5,7 @@ import type { InboxDelivery, InboxRecord, WebhookInboxStore } from './webhooks.j
 
 /**
  * The webhook inbox contract suite: every rule in the docstrings of `store/webhooks.ts`, run against each
- * backend (DESIGN: "Storage and deployment": both backends pass the same contract tests).
+ * backend (both backends pass the same contract tests: docs/architecture.md#contract-suites).
  */
 
 /** A store with jobs and the inbox (both backends are). */

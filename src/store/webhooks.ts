@@ -3,7 +3,7 @@ import { checkNewJob } from './checks.js';
 import type { NewJob } from './jobs.js';
 
 /**
- * The webhook inbox contract (DESIGN: "Webhooks"): every accepted delivery is stored once per
+ * The webhook inbox contract (docs/webhooks.md): every accepted delivery is stored once per
  * `(source, eventId)` together with the job that handles it, in one transaction, so a delivery acknowledged
  * with a 2xx is never lost and a redelivery never enqueues a second job. Implemented by the SQLite and
  * PostgreSQL stores next to the `JobStore`; one contract suite (`webhooks-contract.ts`) runs on both.

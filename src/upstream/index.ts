@@ -1,6 +1,7 @@
 /**
  * upstream/: an HTTP client per dependency (undici) with its policies, correlation and idempotency headers,
- * and dependency-specific errors (DESIGN: layout). Imports only core, policy and store.
+ * and dependency-specific errors (docs/architecture.md#layers-and-folders). Imports only core, policy and
+ * store.
  */
 export { createUpstream } from './upstream.js';
 export { UPSTREAM_DEFAULTS } from './options.js';

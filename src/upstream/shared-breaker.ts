@@ -60,9 +60,9 @@ const ISOLATED = 'isolated';
 const RESET = 'reset';
 
 /**
- * Shares a circuit breaker's open state with the breakers of other instances through the store (issue 9:
- * per process by default, shared on request). Breakers stay per process and keep their own windows; what
- * travels is each instance's decisions:
+ * Shares a circuit breaker's open state with the breakers of other instances through the store (per process
+ * by default, shared on request: docs/upstream.md#sharing-the-breaker). Breakers stay per process and keep
+ * their own windows; what travels is each instance's decisions:
  * - a breaker that opens (its window tripped, or a trial failed), is isolated, or closes (trials succeeded,
  *   or an operator's `reset`) writes its snapshot with the next `version` (bumped inside the store's atomic
  *   update, so versions order the writes whatever the clocks say). Its own open or close is not written over

@@ -22,7 +22,8 @@ import type { CounterStore } from '../store/index.js';
 export type UpstreamBulkheadOptions = Omit<BulkheadOptions, 'name' | 'clock'>;
 
 /**
- * Sharing of an upstream's breaker state with the same-named upstreams of other instances (issue 9): see
+ * Sharing of an upstream's breaker state with the same-named upstreams of other instances
+ * (docs/upstream.md#sharing-the-breaker): see
  * `shareBreakerState`. Each instance keeps its own breaker and window; an open, an isolation and a close
  * decided by one reach the others within `refreshMs`.
  */

@@ -43,7 +43,8 @@ const NO_OPTIONS: UpstreamRequestOptions = {};
 
 /**
  * An HTTP client for one dependency, with its policies built once: bulkhead → retry → circuit breaker →
- * timeout (per attempt, shortened to the ambient `Deadline` minus a margin) → undici (DESIGN: "Policies").
+ * timeout (per attempt, shortened to the ambient `Deadline` minus a margin) → undici
+ * (docs/policies.md#composing-a-pipeline).
  *
  * - Every request sends `X-Correlation-ID` (given; else the current `LogContext`'s, so a tool call's id
  *   reaches its upstreams; else a new UUIDv7; the same on every attempt) and, on writes (POST, PUT, PATCH,
@@ -285,7 +286,7 @@ class UpstreamCall<T> implements PolicyContext, Next<UpstreamResponse<T>>, Outgo
     readonly callerSignal: AbortSignal | undefined,
   ) {
     this.signal = callerSignal ?? neverAbortedSignal;
-    // Read once, as a pipeline does: the policies fit their waits to it (DESIGN: "Deadlines").
+    // Read once, as a pipeline does: the policies fit their waits to it (docs/architecture.md#deadlines).
     this.deadlineAt = Deadline.at() ?? Infinity;
     this.origin = client.config.origin;
   }

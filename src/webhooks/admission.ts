@@ -1,6 +1,6 @@
 /**
- * Admission control of the ingress (DESIGN: "Webhooks"): a per-source rate limit (429) and a backlog limit
- * (503), both decided before the body is read, both with `Retry-After`.
+ * Admission control of the ingress (docs/webhooks.md#status-codes): a per-source rate limit (429) and a
+ * backlog limit (503), both decided before the body is read, both with `Retry-After`.
  */
 import { BreakwaterError, type Clock } from '../core/index.js';
 import {

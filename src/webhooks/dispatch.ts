@@ -1,5 +1,6 @@
 /**
- * Handlers as jobs. webhooks/ may not import jobs/ (DESIGN: layout), and the inbox row and its job must be
+ * Handlers as jobs. webhooks/ may not import jobs/
+ * (docs/architecture.md#conventions-the-linter-does-not-check), and the inbox row and its job must be
  * written in one transaction by the store, so the ingress builds the store's `NewJob` itself and only asks
  * the jobs runtime to run a type ({@link WebhookJobs}: `createJobs(...)` fits as it is). One job type per
  * source, `webhook.<source>`; its payload names the inbox row, and the run reads the body back from it.
@@ -75,8 +76,8 @@ export class HandlerTable {
  * The job of one stored event, with the settings of the handler it will run (attempts, timeout) and the
  * source's ordering key. The job has no idempotency key: the inbox row is the deduplication, and a replay
  * must be able to enqueue the same event again. It belongs to its source (`webhook:<source>`, core's
- * `webhookPrincipal`), whoever replays it: only `admin` sees or cancels it over HTTP and MCP (DESIGN:
- * "Identity and ownership").
+ * `webhookPrincipal`), whoever replays it: only `admin` sees or cancels it over HTTP and MCP
+ * (docs/architecture.md#identity-and-ownership).
  */
 export function buildJob(
   source: AnyWebhookSource,

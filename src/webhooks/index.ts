@@ -1,5 +1,5 @@
 /**
- * webhooks/: the webhook ingress (DESIGN: "Webhooks"): sources and their verifiers, the pipeline from raw
+ * webhooks/: the webhook ingress (docs/webhooks.md): sources and their verifiers, the pipeline from raw
  * bytes to a stored event and its job, admission control (429, 503), handlers as jobs, replay. Imports only
  * core, policy and store.
  */

@@ -1,5 +1,5 @@
 /**
- * The webhook ingress (DESIGN: "Webhooks"): sources, their admission control, the pipeline from raw bytes to
+ * The webhook ingress (docs/webhooks.md): sources, their admission control, the pipeline from raw bytes to
  * a stored event and its job, and replay. `routes` mounts it on Fastify (see routes.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

@@ -1,6 +1,6 @@
 /**
  * A webhook source: who sends, how its deliveries are verified, how big they may be, how to read the event id,
- * type and time, and the admission limits that protect the gateway from it (DESIGN: "Webhooks").
+ * type and time, and the admission limits that protect the gateway from it (docs/webhooks.md#sources).
  */
 import { POSITIVE_INTEGER, finite, invalidOption, oneOf, optionalFn, optionalObject } from '../core/index.js';
 import type { Backoff, RateLimitConfig } from '../policy/index.js';

@@ -1,5 +1,5 @@
 /**
- * Issue 28, finding 5: "Anyone can lock the AI budget". 21 streamed requests with a large `max_tokens`,
+ * "Anyone can lock the AI budget", the attack: 21 streamed requests with a large `max_tokens`,
  * opened and dropped, were charged their whole reservation ($4.20 of a $5 day) while they had produced a
  * token or two each, and the model then answered 429 `spend_limited` for the rest of the day.
  *
@@ -96,7 +96,7 @@ function bigRequest(client: OpenAI) {
     }));
 }
 
-describe('dropped streams do not lock the AI budget (issue 28, finding 5)', () => {
+describe('dropped streams do not lock the AI budget', () => {
   it('21 streams with max_tokens 2000 dropped after one word: spent is their real usage, exactly; another key is served', async () => {
     const { sim, a, b, spend, logs } = await setup();
     for (let i = 0; i < 21; i++) (await openToFirstWord(a)).drop();

@@ -1,8 +1,9 @@
 /**
- * Metric labels of the AI gateway come from its configuration (DESIGN: "Identity and ownership": client-chosen
- * strings never become metric labels). Over real HTTP, 20,000 requests naming random models (an unknown
- * provider, an unpriced model of a configured provider, an undeployed route, no provider at all) add no series
- * to `/metrics` once the first `_unknown` ones exist: the exposition's series count is asserted exactly.
+ * Metric labels of the AI gateway come from its configuration (client-chosen strings never become metric
+ * labels: docs/architecture.md#identity-and-ownership). Over real HTTP, 20,000 requests naming random models
+ * (an unknown provider, an unpriced model of a configured provider, an undeployed route, no provider at all)
+ * add no series to `/metrics` once the first `_unknown` ones exist: the exposition's series count is asserted
+ * exactly.
  */
 import { Pool } from 'undici';
 import { describe, expect, it } from 'vitest';

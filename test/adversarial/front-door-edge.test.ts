@@ -1,5 +1,5 @@
 /**
- * Issue 28, the front door attacked from outside over real HTTP (part 2): DNS rebinding on every route,
+ * The front door attacked from outside over real HTTP (part 2): DNS rebinding on every route,
  * forged proxy headers, one principal exhausting its MCP sessions and event streams, the startup refusal, and
  * malformed input. A GiftGenius gateway on a temporary SQLite file (see front-door-support.ts).
  */
@@ -298,7 +298,7 @@ describe('malformed input answers a clear 4xx, never 5xx', () => {
   const deepArray = `${'['.repeat(10_000)}"x"${']'.repeat(10_000)}`;
   const deepObject = `${'{"c":'.repeat(10_000)}{}${'}'.repeat(10_000)}`;
 
-  // Issue 28 item 8: `messages` nested 10,000 deep answered 503 "limit store unavailable" (the cost estimate
+  // `messages` nested 10,000 deep answered 503 "limit store unavailable" (the cost estimate
   // overflowed the stack); the body parser now refuses past 64 levels.
   it('/v1/chat/completions with messages nested 10,000 deep is 4xx', async () => {
     const { gw, a } = await frontDoor(defer);
@@ -362,7 +362,7 @@ describe('malformed input answers a clear 4xx, never 5xx', () => {
     expect(await status(`/jobs?api_key=${a.key}`, '')).toBe(401);
   });
 
-  // Issue 28 item 8: repeated, `source` and `before_id` arrived as arrays and the store threw (500).
+  // Repeated, `source` and `before_id` arrived as arrays and the store threw (500).
   it('GET /admin/webhooks?source=a&source=b (and before_id twice) is 400, not 500', async () => {
     const { gw } = await frontDoor(defer);
     for (const query of ['source=a&source=b', 'before_id=a&before_id=b']) {

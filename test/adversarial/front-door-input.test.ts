@@ -1,9 +1,9 @@
 /**
- * Issue 28, the front door attacked from outside over real HTTP (part 3), gaps a later session found: the
- * admin token sent as `x-api-key` (what the edge accepts for every other credential) was refused on the
- * admin routes; a repeated query parameter the route does not declare (`/admin/api/operations?status=a&
- * status=b`), or on a route without a querystring schema, passed as an array and answered 200; an oversized
- * request header answered 400, not Node's own 431. A GiftGenius gateway on a temporary SQLite file (see
+ * The front door attacked from outside over real HTTP (part 3), gaps found after parts 1 and 2: the admin
+ * token sent as `x-api-key` (what the edge accepts for every other credential) was refused on the admin
+ * routes; a repeated query parameter the route does not declare (`/admin/api/operations?status=a&status=b`),
+ * or on a route without a querystring schema, passed as an array and answered 200; an oversized request
+ * header answered 400, not Node's own 431. A GiftGenius gateway on a temporary SQLite file (see
  * front-door-support.ts).
  */
 import { connect } from 'node:net';

@@ -1,5 +1,5 @@
 /**
- * Issue 28, the front door attacked from outside over real HTTP (part 1): one principal against another's
+ * The front door attacked from outside over real HTTP (part 1): one principal against another's
  * jobs, tasks and operations, and the credentials themselves. A GiftGenius gateway on a temporary SQLite file
  * with the admin token and two API keys A and B (scopes mcp, jobs, ai) made through the admin API.
  */

@@ -1,5 +1,5 @@
 /**
- * The caller of an AI request (issue 28, findings 7 and "Principals and credentials"): the metadata rate and
+ * The caller of an AI request (docs/security.md#ai-gateway-limits-per-caller): the metadata rate and
  * spend rules scope by comes from the key, not from the client's `x-breakwater-metadata` (a trusted backend
  * may add to it); a key's own allowed models, rate rules and budgets apply to it alone, on top of the
  * gateway's rules. Over real HTTP with the official `openai` client, one API key per client (the test's
@@ -50,7 +50,7 @@ async function gateway(
   return { sim, ...running };
 }
 
-describe('request metadata comes from the key (issue 28, finding 7)', () => {
+describe('request metadata comes from the key', () => {
   it('rotating the user id in the header buys no requests: the header is refused (403 metadata_not_allowed)', async () => {
     const { url, sim } = await gateway({ rateRules: [PER_USER] });
     const mallory = clientFor(url, 'mallory');

@@ -1,5 +1,5 @@
 /**
- * Issue 7's proof "A route version deployed, then rolled back, under load, without a failed request": 20
+ * The proof "A route version deployed, then rolled back, under load, without a failed request": 20
  * clients send requests without pause (half of them streamed) through the official `openai` client while
  * another store connection, as another process would, deploys v2 and then rolls back to v1. The resolver
  * runs on a fake clock, so when it re-reads the store is exact: no request sees a deploy before the refresh

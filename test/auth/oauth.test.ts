@@ -1,5 +1,5 @@
 /**
- * MCP authorization end to end, with real parts only (issue 28, "Proof"): a real authorization server
+ * MCP authorization end to end, with real parts only (docs/security.md#oauth): a real authorization server
  * (`oidc-provider`, in process), the official MCP SDK client with its OAuth client provider, and the real
  * gateway (`startGateway`, on a temporary SQLite store) accepting that server's tokens as a resource server
  * (the MCP authorization spec, 2025-11-25). The verifier runs on the gateway's fake clock.

@@ -1,6 +1,6 @@
 /**
- * The few parts of `oidc-provider` (no type declarations of its own) that the OAuth tests use; see its
- * docs/README.md for the full API.
+ * The few parts of `oidc-provider` (no type declarations of its own) that the OAuth tests use; its own README
+ * (in the package's docs folder) has the full API.
  */
 declare module 'oidc-provider' {
   import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,6 +1,7 @@
 /**
- * The admin JSON API behind the dashboard (issue 8) against a real GiftGenius gateway: who may call it
- * (bearer token, the login form's cookie, loopback without a token) and each endpoint's answer, exactly.
+ * The admin JSON API behind the dashboard (docs/http.md#admin-api-and-dashboard) against a real GiftGenius
+ * gateway: who may call it (bearer token, the login form's cookie, loopback without a token) and each
+ * endpoint's answer, exactly.
  */
 import { describe, expect, it } from 'vitest';
 import { DEMO_WEBHOOK_SECRET, paymentDelivery } from '../../examples/giftgenius/webhooks.js';

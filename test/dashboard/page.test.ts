@@ -1,8 +1,8 @@
 /**
- * The dashboard in headless Chromium (issue 8, "Dashboard" proof) against a real GiftGenius gateway: the page
- * loads; a deep analysis's progress bar advances to done over SSE; a dead-lettered job is retried by a click;
- * an unknown checkout is reconciled by a click (one order); a failing gift service turns its breaker open on
- * the page, and the breaker buttons isolate and reset. Screenshots go to test-artifacts/.
+ * The dashboard in headless Chromium (docs/operations-guide.md#the-dashboard) against a real GiftGenius
+ * gateway: the page loads; a deep analysis's progress bar advances to done over SSE; a dead-lettered job is
+ * retried by a click; an unknown checkout is reconciled by a click (one order); a failing gift service turns
+ * its breaker open on the page, and the breaker buttons isolate and reset. Screenshots go to test-artifacts/.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';

@@ -15,19 +15,20 @@ import { freePorts, gatewayProcess, runCli, workerProcess, type BreakwaterProces
 import { planDeliveries, sendAiRequests, sendWebhooks } from './load.js';
 
 /**
- * Issue 9's proof: 3 gateways (`serve --no-worker`) and 2 workers (`worker`) of GiftGenius on one
- * PostgreSQL schema and one Redis database, with one set of services (one commerce: every payment
- * handler's effect is visible there) and one simulated LLM provider. A webhook storm spread over the
- * gateways (duplicates sent to other gateways than the first copy), deep-analysis jobs, and AI requests of
- * one user over every gateway against the app's 30-per-minute rule; midway one gateway and one worker are
- * SIGKILLed and restarted. Afterwards every 2xx webhook was processed exactly once, every job is terminal
- * with exactly one terminal event, at most 30 AI requests were allowed, and the audit chain verifies.
+ * The distributed mode's proof (docs/deploy.md#distributed-postgresql-redis-several-processes): 3 gateways
+ * (`serve --no-worker`) and 2 workers (`worker`) of GiftGenius on one PostgreSQL schema and one Redis
+ * database, with one set of services (one commerce: every payment handler's effect is visible there) and one
+ * simulated LLM provider. A webhook storm spread over the gateways (duplicates sent to other gateways than
+ * the first copy), deep-analysis jobs, and AI requests of one user over every gateway against the app's
+ * 30-per-minute rule; midway one gateway and one worker are SIGKILLed and restarted. Afterwards every 2xx
+ * webhook was processed exactly once, every job is terminal with exactly one terminal event, at most 30 AI
+ * requests were allowed, and the audit chain verifies.
  *
- * Knobs (environment): BREAKWATER_PROOF_JOBS (default 5 000, the issue's number: about 90 s on this
- * two-CPU machine when it is quiet; each deep analysis is about ten round trips, and the app runs four at a
- * time per worker, so the two workers' eight slots set the pace), BREAKWATER_PROOF_EVENTS (distinct
- * webhook events, default 1 000; half as many duplicates again), BREAKWATER_PROOF_REDIS_DB (the Redis
- * database index, default 13; the test deletes its `breakwater:` keys there afterwards).
+ * Knobs (environment): BREAKWATER_PROOF_JOBS (default 5 000: the proof's size; each deep analysis is about
+ * ten round trips, and the app runs four at a time per worker, so the two workers' eight slots set the pace),
+ * BREAKWATER_PROOF_EVENTS (distinct webhook events, default 1 000; half as many duplicates again),
+ * BREAKWATER_PROOF_REDIS_DB (the Redis database index, default 13; the test deletes its `breakwater:` keys
+ * there afterwards).
  */
 function knob(name: string, fallback: number): number {
   const raw = process.env[name];

@@ -1,9 +1,9 @@
 /**
- * API keys on the AI gateway, end to end (issue 28, "Proof"): the real gateway (`startGateway`, SQLite, a
- * small app whose `ai` part points at the simulated model server), keys made in its store before it starts,
- * and the official `openai` client with one key each. A key's own rate rules, budget and allowed models
- * bind that key and no other; metadata comes from the key, and a client header may add to it only for a key
- * marked as a trusted backend.
+ * API keys on the AI gateway, end to end (docs/security.md#api-keys): the real gateway (`startGateway`,
+ * SQLite, a small app whose `ai` part points at the simulated model server), keys made in its store before it
+ * starts, and the official `openai` client with one key each. A key's own rate rules, budget and allowed
+ * models bind that key and no other; metadata comes from the key, and a client header may add to it only for
+ * a key marked as a trusted backend.
  */
 import OpenAI, { APIError } from 'openai';
 import { describe, expect, it } from 'vitest';

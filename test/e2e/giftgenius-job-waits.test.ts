@@ -1,9 +1,9 @@
 /**
- * GiftGenius's deep analysis under a gift overload (issue 29, item 4): the real gateway on a FakeClock, the
- * example gift service answering 503 through its fault switch, the official MCP SDK client. The gift breaker
- * (5 failures in a row, open 30 s) opens during the job's first attempt; the job's next attempt runs when the
- * breaker lets calls through again, not within seconds against it, and a job that runs out of attempts says
- * when to try again.
+ * GiftGenius's deep analysis under a gift overload (docs/jobs.md#the-wait-a-failure-carries): the real
+ * gateway on a FakeClock, the example gift service answering 503 through its fault switch, the official MCP
+ * SDK client. The gift breaker (5 failures in a row, open 30 s) opens during the job's first attempt; the
+ * job's next attempt runs when the breaker lets calls through again, not within seconds against it, and a job
+ * that runs out of attempts says when to try again.
  *
  * The gift upstream's own retry waits on the FakeClock, so calls that reach the service are driven by small
  * ticks; from the moment the job waits, time moves by exact amounts.

@@ -12,8 +12,9 @@ import { connectClient, startGateway, type Gateway, type TestClient } from '../.
 import { as } from '../support/principals.js';
 
 /**
- * Issue 28, "Ownership" for operations: GiftGenius's `checkout` resumes an operation by the `operation_id` a
- * caller passes; only the principal that began it (or admin) may. The official SDK client over real HTTP.
+ * Ownership of operations (docs/operations.md#owners): GiftGenius's `checkout` resumes an operation by the
+ * `operation_id` a caller passes; only the principal that began it (or admin) may. The official SDK client
+ * over real HTTP.
  */
 describe('GiftGenius checkout: an operation id is its owner’s', () => {
   let services: GiftGeniusServices;

@@ -1,8 +1,8 @@
 /**
- * GiftGenius with shared breakers (issue 9): two real gateways (`startGateway`) on one SQLite file, both
- * with `sharedBreakers` (what `serve --shared-breakers` sets), in front of one failing gift service. The gift
- * breaker one gateway opens reaches the other through the store within its refresh (1 s), which then answers
- * `circuit_open` without a request to the service.
+ * GiftGenius with shared breakers (docs/deploy.md#sharing-breaker-state): two real gateways (`startGateway`)
+ * on one SQLite file, both with `sharedBreakers` (what `serve --shared-breakers` sets), in front of one
+ * failing gift service. The gift breaker one gateway opens reaches the other through the store within its
+ * refresh (1 s), which then answers `circuit_open` without a request to the service.
  */
 import { describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway/gateway.js';

@@ -1,9 +1,10 @@
 /**
- * Every fault told truthfully (issue 29): the GiftGenius gateway driven through the whole fault × tool
- * matrix of `truth-matrix/expectations.ts` with the SDK's client over Streamable HTTP, every cell on a fresh
- * gateway, fresh services and a fresh SQLite file. Faults are set through the services' switches only. Time:
- * real sockets, timeouts and deadlines (shrunk: see MATRIX_SETTINGS), on a FakeClock that follows real time
- * and jumps over the long waits (a breaker's open period, a Retry-After, a job's retry).
+ * Every fault told truthfully (docs/giftgenius.md#every-fault--tool-what-the-model-is-told): the GiftGenius
+ * gateway driven through the whole fault × tool matrix of `truth-matrix/expectations.ts` with the SDK's
+ * client over Streamable HTTP, every cell on a fresh gateway, fresh services and a fresh SQLite file. Faults
+ * are set through the services' switches only. Time: real sockets, timeouts and deadlines (shrunk: see
+ * MATRIX_SETTINGS), on a FakeClock that follows real time and jumps over the long waits (a breaker's open
+ * period, a Retry-After, a job's retry).
  *
  * Per cell: a structured result within the deadline + 100 ms; the exact code, category, outcome and
  * retryability; a sentence of the right kind and no other kind's words; `retry_after_ms` exactly when a wait

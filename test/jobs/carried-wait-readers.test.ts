@@ -1,5 +1,5 @@
 /**
- * The wait a job's failure carried, as every reader tells it (issue 29, "Waits travel every path"): the real
+ * The wait a job's failure carried, as every reader tells it (docs/jobs.md#what-readers-are-told): the real
  * gateway (`startGateway`) on a FakeClock, a real dependency over a real socket behind an upstream with a
  * breaker, and the official MCP SDK client. The job first meets the breaker its dependency opened (20 s
  * left), waits it out, then gets a 503 with `Retry-After: 30` on its last attempt and ends in the dead letter.

@@ -21,7 +21,7 @@ import {
 } from './crash-support.js';
 
 /**
- * The crash test of issue 3 ("Proof"): real processes, real SIGKILL, so real time. A worker in a child
+ * The crash test of the jobs runtime: real processes, real SIGKILL, so real time. A worker in a child
  * process is killed in the middle of a job; a second worker (in this process) reclaims the job once the
  * dead one's lease has lapsed and completes it; the side effect keyed by the job id exists once. Also: an
  * enqueue acknowledged just before a SIGKILL is in the store when it is reopened.

@@ -22,10 +22,11 @@ import { useCleanups } from '../support/cleanups.js';
 import { STRIPE_SECRET, post, stripeEvent, stripeSignature } from '../webhooks/support.js';
 
 /**
- * The proof of `/metrics` (issue 8): real parts on one fake clock — upstreams against a local HTTP server, a
- * jobs runtime and an operation ledger on an in-memory SQLite store, a webhook ingress on the real server —
- * play a scripted scenario; `/metrics` is then scraped over HTTP and every counter is checked exactly, label
- * set by label set. Durations are exact too: the test server moves the fake clock while it "works".
+ * The proof of `/metrics` (docs/operations-guide.md#metrics-reference): real parts on one fake clock —
+ * upstreams against a local HTTP server, a jobs runtime and an operation ledger on an in-memory SQLite store,
+ * a webhook ingress on the real server — play a scripted scenario; `/metrics` is then scraped over HTTP and
+ * every counter is checked exactly, label set by label set. Durations are exact too: the test server moves
+ * the fake clock while it "works".
  */
 
 const defer = useCleanups();

@@ -10,7 +10,10 @@ import {
   useCleanups,
 } from './support.js';
 
-/** Admission control over real HTTP (issue 5): 429 over the rate limit, 503 over the backlog, both with Retry-After. */
+/**
+ * Admission control over real HTTP (docs/webhooks.md#status-codes): 429 over the rate limit, 503 over the
+ * backlog, both with Retry-After.
+ */
 
 const defer = useCleanups();
 const verifier = stripeVerifier({ secrets: [STRIPE_SECRET] });

@@ -9,7 +9,7 @@ import { planStorm, sendStorm, type StormPlan } from './storm-support.js';
 import { tempDb, useCleanups } from './support.js';
 
 /**
- * The crash half of issue 5's storm proof, with real processes and a real SIGKILL: the gateway runs in a
+ * The crash half of the webhook storm proof, with real processes and a real SIGKILL: the gateway runs in a
  * child process on a SQLite file; mid-storm it is killed; a new one is started on the same file and the
  * sender goes on (retrying what got no answer, as a payment platform does). Every event that was ever
  * answered 2xx is handled, and its effect exists exactly once, whichever process ran it.

@@ -16,7 +16,10 @@ import {
   useCleanups,
 } from './support.js';
 
-/** Handlers as jobs over real HTTP (issue 5): ordering per key, the breaker, replay and the dead letter, routing. */
+/**
+ * Handlers as jobs over real HTTP (docs/webhooks.md#handlers): ordering per key, the breaker, replay and the
+ * dead letter, routing.
+ */
 
 const defer = useCleanups();
 const verifier = stripeVerifier({ secrets: [STRIPE_SECRET] });

@@ -24,8 +24,8 @@ import {
 } from './support.js';
 
 /**
- * The pipeline end to end (issue 5): real HTTP to the ingress mounted on the real server, real signatures,
- * a SQLite store and a worker running the handlers as jobs.
+ * The pipeline end to end (docs/webhooks.md): real HTTP to the ingress mounted on the real server, real
+ * signatures, a SQLite store and a worker running the handlers as jobs.
  */
 
 const defer = useCleanups();

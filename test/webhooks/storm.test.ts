@@ -4,11 +4,12 @@ import { planStorm, sendStorm } from './storm-support.js';
 import { STRIPE_SECRET, startIngress, until, useCleanups } from './support.js';
 
 /**
- * The storm of issue 5 ("Proof"), bounded for CI: BREAKWATER_STORM_DELIVERIES deliveries (default 20 000),
- * 30% duplicates, 5% bad signatures, shuffled, over 64 connections, against the ingress on the real server
- * with a SQLite file and a worker in this process. Limits are set so they are crossed: a rate limit per
- * second and a backlog the worker cannot keep under while the storm lasts. The sender retries 429/503 after
- * their Retry-After, as payment platforms do, so every good event ends up acknowledged.
+ * The webhook storm (docs/webhooks.md#storm-behaviour), bounded for CI: BREAKWATER_STORM_DELIVERIES
+ * deliveries (default 20 000), 30% duplicates, 5% bad signatures, shuffled, over 64 connections, against the
+ * ingress on the real server with a SQLite file and a worker in this process. Limits are set so they are
+ * crossed: a rate limit per second and a backlog the worker cannot keep under while the storm lasts. The
+ * sender retries 429/503 after their Retry-After, as payment platforms do, so every good event ends up
+ * acknowledged.
  */
 
 const defer = useCleanups();

@@ -44,7 +44,7 @@ describe('counterRateLimitStore over the SQLite store', () => {
     return Promise.all(Array.from({ length: n }, () => limits.consume(key, algorithm, 1, clock.now())));
   }
 
-  it('issue 7: 10 per 10 minutes, 10 requests at minute 9 and 10 at minute 11: fixed lets all 20 pass', async () => {
+  it('10 per 10 minutes, 10 requests at minute 9 and 10 at minute 11: fixed lets all 20 pass', async () => {
     const fixed = new FixedWindow({ limit: 10, windowMs: 10 * MINUTE_MS });
     clock.tick(9 * MINUTE_MS);
     const first = await consumeMany('ai:fixed', fixed, 10);
@@ -56,7 +56,7 @@ describe('counterRateLimitStore over the SQLite store', () => {
     expect(await store.counters.get('ai:fixed')).toEqual({ windowStartMs: t0 + 10 * MINUTE_MS, count: 10 });
   });
 
-  it('issue 7: the same with sliding refuses the second 10 until minute 19', async () => {
+  it('the same with sliding refuses the second 10 until minute 19', async () => {
     const sliding = new SlidingWindow({ limit: 10, windowMs: 10 * MINUTE_MS });
     clock.tick(9 * MINUTE_MS);
     const first = await consumeMany('ai:sliding', sliding, 10);

@@ -3,8 +3,8 @@ import { UNCHANGED, type CounterStore } from '../../store/index.js';
 
 /**
  * A {@link RateLimitStore} over the store's counters (`store.counters` of the SQLite or PostgreSQL store), so
- * the AI gateway's rate rules hold across every process sharing the storage (DESIGN: "AI gateway", rate rules;
- * "Storage and deployment").
+ * the AI gateway's rate rules hold across every process sharing the storage
+ * (docs/ai-gateway.md#rate-limits-fixed-versus-sliding; docs/architecture.md#storage).
  *
  * `consume` runs `algorithm.step(state, nowMs, cost)` as the counter's step, so the read, the decision and the
  * write are one atomic update of the key (SQLite: the write lock, group-committed; PostgreSQL: the row lock):

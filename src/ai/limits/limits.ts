@@ -1,6 +1,6 @@
 /**
- * The limit check: rate rules, then spend rules, for one step about to call a provider (DESIGN: "AI
- * gateway"). Both run BEFORE the provider is called, so a refused request costs nothing.
+ * The limit check: rate rules, then spend rules, for one step about to call a provider (docs/ai-gateway.md).
+ * The rules. Both run BEFORE the provider is called, so a refused request costs nothing.
  *
  * Spend reservations in flight are capped per caller (`maxReservedShare`, see {@link AiLimitsConfig}): one
  * principal's requests still running may hold at most that share of a shared budget, so a caller that opens

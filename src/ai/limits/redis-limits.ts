@@ -54,7 +54,7 @@ function redisClient(): typeof Redis {
 }
 
 /**
- * The AI gateway's hot counters in Redis (DESIGN: "Storage and deployment", `REDIS_URL`): a
+ * The AI gateway's hot counters in Redis (docs/architecture.md#storage, `REDIS_URL`): a
  * {@link RedisRateLimitStore} and a {@link RedisSpendStore} over one client, sharing `keyPrefix` and
  * `timeoutMs`. Spend always fails closed (see {@link RedisSpendStore}); rate fails towards `onUnavailable`.
  *

@@ -3,8 +3,9 @@ import { FakeClock } from '../../core/index.js';
 import type { SpendStore } from './spend-store.js';
 
 /**
- * The SpendStore contract suite (DESIGN: "AI gateway", spend rules): the rules of spend.ts as every spend
- * store (counters on memory, SQLite, PostgreSQL; Redis) must keep them, with exact micro-USD values.
+ * The SpendStore contract suite (docs/ai-gateway.md#spend-limits-and-their-guarantee): the rules of spend.ts
+ * as every spend store (counters on memory, SQLite, PostgreSQL; Redis) must keep them, with exact micro-USD
+ * values.
  */
 
 /** How the suite reaches one backend. */

@@ -1,8 +1,8 @@
 /**
- * Where spend budgets are reserved and settled (DESIGN: "AI gateway", spend rules; "Storage and
- * deployment"): the store's counters by default, or Redis (`RedisSpendStore`). Both keep the rule of
- * spend.ts: a reservation is granted only when spent + reserved + estimate <= budget, atomically per key, so
- * concurrent requests from any number of processes never overshoot a budget together.
+ * Where spend budgets are reserved and settled (docs/ai-gateway.md#spend-limits-and-their-guarantee;
+ * docs/architecture.md#storage): the store's counters by default, or Redis (`RedisSpendStore`). Both keep the
+ * rule of spend.ts: a reservation is granted only when spent + reserved + estimate <= budget, atomically per
+ * key, so concurrent requests from any number of processes never overshoot a budget together.
  */
 import type { CounterStore } from '../../store/index.js';
 import { reserveStep, settleStep, type SpendState } from './spend.js';

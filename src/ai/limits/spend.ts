@@ -1,10 +1,10 @@
 /**
- * Spend budgets as counter steps (DESIGN: "AI gateway", spend rules). A budget window's state is
- * `{ spentMicroUsd, reservedMicroUsd }`: integers of micro-USD, so sums never drift. A request first RESERVES
- * its estimated maximum cost in one atomic update of the key (refused when spent + reserved + estimate would
- * pass the budget); after the answer it SETTLES: the reservation is removed and the real cost added, in one
- * more atomic update. Concurrent requests therefore see each other's reservations, and a burst cannot
- * overshoot the way check-then-record gateways do (they all read the same "spent" before any records).
+ * Spend budgets as counter steps (docs/ai-gateway.md#spend-limits-and-their-guarantee). A budget window's
+ * state is `{ spentMicroUsd, reservedMicroUsd }`: integers of micro-USD, so sums never drift. A request first
+ * RESERVES its estimated maximum cost in one atomic update of the key (refused when spent + reserved +
+ * estimate would pass the budget); after the answer it SETTLES: the reservation is removed and the real cost
+ * added, in one more atomic update. Concurrent requests therefore see each other's reservations, and a burst
+ * cannot overshoot the way check-then-record gateways do (they all read the same "spent" before any records).
  *
  * The guarantee holds as long as a real cost never exceeds its estimate: see `estimateMicroUsd` in
  * pricing.ts for what the estimate does not bound.

@@ -1,7 +1,7 @@
 /**
- * The route definition format (issue 7, "Routes"): a JSON tree of nodes, validated with zod. A definition is
- * one node; see docs/ai-gateway.md and `RouteNode` for each type. Validation fails with a 400 problem whose
- * `reason` is `invalid_route` and whose `path` names the bad field (`$.chain[1].then.model`).
+ * The route definition format (docs/ai-gateway.md#routes): a JSON tree of nodes, validated with zod. A
+ * definition is one node; see docs/ai-gateway.md and `RouteNode` for each type. Validation fails with a 400
+ * problem whose `reason` is `invalid_route` and whose `path` names the bad field (`$.chain[1].then.model`).
  */
 import { z } from 'zod';
 import { BreakwaterError } from '../../core/index.js';

@@ -1,5 +1,5 @@
 /**
- * Versioned route flows of the AI gateway (issue 7, "Routes"; DESIGN: "AI gateway"): the definition format
+ * Versioned route flows of the AI gateway (docs/ai-gateway.md#routes): the definition format
  * (model steps, fallbacks, conditions on metadata, percentage splits, limit checks with an `else`), its
  * compilation into an `AiFlow`, the resolver over `store.routes` that picks up deploys and rollbacks
  * without a restart, and the loopback-only admin API.

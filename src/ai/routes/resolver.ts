@@ -1,7 +1,7 @@
 /**
- * The gateway's route resolver over `store.routes` (issue 7, "Routes"): deployed routes compiled once and
- * cached; a deploy or rollback from any process sharing the store takes effect within `refreshMs`, without
- * a restart.
+ * The gateway's route resolver over `store.routes` (docs/ai-gateway.md#routes): deployed routes compiled once
+ * and cached; a deploy or rollback from any process sharing the store takes effect within `refreshMs`,
+ * without a restart.
  */
 import { BreakwaterError, clockOption, type Clock } from '../../core/index.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../../policy/index.js';

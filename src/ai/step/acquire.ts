@@ -1,8 +1,8 @@
 /**
- * A step's limit check (DESIGN: "AI gateway"): the caller's own rules (`Principal.ai`: its rate rules and
- * budgets, counted for it alone), then the context's limits (a route's limit nodes, then the gateway's
- * rules). The caller's own come first, so a key over its own limit is turned away before it counts against
- * the counters every caller shares.
+ * A step's limit check (docs/ai-gateway.md#callers-keys-metadata-and-their-own-limits): the caller's own
+ * rules (`Principal.ai`: its rate rules and budgets, counted for it alone), then the context's limits (a
+ * route's limit nodes, then the gateway's rules). The caller's own come first, so a key over its own limit is
+ * turned away before it counts against the counters every caller shares.
  */
 import { BreakwaterError } from '../../core/index.js';
 import { estimateInput } from '../body.js';

@@ -1,6 +1,6 @@
 /**
  * The step executor: one model step from the limit check to an answer whose first bytes have arrived
- * (DESIGN: "AI gateway"). Route flows compose it (`runFallbackChain`, conditions, splits).
+ * (docs/ai-gateway.md). Route flows compose it (`runFallbackChain`, conditions, splits).
  */
 import { BreakwaterError, classify } from '../../core/index.js';
 import type { PolicyContext } from '../../policy/index.js';

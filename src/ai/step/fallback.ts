@@ -3,7 +3,7 @@ import type { AiRequest, AiStep, StepAnswer, StepContext, StepFailure } from '..
 import { executeStep } from './execute.js';
 
 /**
- * Runs `steps` in order until one answers (DESIGN: "AI gateway", fallbacks): the first step whose provider
+ * Runs `steps` in order until one answers (docs/ai-gateway.md#routes): the first step whose provider
  * sends its first byte wins, and nothing reaches the client before that, so the choice is always made
  * before the client has seen a byte. A step that fails in any way before its first byte (its retries
  * exhausted, its first-byte timeout, a provider error, our own `rate_limited` / `spend_limited`: a budget

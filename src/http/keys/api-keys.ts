@@ -82,7 +82,7 @@ interface CacheEntry {
 }
 
 /**
- * API keys over `store.keys` (issue 28, "Principals and credentials"; the key format is in `format.ts`).
+ * API keys over `store.keys` (docs/security.md#api-keys; the key format is in `format.ts`).
  * @throws RangeError naming a bad option.
  */
 export function createApiKeys(options: ApiKeysOptions): ApiKeys {

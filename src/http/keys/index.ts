@@ -1,5 +1,5 @@
 /**
- * http/keys: Breakwater API keys (issue 28, "Principals and credentials"): the key's text form
+ * http/keys: Breakwater API keys (docs/security.md#api-keys): the key's text form
  * (`bw_<id>_<secret>`), making and storing keys (hashed), listing and revoking them, and verifying a presented
  * key into the caller's `Principal`, with a short cache. The HTTP edge reads the key from a request and calls
  * {@link ApiKeys.verify}; the CLI (`breakwater keys`) and the admin API (`/admin/api/keys`) manage them.

@@ -1,5 +1,5 @@
 /**
- * The audit log (DESIGN: "Idempotency and operations"): append-only records, each holding the hash of the
+ * The audit log (docs/operations.md#the-audit-log): append-only records, each holding the hash of the
  * one before (SHA-256, HMAC-keyed when configured), secrets redacted; `verifyAudit` names the first broken
  * record.
  */

@@ -1,5 +1,5 @@
 /**
- * The audit log writer (DESIGN: "Idempotency and operations"): append-only, hash-chained records of
+ * The audit log writer (docs/operations.md#the-audit-log): append-only, hash-chained records of
  * attempts, outcomes, reconciliations, webhook acceptances, job terminal states and admin actions.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';

@@ -1,4 +1,4 @@
-/** Checking the audit chain end to end (`breakwater audit verify`; DESIGN: "Idempotency and operations"). */
+/** Checking the audit chain end to end (`breakwater audit verify`; docs/operations.md#the-audit-log). */
 import { canonicalJson, finite, POSITIVE_INTEGER } from '../../core/index.js';
 import {
   AUDIT_GENESIS_HASH,

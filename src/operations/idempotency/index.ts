@@ -1,5 +1,6 @@
 /**
- * Inbound idempotency (DESIGN: "Idempotency and operations"; IETF httpapi `Idempotency-Key` draft): the
+ * Inbound idempotency (docs/operations.md#inbound-idempotency-idempotency-key; IETF httpapi
+ * `Idempotency-Key` draft): the
  * header parser, the request fingerprint, the run-once library function and the Fastify route option.
  */
 export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from './key.js';

@@ -1,8 +1,8 @@
 /**
- * The `Idempotency-Key` route option for Fastify (draft-ietf-httpapi-idempotency-key-header; DESIGN:
- * "Idempotency and operations"). operations/ cannot import server/, so problems are answered here as
- * problem+json through core's `toProblem`, in the server's shape (`instance` is the path, `Retry-After` in
- * whole seconds).
+ * The `Idempotency-Key` route option for Fastify (draft-ietf-httpapi-idempotency-key-header;
+ * docs/operations.md#inbound-idempotency-idempotency-key). operations/ cannot import server/, so problems are
+ * answered here as problem+json through core's `toProblem`, in the server's shape (`instance` is the path,
+ * `Retry-After` in whole seconds).
  */
 import type {
   FastifyInstance,

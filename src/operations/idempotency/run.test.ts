@@ -182,7 +182,7 @@ describe('runIdempotent on the SQLite store', () => {
     expect(runs).toBe(2);
   });
 
-  it('refuses a ttlMs that is not greater than lockMs: a record must outlive the lock of its run (issue 28)', async () => {
+  it('refuses a ttlMs that is not greater than lockMs: a record must outlive the lock of its run', async () => {
     // ttlMs 1000 under the default 60 s lock: a 2 s run would outlive its record, and every retry would run.
     await expect(runIdempotent(claim({ ttlMs: 1000 }), answer(created))).rejects.toThrow(
       new RangeError(

@@ -1,7 +1,7 @@
 /**
  * Running a request once per idempotency key (draft-ietf-httpapi-idempotency-key-header, section 2.6;
- * DESIGN: "Idempotency and operations"): claim the key in the store, run, store the response before the
- * client sees it, replay it to every retry.
+ * docs/operations.md#inbound-idempotency-idempotency-key): claim the key in the store, run, store the
+ * response before the client sees it, replay it to every retry.
  */
 import {
   BreakwaterError,
@@ -19,9 +19,11 @@ import type { IdempotencyRef, IdempotencyStore, StoredResponse } from '../../sto
 /**
  * Defaults of {@link runIdempotent} and the Fastify route option.
  * - `lockMs` 60 s: how long a run holds its key before another request may take it over (its owner is
- *   presumed dead). Twice DESIGN's hard maximum request deadline (30 s), so a live run is never taken over;
+ *   presumed dead). Twice the hard maximum request deadline (30 s,
+ *   docs/architecture.md#deadlines), so a live run is never taken over;
  *   the store has no heartbeat, so a run longer than `lockMs` may run twice.
- * - `ttlMs` 24 h: how long a key and its stored response live (DESIGN defaults table). Must be greater than
+ * - `ttlMs` 24 h: how long a key and its stored response live (docs/architecture.md#defaults). Must be
+ *   greater than
  *   `lockMs` ({@link checkIdempotencyLifetimes}).
  */
 export const IDEMPOTENCY_DEFAULTS = { lockMs: 60_000, ttlMs: 86_400_000 } as const;
@@ -50,7 +52,7 @@ export interface IdempotentResponse {
  * expires while its run still holds the lock is replaced by the next request with the key, which runs again,
  * at the same time; the first run's response is then never stored (its token no longer owns the key), and a
  * record that lives shorter than its run is never replayed at all. With `ttlMs: 1000` under the default 60 s
- * lock and a 2 s handler, three requests with one key ran three times, two at once (issue 28). The lock is the
+ * lock and a 2 s handler, three requests with one key ran three times, two at once. The lock is the
  * longest a run may hold its key, so a record that outlives it outlives every run that is not presumed dead.
  * @returns `ttlMs`.
  * @throws RangeError naming `owner` and `ttlMs` (`…: ttlMs must be greater than lockMs (60000 ms): …`).

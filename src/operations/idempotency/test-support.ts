@@ -405,7 +405,7 @@ export function idempotencyRouteSuite(open: (clock: FakeClock) => Promise<Store>
     });
   });
 
-  describe('record lifetime (issue 28: a ttlMs shorter than the run defeated idempotency)', () => {
+  describe('record lifetime (a ttlMs shorter than the run would defeat idempotency)', () => {
     /** An app whose warn lines are kept, with one `POST /slow` route held until `release()`. */
     async function loggedApp(options: { lockMs: number; ttlMs: number }) {
       const lines: { msg: string; [field: string]: unknown }[] = [];

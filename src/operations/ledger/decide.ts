@@ -65,8 +65,8 @@ function storedError(error: BreakwaterError, now: number): StoredError {
 }
 
 /**
- * The histories of a failed attempt (DESIGN: "Classification"), told apart by what the transport saw,
- * never by whether a retry would be safe:
+ * The histories of a failed attempt (docs/architecture.md#classification), told apart by what the transport
+ * saw, never by whether a retry would be safe:
  * - never sent: a policy refused it ({@link REFUSED_BEFORE_SENDING}), or the error says `written: false`
  *   (`upstream/` sets it for connect, DNS and TLS-handshake failures) → back to `pending` (safe to send
  *   again under the same id; settled `failed` at the recovery deadline if nobody does);
@@ -116,8 +116,8 @@ export interface LookupDecision extends Decision {
 }
 
 /**
- * What a lookup's answer settles (DESIGN: "after unknown: reconcile through the action's status lookup;
- * resend only if allowed and the lookup shows nothing was accepted"):
+ * What a lookup's answer settles (after unknown: reconcile through the action's status lookup; resend only if
+ * allowed and the lookup shows nothing was accepted: docs/operations.md#recovery-and-escalation):
  * - `succeeded` / `failed` at the service: settled so;
  * - `in_progress`: unchanged, looked at again after `checkEveryMs`;
  * - `not_found`, resending allowed, attempts left, not `manual`: back to `pending` (resend);

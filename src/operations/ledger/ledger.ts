@@ -34,7 +34,7 @@ import type {
 } from './types.js';
 
 /**
- * The outbound operation ledger (DESIGN: "Idempotency and operations"). `execute` persists the intent and
+ * The outbound operation ledger (docs/operations.md#the-operation-ledger). `execute` persists the intent and
  * an operation id before any network call, then sends with that id as idempotency key and correlation id
  * (on every attempt, also after a restart), and tells the histories apart (`decideFailure`):
  * - the request never reached the service (a transient failure before it was written), or the service
@@ -51,7 +51,7 @@ import type {
  * Every transition is a compare-and-set on the stored version, so several processes may execute, resume and
  * recover the same operations: one wins each step, the others re-read.
  *
- * Ownership (DESIGN: "Identity and ownership"): a new operation belongs to the current principal
+ * Ownership (docs/architecture.md#identity-and-ownership): a new operation belongs to the current principal
  * (`PrincipalContext`, e.g. the MCP client whose tool call runs it) unless `owner` says otherwise. Under a
  * principal, `execute` with an `operationId` and `reconcile` answer `not_found` for an operation it may not
  * see (another's, without the `admin` scope), exactly as for an id that does not exist. Outside any principal

@@ -23,7 +23,7 @@ export interface StepDeps {
 }
 
 /**
- * The steps of an operation (DESIGN: "Idempotency and operations"): an attempt, a lookup, and the loop that
+ * The steps of an operation (docs/operations.md#what-execute-does): an attempt, a lookup, and the loop that
  * runs them until the operation settles or must wait. Each writes with a compare-and-set on the stored
  * version (a lost race re-reads), logs the transitions it wins and records them in the audit log.
  * `OperationLedger` decides when to run them (a caller's `execute`, a recovery pass, `reconcile`).

@@ -27,7 +27,7 @@ export type LookupResult<Res> =
   | { state: 'not_found' };
 
 /**
- * A side-effecting action the ledger runs (DESIGN: "Idempotency and operations"). `Req` is what the caller
+ * A side-effecting action the ledger runs (docs/operations.md#the-operation-ledger). `Req` is what the caller
  * passes (JSON); `Res` is the result (JSON).
  */
 export interface OperationAction<Req, Res> {
@@ -73,7 +73,7 @@ export interface OperationAction<Req, Res> {
 export type AnyOperationAction = OperationAction<any, any>;
 
 /**
- * The result contract of a side-effecting call (DESIGN: "Idempotency and operations"), in the wire's
+ * The result contract of a side-effecting call (docs/operations.md#the-result-contract), in the wire's
  * snake_case so a tool can return it as it is.
  */
 export interface OperationResult<Res = unknown> {

@@ -49,7 +49,7 @@ export interface RateLimitDecisionEvent {
 }
 
 /**
- * Limits the rate of calls (DESIGN: "Policies", Rate limiter) with a fixed window, sliding window or token
+ * Limits the rate of calls (docs/policies.md#rate-limiters) with a fixed window, sliding window or token
  * bucket whose counters live in a {@link RateLimitStore}. A call through the policy consumes `cost` from its
  * key; when denied, `fn` is never called and nothing is counted.
  *

@@ -39,7 +39,7 @@ const SCRIPTS = {
 } as const;
 
 /**
- * A {@link RateLimitStore} in Redis (DESIGN: "Storage and deployment": `REDIS_URL` holds hot counters), so a
+ * A {@link RateLimitStore} in Redis (docs/architecture.md#storage: `REDIS_URL` holds hot counters), so a
  * limit holds across every gateway instance sharing the Redis: 30 per minute over three instances is 30,
  * not 90.
  *

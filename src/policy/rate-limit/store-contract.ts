@@ -10,9 +10,9 @@ import {
 import type { RateLimitStore } from './store.js';
 
 /**
- * The RateLimitStore contract suite (DESIGN: "Policies", Rate limiter; "Storage and deployment": the same
- * limiter tests pass on memory, SQLite, PostgreSQL and Redis): every rule of store.ts and of the algorithms'
- * contract as a store sees it, with exact values on a FakeClock.
+ * The RateLimitStore contract suite (docs/policies.md#rate-limiters; docs/architecture.md#contract-suites:
+ * the same limiter tests pass on memory, SQLite, PostgreSQL and Redis): every rule of store.ts and of the
+ * algorithms' contract as a store sees it, with exact values on a FakeClock.
  */
 
 /** How the suite reaches one backend. */
@@ -154,7 +154,7 @@ export function rateLimitStoreContract(name: string, backend: RateLimitStoreBack
       }
     });
 
-    it('issue 7: 10 per 10 minutes, 10 at minute 9 and 10 at minute 11: fixed lets all 20 pass', async () => {
+    it('10 per 10 minutes, 10 at minute 9 and 10 at minute 11: fixed lets all 20 pass', async () => {
       const fixed = new FixedWindow({ limit: 10, windowMs: 10 * MINUTE_MS });
       at(9 * MINUTE_MS);
       const first = await Promise.all(Array.from({ length: 10 }, () => consume('k', fixed)));
@@ -165,7 +165,7 @@ export function rateLimitStoreContract(name: string, backend: RateLimitStoreBack
       expect(second.every((d) => d.allowed && d.resetMs === 9 * MINUTE_MS)).toBe(true);
     });
 
-    it('issue 7: the same with sliding refuses the second 10 until minute 19', async () => {
+    it('the same with sliding refuses the second 10 until minute 19', async () => {
       const sliding = new SlidingWindow({ limit: 10, windowMs: 10 * MINUTE_MS });
       at(9 * MINUTE_MS);
       const first = await Promise.all(Array.from({ length: 10 }, () => consume('k', sliding)));

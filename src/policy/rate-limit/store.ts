@@ -1,7 +1,7 @@
 import type { RateLimitAlgorithm, RateLimitDecision } from './algorithms.js';
 
 /**
- * Where rate-limit counters live (DESIGN: "Policies", Rate limiter; "Storage and deployment"): memory for one
+ * Where rate-limit counters live (docs/policies.md#the-store-interface): memory for one
  * process, SQLite, PostgreSQL or Redis so limits hold across instances.
  *
  * An implementation reads the key's state, runs `algorithm.step(state, nowMs, cost)` and writes the new state,

@@ -1,5 +1,5 @@
 /**
- * Admin authentication (issue 8, "Dashboard"): the one check in front of every admin route — the dashboard
+ * Admin authentication (docs/security.md#admin): the one check in front of every admin route — the dashboard
  * page, its JSON API (`/admin/api/…`), `/admin/webhooks…` and `/admin/ai/routes…`.
  *
  * - **Token mode** (`token` set, from `BREAKWATER_ADMIN_TOKEN`): a request needs `Authorization: Bearer

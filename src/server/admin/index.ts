@@ -1,6 +1,7 @@
 /**
- * server/admin: the dashboard (issue 8) — the admin check in front of every admin route, the admin JSON API
- * behind the page, the in-memory series of its charts, and the actions the CLI shares with the API.
+ * server/admin: the dashboard (docs/http.md#admin-api-and-dashboard) — the admin check in front of every
+ * admin route, the admin JSON API behind the page, the in-memory series of its charts, and the actions the
+ * CLI shares with the API.
  */
 export {
   ADMIN_AUTH_DEFAULTS,

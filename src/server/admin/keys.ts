@@ -1,5 +1,5 @@
 /**
- * The API keys' admin API (issue 28, "Principals and credentials"), behind the admin check (`AdminAuth`: the
+ * The API keys' admin API (docs/security.md#api-keys), behind the admin check (`AdminAuth`: the
  * admin token, a dashboard session, or loopback when no token is configured):
  *
  * | method and path                     | body                       | answer                                         |

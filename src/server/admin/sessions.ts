@@ -1,5 +1,5 @@
 /**
- * Dashboard sessions kept server-side (issue 28: "a server-side session that logout revokes"), over the
+ * Dashboard sessions kept server-side (a session that logout revokes: docs/security.md#admin), over the
  * store's `sessions` facet (`store/sessions.ts`), so every gateway on one store shares them.
  *
  * - **The id.** A login gets 32 random bytes (256 bits) as 43 base64url characters: the cookie's whole value.

@@ -7,8 +7,9 @@
  * Every label value comes from configuration (a declared upstream, rate limiter, job type, webhook source or
  * operation action; an AI provider, priced model or deployed route) or from a fixed set (states, methods,
  * status classes, core's error codes, the AI outcomes); anything a client chose counts as `_unknown`
- * (DESIGN: "Identity and ownership"). Each distinct label set is a series kept for the life of the process, so
- * a label a client could vary would let it grow the process's memory and every scrape without bound.
+ * (docs/architecture.md#identity-and-ownership). Each distinct label set is a series kept for the life of the
+ * process, so a label a client could vary would let it grow the process's memory and every scrape without
+ * bound.
  */
 
 /** One metric family; `name` is appended to the registry prefix (default `breakwater_`). */

@@ -9,7 +9,7 @@ export const claimJobsWithExclude = (s: string): string => `
 -- The claim (see claim.ts for what it does), as a function for one reason: its plan. The jobs table is
 -- a queue, so its statistics are always behind: after a burst of enqueues (a webhook storm) they still
 -- say a few jobs are pending, and the planner then fetches every due job through a bitmap scan and sorts
--- them all, on every claim (measured: 5-20 ms a claim over a 4,000-job backlog instead of under 1). The
+-- them all, on every claim (docs/performance.md#postgresql-store). The
 -- function plans with sequential scans, bitmap scans and sorts disabled, so pending jobs are always
 -- walked in claim order along jobs_pending and the walk stops at the limit, whatever the statistics say
 -- (the few sorts it cannot avoid, over the rows it keeps, still run; the expired-lease probes may read

@@ -58,7 +58,10 @@ import {
 
 /** Options of {@link openPostgresStore}; validated at open. */
 export interface PostgresStoreOptions {
-  /** A libpq connection URL, e.g. `postgres://user:pass@host:5432/db` (DESIGN: `DATABASE_URL`). */
+  /**
+   * A libpq connection URL, e.g. `postgres://user:pass@host:5432/db` (docs/architecture.md#storage:
+   * `DATABASE_URL`).
+   */
   url: string;
   /** Source of every stored time (default: the system clock; tests pass a `FakeClock`). */
   clock?: Clock;
@@ -79,7 +82,7 @@ export const POSTGRES_STORE_DEFAULTS = { schema: 'breakwater', poolSize: 10 } as
 const MAX_SCHEMA_BYTES = 63 - '_jobs'.length;
 
 /**
- * Opens the PostgreSQL {@link JobStore} (DESIGN: "Storage and deployment", distributed mode): migrates the
+ * Opens the PostgreSQL {@link JobStore} (docs/architecture.md#storage, distributed mode): migrates the
  * schema (safe when several processes start at once), then starts listening for notifications before it
  * resolves, so the caller hears everything committed from then on.
  *

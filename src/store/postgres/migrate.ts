@@ -362,7 +362,7 @@ export const MIGRATIONS: readonly Migration[] = [
       -- The claim (see claim.ts for what it does), as a function for one reason: its plan. The jobs table is
       -- a queue, so its statistics are always behind: after a burst of enqueues (a webhook storm) they still
       -- say a few jobs are pending, and the planner then fetches every due job through a bitmap scan and sorts
-      -- them all, on every claim (measured: 5-20 ms a claim over a 4,000-job backlog instead of under 1). The
+      -- them all, on every claim (docs/performance.md#postgresql-store). The
       -- function plans with sequential scans, bitmap scans and sorts disabled, so pending jobs are always
       -- walked in claim order along jobs_pending and the walk stops at the limit, whatever the statistics say
       -- (the few sorts it cannot avoid, over the rows it keeps, still run; the expired-lease probes may read
@@ -465,9 +465,10 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 9,
     name: 'owners of jobs and operations',
     sql: (s) => `
-      -- The principal that started a job or an operation (DESIGN: "Identity and ownership"), NULL for rows
-      -- made before owners were kept and by the gateway itself (only admin sees those). ADD COLUMN without a
-      -- default changes the catalog only; claim_jobs returns SETOF jobs, so it returns the column too.
+      -- The principal that started a job or an operation (docs/architecture.md#identity-and-ownership), NULL
+      -- for rows made before owners were kept and by the gateway itself (only admin sees those). ADD COLUMN
+      -- without a default changes the catalog only; claim_jobs returns SETOF jobs, so it returns the column
+      -- too.
       ALTER TABLE ${s}.jobs ADD COLUMN owner text;
       ALTER TABLE ${s}.operations ADD COLUMN owner text;
 
@@ -483,8 +484,9 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 10,
     name: 'api keys and admin sessions',
     sql: (s) => `
-      -- API keys (issue 28): the secret's SHA-256, never the secret. Looked up by id (the key carries it),
-      -- so one primary-key probe per verification. json (not jsonb) as elsewhere: metadata keeps its order.
+      -- API keys (docs/security.md#api-keys): the secret's SHA-256, never the secret. Looked up by id (the
+      -- key carries it), so one primary-key probe per verification. json (not jsonb) as elsewhere: metadata
+      -- keeps its order.
       CREATE TABLE ${s}.api_keys (
         id text COLLATE "C" PRIMARY KEY,
         name text NOT NULL,

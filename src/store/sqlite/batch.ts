@@ -19,8 +19,8 @@ import type { WalSync } from './wal-sync.js';
  * the commit: see {@link GroupCommit.submitAtCommit}.)
  *
  * Isolation inside a batch, without a savepoint per operation: a savepoint makes SQLite copy every page an
- * operation touches into its sub-journal first (4 KiB each, several per job), which cost ~15 % of the jobs
- * bench. Steps are therefore plain functions (not `db.transaction(...)` wrappers) written to do every check,
+ * operation touches into its sub-journal first (4 KiB each, several per job), a large share of the jobs
+ * bench (docs/performance.md#sqlite-store). Steps are therefore plain functions (not `db.transaction(...)` wrappers) written to do every check,
  * serialization and user callback before their first write, so a step that throws has usually written nothing:
  * the store compares SQLite's `total_changes()` before and after it, and when it is unchanged the operation
  * rejects alone and the batch goes on (its queued notifications are dropped). A statement that fails is undone
@@ -35,7 +35,7 @@ import type { WalSync } from './wal-sync.js';
  * queued by then (up to {@link MAX_BATCH}) commits in one transaction and the next sync starts (more than a
  * batch goes at the next turns, one batch per turn). Each acknowledgement comes when it did before, plus at
  * most the time of that commit, and under load there is one commit per sync instead of one per turn of the
- * event loop: measured on the webhook bench at 64 connections, 18 → 24 deliveries per transaction. A commit
+ * event loop, so more deliveries share a transaction (docs/performance.md#sqlite-store). A commit
  * writes every page it touched once, so fewer, larger commits write fewer pages. Two kinds of queue do not
  * wait: one holding a claim, which is released at its commit, before the sync (see
  * {@link GroupCommit.submitAtCommit}), and a full batch, so a slow sync does not pile the queue up for its

@@ -27,12 +27,10 @@ import { errorFields, Log } from '../../core/index.js';
  *   store's group commit (`GroupCommit.hold`: calls queue, nothing commits) for one last checkpoint, which
  *   copies those few commits, and releases it when that checkpoint answers, or after
  *   {@link HOLD_LIMIT_MS} whatever the worker does. The next commit starts the log over. The event loop never
- *   waits; the writes queued meanwhile do. Measured on the webhooks bench (~6,000 accepts/s, ~19,000 log
- *   pages/s, 2 cores): before, the store's own connection restarted the log every ~0.5 s inside a `COMMIT`,
- *   blocking the event loop 13–28 ms each time; now a hold every ~0.4 s lasts 7–15 ms (p50 ~12 ms, longest
- *   seen 32 ms), nearly all of it the checkpoint's two fsyncs and the worker's turn on a busy CPU: the
- *   last checkpoint copies only ~60–100 pages. Copying them on the event loop instead measured worse
- *   (2.5–23 ms blocked);
+ *   waits; the writes queued meanwhile do. Without it, the store's own connection restarted the log inside a
+ *   `COMMIT`, blocking the event loop each time; a hold is shorter, nearly all of it the checkpoint's two
+ *   fsyncs, since the last checkpoint copies only a few pages. Copying them on the event loop instead
+ *   blocked it longer (docs/performance.md#sqlite-store);
  * - the store's own connection keeps an automatic checkpoint as a bound, at {@link BOUND_PAGES} pages
  *   instead of 1,000, for a log the worker cannot restart: a reader in another process pinning old frames,
  *   or another connection writing to the file, which no hold of this store stops (seen in `PRAGMA

@@ -56,7 +56,8 @@ const CLAIM_ORDER = 'ORDER BY priority DESC, run_at, id';
  * An expired lease ended in step 1 may unblock the next job of its ordering key: `job_available` for it.
  *
  * The types filter binds one parameter per type (`type IN (?, ?)`), prepared once per list length; a list
- * longer than {@link INLINE_TYPES} is one JSON array read with `json_each` (~8 µs more per claim, measured).
+ * longer than {@link INLINE_TYPES} is one JSON array read with `json_each` (slower per claim:
+ * docs/performance.md#sqlite-store).
  * With no types the filter is left out.
  */
 export function prepareClaim(

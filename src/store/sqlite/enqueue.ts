@@ -21,7 +21,7 @@ export type InsertJob = (
 /**
  * Prepares the {@link InsertJob} writer shared by `enqueue` and the webhook inbox. No `RETURNING`: every
  * column of a new row is known before the insert (see {@link newJobRecord}), and reading the row back cost
- * as much again as the insert itself (measured: ~30 µs against ~15 µs per job in a batch of 64).
+ * as much again as the insert itself (docs/performance.md#sqlite-store).
  */
 export function prepareInsertJob(ctx: SqliteContext): InsertJob {
   const insert = ctx.db.prepare<

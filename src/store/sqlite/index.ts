@@ -109,7 +109,7 @@ const WHOLE_MS: NumberRule = { ...NON_NEGATIVE, integer: true };
 export { SQLITE_STORE_DEFAULTS };
 
 /**
- * Opens the embedded job store (DESIGN: "Storage and deployment"): one SQLite file in WAL mode, migrated to
+ * Opens the embedded job store (docs/architecture.md#storage): one SQLite file in WAL mode, migrated to
  * the current schema on open (see `migrate.ts`). Every state change and its event commit in one transaction;
  * claims take the write lock first (`BEGIN IMMEDIATE`), so any number of stores and processes on one file
  * never lease the same job.

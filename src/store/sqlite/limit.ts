@@ -8,8 +8,8 @@ const MAX_PREPARED = 32;
  * Why not `LIMIT ?`: SQLite marks a statement whose plan may depend on a bound value to be prepared again
  * each time that parameter is bound (the statement's `expmask`), and the SQLite that better-sqlite3 12 ships
  * (3.51, built with STAT4) treats a bound LIMIT so: `LIMIT ?` cost as much as a re-prepare on every call,
- * measured here 5–10 µs, against ~2 µs for the claim's whole walk of `jobs_claim` to its first due job with
- * the limit written in.
+ * several times the claim's whole walk of `jobs_claim` to its first due job with the limit written in
+ * (docs/performance.md#sqlite-store).
  *
  * `limit` must be a positive safe integer (callers clamp theirs first); anything else throws a `RangeError`,
  * so only digits reach the SQL.

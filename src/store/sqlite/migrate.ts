@@ -297,10 +297,9 @@ INSERT INTO route_revision (id, revision) VALUES (1, 0);
 -- 1. The status CHECK was "status IN (five values)": SQLite evaluates an IN list of more than two constants
 --    through an ephemeral index built (a pager, a cache, five inserts) and torn down on every statement that
 --    writes status: each enqueue, lease and completion. The same rule as an OR of equalities costs a few
---    comparisons. Measured on the lifecycle alone (insert, lease, two events, complete; 16 per
---    transaction): 25.2 -> 18.9 µs per job (median of 7).
+--    comparisons (docs/performance.md#sqlite-store).
 -- 2. jobs_status_id (status, id) was moved three times in every job's life (five index writes) for one rare
---    read, list by status: 37.3 -> 33.0 µs per job without it (median of 9). Only the statuses that are rare
+--    read, list by status (docs/performance.md#sqlite-store). Only the statuses that are rare
 --    and asked for by status (dead letters and canceled jobs) keep an index; pending and completed jobs are
 --    the bulk of recent ids, so their list walks the primary key newest first, and running jobs are read
 --    through jobs_lease (no more of them than the workers' slots).
@@ -354,9 +353,9 @@ CREATE INDEX jobs_failed_canceled ON jobs (status, id) WHERE status IN ('failed'
     version: 9,
     name: 'owners of jobs and operations',
     sql: `
--- The principal that started a job or an operation (DESIGN: "Identity and ownership"), NULL for rows made
--- before owners were kept and by the gateway itself (only admin sees those). ADD COLUMN without a default
--- rewrites nothing.
+-- The principal that started a job or an operation (docs/architecture.md#identity-and-ownership), NULL for
+-- rows made before owners were kept and by the gateway itself (only admin sees those). ADD COLUMN without a
+-- default rewrites nothing.
 ALTER TABLE jobs ADD COLUMN owner TEXT;
 ALTER TABLE operations ADD COLUMN owner TEXT;
 
@@ -371,8 +370,9 @@ CREATE INDEX operations_owner_id ON operations (owner, id) WHERE owner IS NOT NU
     version: 10,
     name: 'api keys and admin sessions',
     sql: `
--- API keys (issue 28): the secret's SHA-256, never the secret. scopes, metadata and ai are JSON text;
--- trusted_backend 0/1. Looked up by id (the key carries it), so one primary-key probe per verification.
+-- API keys (docs/security.md#api-keys): the secret's SHA-256, never the secret. scopes, metadata and ai are
+-- JSON text; trusted_backend 0/1. Looked up by id (the key carries it), so one primary-key probe per
+-- verification.
 CREATE TABLE api_keys (
   id              TEXT PRIMARY KEY,
   name            TEXT NOT NULL,

@@ -4,8 +4,8 @@ import type { JobError, JobRecord, JobStatus } from '../jobs.js';
 /**
  * The `jobs` columns a {@link JobRecord} is made of, in the order {@link toJobRecord} reads them. Statements
  * selecting them run in raw mode ({@link prepareJobRows}): better-sqlite3 then hands back an array per row
- * instead of building an object with one property per column, which costs ~3.5 µs more per 20-column row
- * (measured here) than the array plus the record literal below; a claim builds one per leased job.
+ * instead of building an object with one property per column, which costs more per 20-column row than the
+ * array plus the record literal below (docs/performance.md#sqlite-store); a claim builds one per leased job.
  */
 export const JOB_COLUMNS = `id, type, status, payload, result, error, attempts, max_attempts, run_at, priority,
   idempotency_key, ordering_key, timeout_ms, lease_owner, lease_token, lease_expires_at, cancel_requested_at,

@@ -13,8 +13,8 @@ import {
 import { ODD_BODY, T, fieldsOf, invalid, optionError, rejectionOf } from './test-support.js';
 
 /**
- * Each verifier over the exact received bytes (issue 5, "Raw bytes"): signatures made independently of the
- * code under test (the official libraries, or node:crypto by hand) over a body no serializer reproduces.
+ * Each verifier over the exact received bytes (docs/webhooks.md#verifiers): signatures made independently of
+ * the code under test (the official libraries, or node:crypto by hand) over a body no serializer reproduces.
  */
 
 const NOW = T * 1000;

@@ -4,7 +4,7 @@ import type { WebhookHeaders, WebhookScheme } from './types.js';
 
 /** Plumbing shared by the verifiers: header reading, rejections, timestamps, secret checks, matching. */
 
-/** Default timestamp tolerance, both ways (DESIGN: "Defaults", webhook timestamp tolerance 300 s). */
+/** Default timestamp tolerance, both ways (docs/architecture.md#defaults: 300 s). */
 export const DEFAULT_TOLERANCE_MS = 300_000;
 
 /** The HMAC digests the generic verifier offers, with their digest sizes in bytes. */

@@ -340,7 +340,7 @@ describe('standardWebhooksVerifier: startup validation', () => {
     );
   });
 
-  describe('secret length: the spec asks for 24 to 64 bytes (issue 28: a truncated secret was accepted)', () => {
+  describe('secret length: the spec asks for 24 to 64 bytes (a truncated secret must not be accepted)', () => {
     const ofBytes = (n: number): string => 'whsec_' + Buffer.alloc(n, 0x5a).toString('base64');
     const refused = (n: number, reason: string): string =>
       `standardWebhooksVerifier (source 'payments'): secrets[0] must be a 'whsec_' base64 secret, got 'whse…' (${reason})`;

@@ -1,4 +1,4 @@
-/** The signing schemes Breakwater verifies (DESIGN: "Webhooks"). */
+/** The signing schemes Breakwater verifies (docs/webhooks.md#verifiers). */
 export type WebhookScheme = 'standard-webhooks' | 'stripe' | 'github' | 'hmac';
 
 /**

@@ -1,10 +1,10 @@
 /**
- * The fault × tool matrix of GiftGenius (issue 29): for every fault set through the example services'
- * switches and every tool a model calls, what the model must be told. `truth-matrix.test.ts` drives the real
- * gateway through every cell and asserts it; docs/giftgenius.md's table is generated from it
- * (`docs.ts`), and a test keeps the two equal.
+ * The fault × tool matrix of GiftGenius (docs/giftgenius.md#every-fault--tool-what-the-model-is-told): for
+ * every fault set through the example services' switches and every tool a model calls, what the model must be
+ * told. `truth-matrix.test.ts` drives the real gateway through every cell and asserts it;
+ * docs/giftgenius.md's table is generated from it (`docs.ts`), and a test keeps the two equal.
  *
- * The rules (the issue 29 contract): the category, the dependency code and the sentence never disagree; a
+ * The rules: the category, the dependency code and the sentence never disagree; a
  * sentence says "in time" only when something did not answer in time (LATE), "busy"/"overloaded" only when
  * a dependency or our bulkhead is busy (BUSY), "repeated failures" only for an open breaker (OPEN);
  * `retry_after_ms` is present exactly when a wait is known (an open breaker's remaining time, a
