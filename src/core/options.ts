@@ -301,7 +301,8 @@ function parseShape(shape: Shape, value: Record<string, unknown>, prefix: string
 
 /**
  * The schema builders, named like zod's: `o.number()`, `o.string()`, `o.boolean()`, `o.enum([...])`,
- * `o.fn<F>()`, `o.fraction()`, `o.object({...})`, `o.custom<T>(test, rule)`, `o.any<T>()`.
+ * `o.fn<F>()`, `o.fraction()`, `o.object({...})`, `o.record<T>()`, `o.methods<T>(rule, ...names)`,
+ * `o.custom<T>(test, rule)`, `o.any<T>()`, `o.clock()`.
  */
 export const o = {
   number: (): NumberSchema => new NumberSchema(),
@@ -330,6 +331,11 @@ export const o = {
   /** Values that pass `test`; `rule` says what they must be (may depend on the bad value). */
   custom: <T>(test: (value: unknown) => boolean, rule: string | ((value: unknown) => string)): Schema<T> =>
     leaf(test, rule),
+  /** A plain object (not `null`, not an array) passed on as it is; `rule` names it. */
+  record: <T extends object>(rule = 'an object'): Schema<T> => leaf(isObject, rule),
+  /** An object with these methods (a port: a store, a backoff); `rule` names it. */
+  methods: <T extends object>(rule: string, ...names: readonly string[]): Schema<T> =>
+    leaf((v) => isObject(v) && names.every((m) => typeof v[m] === 'function'), rule),
   /** Anything (checked elsewhere, or any value is meaningful: a fallback's value). */
   any: <T>(): Schema<T> => new Schema((value) => value as T),
   /** A `Clock` (`now`, `setTimeout`, `clearTimeout`); default the system clock. */
@@ -357,7 +363,7 @@ export type Report = (option: string, rule: string, value: unknown) => void;
 /**
  * Declares the options of a component `I` (its public interface): `defineOptions<I>()(owner, shape,
  * check?)`. The shape must cover every option of `I`. `check` runs after the per-option schemas, for rules
- * across options (`maxDelayMs >= baseMs`); it sees the parsed values (which may be bad: check what you use); an option
+ * across options (`maxDelayMs >= baseMs`), given the input too; it sees the parsed values (which may be bad: check what you use); an option
  * already reported is not reported twice.
  * @returns a parser: `parse(input)` gives the parsed options, typed, defaults applied.
  * @throws OptionsError (`RangeError`, `invalid_options`) from the parser, listing every bad option with
@@ -367,17 +373,21 @@ export function defineOptions<I>() {
   return <S extends ShapeOf<I>>(
     owner: string,
     shape: S,
-    check?: (parsed: Parsed<S>, report: Report) => void,
+    check?: (parsed: Parsed<S>, report: Report, input: Readonly<Record<string, unknown>>) => void,
   ): ((input: I | undefined) => Parsed<S>) => {
     return (input) => {
       const value: unknown = input ?? {};
       if (!isObject(value)) throw new OptionsError(owner, [{ option: 'options', rule: 'an object', value }]);
       const problems: Problems = [];
       const parsed = parseShape(shape, value, '', problems) as Parsed<S>;
-      check?.(parsed, (option, rule, bad) => {
-        // One problem per option: a value its own schema refused is not judged again.
-        if (!problems.some((p) => p.option === option)) problems.push({ option, rule, value: bad });
-      });
+      check?.(
+        parsed,
+        (option, rule, bad) => {
+          // One problem per option: a value its own schema refused is not judged again.
+          if (!problems.some((p) => p.option === option)) problems.push({ option, rule, value: bad });
+        },
+        value,
+      );
       if (problems.length > 0) throw new OptionsError(owner, problems);
       return parsed;
     };
