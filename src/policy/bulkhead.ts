@@ -98,7 +98,7 @@ export interface BulkheadDequeuedEvent {
  * @throws BreakwaterError `bulkhead_full` (503, `details.reason` `full` or `queue_timeout`) when every slot and
  *   queue place is taken or the queue wait timed out; `deadline_exceeded` when the deadline passed while
  *   queued; the signal's reason (or `canceled`) when the caller aborted while queued.
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class BulkheadPolicy implements Policy, Observable<BulkheadState> {
   readonly name: string;

@@ -61,7 +61,7 @@ export type * from './circuit-breaker-types.js';
  * dominant cost of failing fast, and it would only point into the breaker.
  *
  * @throws BreakwaterError `circuit_open` when a call is rejected; any other error is the call's own.
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerStatus> {
   readonly name: string;

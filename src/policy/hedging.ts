@@ -78,7 +78,7 @@ const parseOptions = defineOptions<HedgingOptions>()('hedging', {
  * The timer, every link and the listener on `ctx.signal` are released on every path.
  *
  * @throws the deciding failure unchanged (see above), or the signal's reason.
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class HedgingPolicy implements Policy {
   readonly name: string;

@@ -64,7 +64,7 @@ const parseOptions = defineOptions<TimeoutOptions>()('timeout', {
  * The timer and every abort listener are released on every path.
  *
  * @throws BreakwaterError `timeout` when its own limit fires, `deadline_exceeded` when the deadline's does.
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class TimeoutPolicy implements Policy {
   readonly name: string;
