@@ -71,16 +71,20 @@ export interface OptionProblem {
  * - `problems`: every bad option, in declaration order.
  */
 export class OptionsError extends RangeError {
-  readonly code = 'invalid_options' as const;
-  readonly owner: string;
-  readonly problems: readonly OptionProblem[];
+  declare readonly code: 'invalid_options';
+  declare readonly owner: string;
+  declare readonly problems: readonly OptionProblem[];
 
   constructor(owner: string, problems: readonly OptionProblem[]) {
     super(
       `${owner}: ${problems.map((p) => `${p.option} must be ${p.rule}, got ${describeValue(p.value)}`).join('; ')}`,
     );
-    this.owner = owner;
-    this.problems = problems;
+    // Not enumerable: the error still equals `new RangeError(sameMessage)` in a deep comparison.
+    Object.defineProperties(this, {
+      code: { value: 'invalid_options' },
+      owner: { value: owner },
+      problems: { value: problems },
+    });
   }
 }
 
