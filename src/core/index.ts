@@ -49,9 +49,15 @@ export {
 } from './signals.js';
 export {
   NON_NEGATIVE,
+  NumberSchema,
+  OptionsError,
   POSITIVE,
   POSITIVE_INTEGER,
+  Schema,
+  StringSchema,
   bool,
+  defineOptions,
+  o,
   finite,
   fraction,
   invalidOption,
@@ -60,6 +66,10 @@ export {
   optionalFn,
   optionalObject,
   type NumberRule,
+  type OptionProblem,
+  type Parsed,
+  type Report,
+  type ShapeOf,
 } from './options.js';
 export { EventSource, type Disposable, type Listener } from './events.js';
 export { REDACTED, TOO_DEEP, isSecretKey, redact, redactText } from './redact.js';

@@ -11,7 +11,11 @@ import {
   oneOf,
   optionalFn,
   optionalObject,
+  OptionsError,
+  defineOptions,
+  o,
 } from './options.js';
+import { systemClock, type Clock } from './clock.js';
 
 function messageOf(make: () => unknown): string {
   try {
@@ -104,5 +108,111 @@ describe('option checks', () => {
     expect(messageOf(() => finite('t', 'x', [5, 1]))).toMatch(/got \[5, 1\]$/);
     expect(messageOf(() => finite('t', 'x', undefined))).toMatch(/got undefined$/);
     expect(messageOf(() => finite('t', 'x', 'y'.repeat(100)))).toMatch(/got 'y{57}\.\.\.'$/);
+  });
+});
+
+describe('defineOptions', () => {
+  interface Opts {
+    name?: string;
+    limit: number;
+    share?: number;
+    mode?: 'a' | 'b';
+    onEvent?: (n: number) => void;
+    nested?: { factor?: number; maxMs: number };
+    clock?: Clock;
+  }
+  const parse = defineOptions<Opts>()(
+    'widget',
+    {
+      name: o.string().min(1).default('widget'),
+      limit: o.number().int().min(1).orInfinity(),
+      share: o.fraction(true).default(0.5),
+      mode: o.enum(['a', 'b'] as const).default('a'),
+      onEvent: o.fn<(n: number) => void>().optional(),
+      nested: o
+        .object(
+          { factor: o.number().min(1).default(2), maxMs: o.number().positive() },
+          'an object { factor?, maxMs }',
+        )
+        .optional(),
+      clock: o.clock(),
+    },
+    (p, report) => {
+      if (p.nested !== undefined && p.limit !== Infinity && p.nested.maxMs < p.limit) {
+        report('nested.maxMs', `a number >= limit (${p.limit})`, p.nested.maxMs);
+      }
+    },
+  );
+
+  it('applies the defaults and returns the options typed', () => {
+    const p = parse({ limit: 3 });
+    expect(p).toEqual({
+      name: 'widget',
+      limit: 3,
+      share: 0.5,
+      mode: 'a',
+      onEvent: undefined,
+      nested: undefined,
+      clock: systemClock,
+    });
+    expect(parse({ limit: Infinity, nested: { maxMs: 5 } }).nested).toEqual({ factor: 2, maxMs: 5 });
+  });
+
+  it('reports every bad option at once, in one OptionsError naming the owner', () => {
+    let error: unknown;
+    try {
+      parse({
+        name: '',
+        limit: 0,
+        share: 2,
+        mode: 'c' as never,
+        onEvent: 1 as never,
+        nested: { factor: 0, maxMs: -1 },
+        clock: {} as never,
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(OptionsError);
+    expect(error).toBeInstanceOf(RangeError);
+    const e = error as OptionsError;
+    expect(e.code).toBe('invalid_options');
+    expect(e.owner).toBe('widget');
+    expect(e.problems.map((p) => p.option)).toEqual([
+      'name',
+      'limit',
+      'share',
+      'mode',
+      'onEvent',
+      'nested.factor',
+      'nested.maxMs',
+      'clock',
+    ]);
+    expect(e.message).toBe(
+      "widget: name must be a non-empty string, got ''; limit must be an integer >= 1 or Infinity, got 0; " +
+        "share must be a fraction in [0, 1], got 2; mode must be 'a' or 'b', got 'c'; onEvent must be a function, got 1; " +
+        'nested.factor must be a finite number >= 1, got 0; nested.maxMs must be a finite number > 0, got -1; ' +
+        'clock must be a Clock with now(), setTimeout() and clearTimeout(), got an object',
+    );
+  });
+
+  it('runs the cross-option check and names a non-object', () => {
+    expect(() => parse({ limit: 10, nested: { maxMs: 5 } })).toThrow(
+      'widget: nested.maxMs must be a number >= limit (10), got 5',
+    );
+    expect(() => parse({ limit: 1, nested: 3 as never })).toThrow(
+      'widget: nested must be an object { factor?, maxMs }, got 3',
+    );
+    expect(() => parse(7 as never)).toThrow('widget: options must be an object, got 7');
+  });
+
+  it('refine adds a rule to a value that passed', () => {
+    const even = o
+      .number()
+      .int()
+      .refine((n) => n % 2 === 0, 'an even integer');
+    const problems: { option: string }[] = [];
+    even.check(3, 'n', problems as never);
+    expect(problems).toEqual([{ option: 'n', rule: 'an even integer', value: 3 }]);
   });
 });

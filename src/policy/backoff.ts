@@ -4,7 +4,7 @@
  * can be shared by any number of concurrent executions: the per-execution state is the two numbers passed to
  * {@link Backoff.next} (which retry this is, and the previous delay), kept by the caller.
  */
-import { finite, oneOf, optionalFn, NON_NEGATIVE, POSITIVE } from '../core/index.js';
+import { defineOptions, finite, o, NON_NEGATIVE } from '../core/index.js';
 
 /** A source of uniform random numbers in `[0, 1)`, like `Math.random`; inject a fixed one in tests. */
 export type RandomSource = () => number;
@@ -31,6 +31,28 @@ export const BACKOFF_DEFAULTS = {
 } as const;
 
 const JITTERS: readonly Jitter[] = ['none', 'full', 'equal'];
+
+const ms = o.number().nonnegative();
+
+const parseLinear = defineOptions<LinearBackoffOptions>()('LinearBackoff', {
+  baseMs: ms.default(BACKOFF_DEFAULTS.linear.baseMs),
+  stepMs: ms.optional(),
+  maxMs: ms.default(BACKOFF_DEFAULTS.linear.maxMs),
+});
+
+const parseExponential = defineOptions<ExponentialBackoffOptions>()('ExponentialBackoff', {
+  baseMs: o.number().positive().default(BACKOFF_DEFAULTS.exponential.baseMs),
+  factor: o.number().min(1).default(BACKOFF_DEFAULTS.exponential.factor),
+  maxMs: ms.default(BACKOFF_DEFAULTS.exponential.maxMs),
+  jitter: o.enum(JITTERS).default(BACKOFF_DEFAULTS.exponential.jitter),
+  random: o.fn<RandomSource>().optional(),
+});
+
+const parseDecorrelated = defineOptions<DecorrelatedJitterBackoffOptions>()('DecorrelatedJitterBackoff', {
+  baseMs: o.number().positive().default(BACKOFF_DEFAULTS.decorrelated.baseMs),
+  maxMs: ms.default(BACKOFF_DEFAULTS.decorrelated.maxMs),
+  random: o.fn<RandomSource>().optional(),
+});
 
 /** Waits the same `delayMs` before every retry. */
 export class ConstantBackoff implements Backoff {
@@ -64,11 +86,10 @@ export class LinearBackoff implements Backoff {
 
   /** @throws RangeError for a negative or non-finite option (names the option). */
   constructor(options: LinearBackoffOptions = {}) {
-    const owner = 'LinearBackoff';
-    const d = BACKOFF_DEFAULTS.linear;
-    this.baseMs = finite(owner, 'baseMs', options.baseMs ?? d.baseMs, NON_NEGATIVE);
-    this.stepMs = finite(owner, 'stepMs', options.stepMs ?? this.baseMs, NON_NEGATIVE);
-    this.maxMs = finite(owner, 'maxMs', options.maxMs ?? d.maxMs, NON_NEGATIVE);
+    const p = parseLinear(options);
+    this.baseMs = p.baseMs;
+    this.stepMs = p.stepMs ?? p.baseMs;
+    this.maxMs = p.maxMs;
   }
 
   next(retry: number, _previousMs: number): number {
@@ -104,15 +125,14 @@ export class ExponentialBackoff implements Backoff {
   readonly jitter: Jitter;
   private readonly random: RandomSource;
 
-  /** @throws RangeError for a bad option (names the option). */
+  /** @throws OptionsError (`RangeError`, `invalid_options`) naming every bad option. */
   constructor(options: ExponentialBackoffOptions = {}) {
-    const owner = 'ExponentialBackoff';
-    const d = BACKOFF_DEFAULTS.exponential;
-    this.baseMs = finite(owner, 'baseMs', options.baseMs ?? d.baseMs, POSITIVE);
-    this.factor = finite(owner, 'factor', options.factor ?? d.factor, { min: 1 });
-    this.maxMs = finite(owner, 'maxMs', options.maxMs ?? d.maxMs, NON_NEGATIVE);
-    this.jitter = oneOf(owner, 'jitter', options.jitter ?? d.jitter, JITTERS);
-    this.random = optionalFn(owner, 'random', options.random) ?? Math.random;
+    const p = parseExponential(options);
+    this.baseMs = p.baseMs;
+    this.factor = p.factor;
+    this.maxMs = p.maxMs;
+    this.jitter = p.jitter;
+    this.random = p.random ?? Math.random;
   }
 
   next(retry: number, _previousMs: number): number {
@@ -149,13 +169,12 @@ export class DecorrelatedJitterBackoff implements Backoff {
   readonly maxMs: number;
   private readonly random: RandomSource;
 
-  /** @throws RangeError for a bad option (names the option). */
+  /** @throws OptionsError (`RangeError`, `invalid_options`) naming every bad option. */
   constructor(options: DecorrelatedJitterBackoffOptions = {}) {
-    const owner = 'DecorrelatedJitterBackoff';
-    const d = BACKOFF_DEFAULTS.decorrelated;
-    this.baseMs = finite(owner, 'baseMs', options.baseMs ?? d.baseMs, POSITIVE);
-    this.maxMs = finite(owner, 'maxMs', options.maxMs ?? d.maxMs, NON_NEGATIVE);
-    this.random = optionalFn(owner, 'random', options.random) ?? Math.random;
+    const p = parseDecorrelated(options);
+    this.baseMs = p.baseMs;
+    this.maxMs = p.maxMs;
+    this.random = p.random ?? Math.random;
   }
 
   next(_retry: number, previousMs: number): number {

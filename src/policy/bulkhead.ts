@@ -5,11 +5,8 @@ import {
   type Clock,
   type TimerHandle,
   rejectSoon,
-  clockOption,
-  finite,
-  nonEmptyString,
-  POSITIVE,
-  POSITIVE_INTEGER,
+  defineOptions,
+  o,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Observable, Policy, PolicyContext, PolicyFn } from './types.js';
@@ -32,6 +29,15 @@ export interface BulkheadOptions {
 
 /** Defaults of {@link BulkheadOptions} (`queueTimeoutMs` has none: no queue timeout). */
 export const BULKHEAD_DEFAULTS = { maxQueue: 0, name: 'bulkhead' } as const;
+
+/** Checks {@link BulkheadOptions} and applies {@link BULKHEAD_DEFAULTS}. */
+const parseOptions = defineOptions<BulkheadOptions>()('bulkhead', {
+  maxConcurrent: o.number().int().min(1),
+  maxQueue: o.number().int().min(0).default(BULKHEAD_DEFAULTS.maxQueue),
+  queueTimeoutMs: o.number().positive().optional(),
+  name: o.string().min(1).default(BULKHEAD_DEFAULTS.name),
+  clock: o.clock(),
+});
 
 /** What {@link BulkheadPolicy.state} reports: slots in use, calls waiting, and the limits. */
 export interface BulkheadState {
@@ -92,7 +98,7 @@ export interface BulkheadDequeuedEvent {
  * @throws BreakwaterError `bulkhead_full` (503, `details.reason` `full` or `queue_timeout`) when every slot and
  *   queue place is taken or the queue wait timed out; `deadline_exceeded` when the deadline passed while
  *   queued; the signal's reason (or `canceled`) when the caller aborted while queued.
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class BulkheadPolicy implements Policy, Observable<BulkheadState> {
   readonly name: string;
@@ -125,15 +131,12 @@ export class BulkheadPolicy implements Policy, Observable<BulkheadState> {
   };
 
   constructor(options: BulkheadOptions) {
-    const owner = 'bulkhead';
-    const d = BULKHEAD_DEFAULTS;
-    this.maxConcurrent = finite(owner, 'maxConcurrent', options.maxConcurrent, POSITIVE_INTEGER);
-    this.maxQueue = finite(owner, 'maxQueue', options.maxQueue ?? d.maxQueue, { min: 0, integer: true });
-    const { queueTimeoutMs } = options;
-    if (queueTimeoutMs !== undefined) finite(owner, 'queueTimeoutMs', queueTimeoutMs, POSITIVE);
-    this.queueTimeoutMs = queueTimeoutMs;
-    this.name = nonEmptyString(owner, 'name', options.name ?? d.name);
-    this.clock = clockOption(owner, options.clock);
+    const p = parseOptions(options);
+    this.maxConcurrent = p.maxConcurrent;
+    this.maxQueue = p.maxQueue;
+    this.queueTimeoutMs = p.queueTimeoutMs;
+    this.name = p.name;
+    this.clock = p.clock;
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {

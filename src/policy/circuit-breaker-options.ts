@@ -2,20 +2,7 @@
  * The circuit breaker's options: their types, defaults, validation, and the default failure predicate.
  * Kept apart from the policy so `circuit-breaker.ts` stays about behaviour.
  */
-import {
-  bool,
-  classify,
-  clockOption,
-  finite,
-  invalidOption,
-  nonEmptyString,
-  optionalFn,
-  optionalObject,
-  type Clock,
-  type ErrorCode,
-  POSITIVE,
-  POSITIVE_INTEGER,
-} from '../core/index.js';
+import { classify, defineOptions, invalidOption, o, type Clock, type ErrorCode } from '../core/index.js';
 import { ConsecutiveWindow, WINDOW_DEFAULTS, type BreakerWindow } from './breaker-windows.js';
 import type { CircuitBreakerSnapshot, CircuitState } from './circuit-breaker-types.js';
 
@@ -125,77 +112,72 @@ export interface ResolvedBreakerOptions {
   readonly clock: Clock;
 }
 
+const WINDOW_METHODS = ['recordSuccess', 'recordFailure', 'shouldOpen', 'reset'] as const;
+const d = CIRCUIT_BREAKER_DEFAULTS;
+
+/** Checks {@link CircuitBreakerOptions}; `resolveOptions` applies the defaults that depend on others. */
+const parseOptions = defineOptions<CircuitBreakerOptions>()(
+  OWNER,
+  {
+    name: o.string().min(1).default(d.name),
+    window: o
+      .custom<BreakerWindow>(
+        (w) => WINDOW_METHODS.every((m) => typeof (w as Partial<BreakerWindow> | null)?.[m] === 'function'),
+        (w) =>
+          `a BreakerWindow (no ${WINDOW_METHODS.find((m) => typeof (w as Partial<BreakerWindow> | null)?.[m] !== 'function')})`,
+      )
+      .optional(),
+    openDurationMs: o.number().positive().default(d.openDurationMs),
+    openBackoff: o
+      .object(
+        { multiplier: o.number().min(1).default(d.openBackoff.multiplier), maxMs: o.any<number>() },
+        'an object { multiplier?, maxMs } or left out',
+      )
+      .optional(),
+    permittedCalls: o.number().int().min(1).default(d.permittedCalls),
+    successesToClose: o.number().int().min(1).optional(),
+    halfOpenMaxWaitMs: o.number().positive().optional(),
+    isFailure: o.fn<(error: unknown) => boolean>().optional(),
+    isFailureResult: o.fn<(value: unknown) => boolean>().optional(),
+    captureRejectionStack: o.boolean().default(d.captureRejectionStack),
+    clock: o.clock(),
+  },
+  (p, report) => {
+    const maxMs = p.openBackoff?.maxMs;
+    const openMs = p.openDurationMs;
+    if (
+      p.openBackoff !== undefined &&
+      !(typeof maxMs === 'number' && maxMs >= openMs && Number.isFinite(maxMs))
+    ) {
+      report('openBackoff.maxMs', `a finite number >= openDurationMs (${openMs})`, maxMs);
+    }
+    const slowMs = p.window?.slowCallDurationMs;
+    if (slowMs !== undefined && !(slowMs > 0)) report('window.slowCallDurationMs', 'a number > 0', slowMs);
+  },
+);
+
 /**
  * Validates `options` and applies the defaults.
- * @throws RangeError naming the first bad option.
+ * @throws OptionsError (`RangeError`, `invalid_options`) naming every bad option.
  */
 export function resolveOptions(options: CircuitBreakerOptions): ResolvedBreakerOptions {
-  const owner = OWNER;
-  const d = CIRCUIT_BREAKER_DEFAULTS;
-  const name = nonEmptyString(owner, 'name', options.name ?? d.name);
-  const window: BreakerWindow = options.window ?? new ConsecutiveWindow(d.window.consecutiveFailures);
-  for (const method of ['recordSuccess', 'recordFailure', 'shouldOpen', 'reset'] as const) {
-    if (typeof window?.[method] !== 'function') {
-      throw invalidOption(owner, 'window', `a BreakerWindow (no ${method})`, window);
-    }
-  }
-  const openMs = finite(owner, 'openDurationMs', options.openDurationMs ?? d.openDurationMs, POSITIVE);
-  let multiplier = 1;
-  let maxOpenMs = openMs;
-  const openBackoff = optionalObject(
-    owner,
-    'openBackoff',
-    options.openBackoff,
-    'an object { multiplier?, maxMs }',
-  );
-  if (openBackoff !== undefined) {
-    multiplier = finite(owner, 'openBackoff.multiplier', openBackoff.multiplier ?? d.openBackoff.multiplier, {
-      min: 1,
-    });
-    maxOpenMs = openBackoff.maxMs;
-    if (!(typeof maxOpenMs === 'number' && maxOpenMs >= openMs && Number.isFinite(maxOpenMs))) {
-      throw invalidOption(
-        owner,
-        'openBackoff.maxMs',
-        `a finite number >= openDurationMs (${openMs})`,
-        maxOpenMs,
-      );
-    }
-  }
-  const permitted = finite(
-    owner,
-    'permittedCalls',
-    options.permittedCalls ?? d.permittedCalls,
-    POSITIVE_INTEGER,
-  );
-  const toClose = finite(owner, 'successesToClose', options.successesToClose ?? permitted, POSITIVE_INTEGER);
-  const maxWait = options.halfOpenMaxWaitMs;
-  if (maxWait !== undefined) finite(owner, 'halfOpenMaxWaitMs', maxWait, POSITIVE);
-  const isFailure = optionalFn(owner, 'isFailure', options.isFailure);
-  const isFailureResult = optionalFn(owner, 'isFailureResult', options.isFailureResult);
-  const slowMs = window.slowCallDurationMs;
-  if (slowMs !== undefined && !(slowMs > 0)) {
-    throw invalidOption(owner, 'window.slowCallDurationMs', 'a number > 0', slowMs);
-  }
-  const captureRejectionStack = bool(
-    owner,
-    'captureRejectionStack',
-    options.captureRejectionStack ?? d.captureRejectionStack,
-  );
-
+  const p = parseOptions(options);
+  const openMs = p.openDurationMs;
+  const multiplier = p.openBackoff?.multiplier ?? 1;
+  const maxOpenMs = p.openBackoff?.maxMs ?? openMs;
   return {
-    name,
-    window,
+    name: p.name,
+    window: p.window ?? new ConsecutiveWindow(d.window.consecutiveFailures),
     openDurationMs: openMs,
     openPeriodMs:
       multiplier === 1 ? () => openMs : (n) => Math.min(maxOpenMs, openMs * multiplier ** (n - 1)),
-    permittedCalls: permitted,
-    successesToClose: toClose,
-    halfOpenMaxWaitMs: maxWait,
-    isFailure: isFailure ?? isDependencyFailure,
-    isFailureResult,
-    captureRejectionStack,
-    clock: clockOption(owner, options.clock),
+    permittedCalls: p.permittedCalls,
+    successesToClose: p.successesToClose ?? p.permittedCalls,
+    halfOpenMaxWaitMs: p.halfOpenMaxWaitMs,
+    isFailure: p.isFailure ?? isDependencyFailure,
+    isFailureResult: p.isFailureResult,
+    captureRejectionStack: p.captureRejectionStack,
+    clock: p.clock,
   };
 }
 

@@ -13,10 +13,17 @@ import type {
   CircuitCallEvent,
   CircuitFailureEvent,
   CircuitRejectedEvent,
-  CircuitState,
   CircuitStateChange,
 } from './circuit-breaker-types.js';
 import { RejectionErrors, type RejectingState } from './circuit-breaker-rejections.js';
+import {
+  CLOSED,
+  halfOpen,
+  untilHalfOpen,
+  type BreakerState,
+  type HalfOpen,
+  type Open,
+} from './circuit-breaker-state.js';
 import { executeOne } from './invoke.js';
 import type { Next, Observable, Policy, PolicyContext, PolicyFn } from './types.js';
 
@@ -61,7 +68,7 @@ export type * from './circuit-breaker-types.js';
  * dominant cost of failing fast, and it would only point into the breaker.
  *
  * @throws BreakwaterError `circuit_open` when a call is rejected; any other error is the call's own.
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerStatus> {
   readonly name: string;
@@ -80,17 +87,12 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   private readonly slowMs: number;
   private readonly measures: boolean;
 
-  private current: CircuitState = 'closed';
+  /** What the breaker is doing, and only the fields that state has; {@link CLOSED} is one shared object. */
+  private current: BreakerState = CLOSED;
   /** Bumped on every transition and reset: results of calls admitted under an older value are ignored. */
   private generation = 0;
-  private openedAt = NaN;
-  private halfOpenAt = NaN;
-  private openMs = NaN;
+  /** Opens in a row without closing in between (grows the open period); 0 once closed. */
   private consecutiveOpens = 0;
-  private trialsInFlight = 0;
-  /** When the running trials started: stamped when a trial is admitted while none runs. */
-  private trialsSince = NaN;
-  private trialSuccesses = 0;
   private closedHandlers: ClosedHandlers | undefined;
 
   private readonly stateChanges = new EventSource<CircuitStateChange>();
@@ -129,7 +131,8 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   }
 
   run<T>(ctx: PolicyContext, next: Next<T>, index: number): Promise<T> {
-    if (this.current === 'closed') {
+    // Closed is one shared object: the hot path pays one identity comparison for the union.
+    if (this.current === CLOSED) {
       if (this.measures || this.isFailureResult !== undefined) return this.call(ctx, next, index);
       // Read once (an outer timeout creates its signal on first read); `call` checks it on a rejection.
       const signal = ctx.signal;
@@ -152,17 +155,18 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     const now = this.clock.now();
     this.refresh(now);
     const s = this.current;
+    const trials = s.kind === 'half-open' ? s : undefined;
     return {
       name: this.name,
-      state: s,
-      openedAt: nullable(this.openedAt),
-      halfOpenAt: nullable(this.halfOpenAt),
-      retryAfterMs: s === 'open' ? this.untilHalfOpen(now) : s === 'half-open' ? this.nextOpenMs() : null,
-      openDurationMs: nullable(this.openMs),
+      state: s.kind,
+      openedAt: s.kind === 'closed' ? null : s.openedAt,
+      halfOpenAt: s.kind === 'open' || s.kind === 'half-open' ? s.halfOpenAt : null,
+      retryAfterMs: s.kind === 'open' ? untilHalfOpen(s, now) : trials ? this.nextOpenMs() : null,
+      openDurationMs: s.kind === 'open' || s.kind === 'half-open' ? s.openMs : null,
       consecutiveOpens: this.consecutiveOpens,
-      trialsInFlight: this.trialsInFlight,
-      trialSuccesses: this.trialSuccesses,
-      trialsSince: this.trialsInFlight > 0 ? this.trialsSince : null,
+      trialsInFlight: trials?.trialsInFlight ?? 0,
+      trialSuccesses: trials?.trialSuccesses ?? 0,
+      trialsSince: trials !== undefined && trials.trialsInFlight > 0 ? trials.trialsSince : null,
       halfOpenMaxWaitMs: nullable(this.trialMaxWaitMs()),
       window: this.window.stats?.(now) ?? null,
     };
@@ -170,12 +174,9 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
 
   /** Holds the breaker open (state `isolated`) until {@link reset}; calls get `circuit_open`. */
   isolate(): void {
-    if (this.current === 'isolated') return;
+    if (this.current.kind === 'isolated') return;
     const now = this.clock.now();
-    this.openedAt = now;
-    this.halfOpenAt = NaN;
-    this.openMs = NaN;
-    this.transition('isolated', 'isolated', now);
+    this.transition({ kind: 'isolated', openedAt: now }, 'isolated', now);
   }
 
   /** Closes the breaker from any state: window cleared, backoff reset; results of running calls ignored. */
@@ -187,13 +188,15 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
   snapshot(): CircuitBreakerSnapshot {
     const now = this.clock.now();
     this.refresh(now);
+    const s = this.current;
+    const opened = s.kind === 'open' || s.kind === 'half-open';
     return {
       version: 1,
       name: this.name,
-      state: this.current,
-      openedAt: nullable(this.openedAt),
-      halfOpenAt: nullable(this.halfOpenAt),
-      openDurationMs: nullable(this.openMs),
+      state: s.kind,
+      openedAt: s.kind === 'closed' ? null : s.openedAt,
+      halfOpenAt: opened ? s.halfOpenAt : null,
+      openDurationMs: opened ? s.openMs : null,
       consecutiveOpens: this.consecutiveOpens,
       takenAt: now,
     };
@@ -211,11 +214,20 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     const s = validSnapshot(snapshot);
     const opened = s.state === 'open' || s.state === 'half-open';
     this.window.reset();
-    this.openedAt = s.state === 'closed' ? NaN : (s.openedAt ?? NaN);
-    this.halfOpenAt = opened ? (s.halfOpenAt ?? NaN) : NaN;
-    this.openMs = opened ? (s.openDurationMs ?? NaN) : NaN;
+    // validSnapshot guarantees the times an opened or isolated state needs.
+    const openedAt = s.openedAt ?? NaN;
+    const halfOpenAt = s.halfOpenAt ?? NaN;
+    const openMs = s.openDurationMs ?? NaN;
     this.consecutiveOpens = opened ? s.consecutiveOpens : 0;
-    this.transition(s.state, 'restored', this.clock.now());
+    const next: BreakerState =
+      s.state === 'closed'
+        ? CLOSED
+        : s.state === 'isolated'
+          ? { kind: 'isolated', openedAt }
+          : s.state === 'open'
+            ? { kind: 'open', openedAt, halfOpenAt, openMs }
+            : halfOpen(openedAt, halfOpenAt, openMs);
+    this.transition(next, 'restored', this.clock.now());
   }
 
   /** Result handlers for closed-state calls admitted under `generation` (a predicate error propagates). */
@@ -273,7 +285,8 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
       durationMs = now - startedAt;
     } else if (this.readsTime) now = this.clock.now();
 
-    if (this.current === 'closed') {
+    const state = this.current;
+    if (state === CLOSED) {
       if (failed) {
         this.window.recordFailure(durationMs ?? 0, now);
         if (this.failures.hasListeners) {
@@ -293,7 +306,8 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
     }
 
     // Same generation and not closed: a half-open trial.
-    this.trialsInFlight--;
+    const trial = state as HalfOpen;
+    trial.trialsInFlight--;
     const slow = !failed && durationMs !== undefined && durationMs >= this.slowMs;
     if (failed || slow) {
       if (this.failures.hasListeners) {
@@ -303,69 +317,72 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
       return;
     }
     if (this.successes.hasListeners) this.successes.emit({ name: this.name, state: 'half-open', durationMs });
-    if (++this.trialSuccesses >= this.successesToClose) this.close('trials_succeeded', this.clock.now());
+    if (++trial.trialSuccesses >= this.successesToClose) this.close('trials_succeeded', this.clock.now());
   }
 
   /** A call ended without a verdict: a trial gives its slot back. */
   private release(generation: number): void {
-    if (generation === this.generation && this.current === 'half-open') this.trialsInFlight--;
+    const s = this.current;
+    if (generation === this.generation && s.kind === 'half-open') s.trialsInFlight--;
   }
 
   /** Admits a call when not closed: a trial slot, or the rejection to return. */
   private admit(): BreakwaterError | undefined {
-    if (this.current === 'isolated') return this.reject('isolated', undefined);
+    let s = this.current;
+    if (s.kind === 'isolated') return this.reject('isolated', undefined);
     const now = this.clock.now();
-    if (this.current === 'open') {
-      if (now < this.halfOpenAt) return this.reject('open', this.untilHalfOpen(now));
-      this.toHalfOpen();
+    if (s.kind === 'open') {
+      if (now < s.halfOpenAt) return this.reject('open', untilHalfOpen(s, now));
+      s = this.toHalfOpen(s);
     }
-    if (this.trialsInFlight < this.permittedCalls) {
-      if (this.trialsInFlight++ === 0) this.trialsSince = now;
+    if (s.kind !== 'half-open') return undefined; // closed: unreachable (run checks it first)
+    if (s.trialsInFlight < this.permittedCalls) {
+      if (s.trialsInFlight++ === 0) s.trialsSince = now;
       return undefined;
     }
-    if (now - this.trialsSince >= this.trialMaxWaitMs()) {
+    if (now - s.trialsSince >= this.trialMaxWaitMs()) {
       // The trials hung: their results now belong to an old generation and are ignored.
-      this.open('trial_timeout', now);
-      return this.reject('open', this.untilHalfOpen(now));
+      return this.reject('open', untilHalfOpen(this.open('trial_timeout', now), now));
     }
     return this.reject('half-open', this.nextOpenMs());
   }
 
+  /** NaN when there is no open period (closed, isolated) and no `halfOpenMaxWaitMs`. */
   private trialMaxWaitMs(): number {
-    return this.halfOpenMaxWaitMs ?? this.openMs;
+    const s = this.current;
+    return this.halfOpenMaxWaitMs ?? (s.kind === 'open' || s.kind === 'half-open' ? s.openMs : NaN);
   }
 
   private refresh(now: number): void {
-    if (this.current === 'open' && now >= this.halfOpenAt) this.toHalfOpen();
+    const s = this.current;
+    if (s.kind === 'open' && now >= s.halfOpenAt) this.toHalfOpen(s);
   }
 
-  private toHalfOpen(): void {
-    this.transition('half-open', 'open_elapsed', this.halfOpenAt);
+  private toHalfOpen(s: Open): HalfOpen {
+    const next = halfOpen(s.openedAt, s.halfOpenAt, s.openMs);
+    this.transition(next, 'open_elapsed', s.halfOpenAt);
+    return next;
   }
 
-  private open(reason: string, now: number): void {
-    const ms = this.openPeriodMs(++this.consecutiveOpens);
-    this.openedAt = now;
-    this.halfOpenAt = now + ms;
-    this.openMs = ms;
-    this.transition('open', reason, now);
+  private open(reason: string, now: number): Open {
+    const openMs = this.openPeriodMs(++this.consecutiveOpens);
+    const next: Open = { kind: 'open', openedAt: now, halfOpenAt: now + openMs, openMs };
+    this.transition(next, reason, now);
+    return next;
   }
 
   private close(reason: string, now: number): void {
     this.window.reset();
     this.consecutiveOpens = 0;
-    this.openedAt = NaN;
-    this.halfOpenAt = NaN;
-    this.openMs = NaN;
-    this.transition('closed', reason, now);
+    this.transition(CLOSED, reason, now);
   }
 
-  private transition(to: CircuitState, reason: string, at: number): void {
-    const from = this.current;
-    this.current = to;
+  /** Every transition makes a new state object: a new half-open starts with no trial running. */
+  private transition(next: BreakerState, reason: string, at: number): void {
+    const from = this.current.kind;
+    this.current = next;
     this.generation++;
-    this.trialsInFlight = 0;
-    this.trialSuccesses = 0;
+    const to = next.kind;
     if (from !== to && this.stateChanges.hasListeners) {
       this.stateChanges.emit({ name: this.name, from, to, reason, at });
     }
@@ -373,10 +390,6 @@ export class CircuitBreakerPolicy implements Policy, Observable<CircuitBreakerSt
 
   private nextOpenMs(): number {
     return this.openPeriodMs(this.consecutiveOpens + 1);
-  }
-
-  private untilHalfOpen(now: number): number {
-    return Math.max(1, Math.ceil(this.halfOpenAt - now));
   }
 
   private reject(state: RejectingState, retryAfterMs: number | undefined): BreakwaterError {

@@ -1,14 +1,4 @@
-import {
-  EventSource,
-  classify,
-  clockOption,
-  invalidOption,
-  nonEmptyString,
-  optionalFn,
-  optionalObject,
-  type ClassifyOptions,
-  type Clock,
-} from '../core/index.js';
+import { EventSource, classify, defineOptions, o, type ClassifyOptions, type Clock } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
@@ -46,6 +36,29 @@ export type FallbackOptions<R> =
 
 /** Defaults of {@link FallbackOptions} (the value or handler has none: it is always yours). */
 export const FALLBACK_DEFAULTS = { name: 'fallback' } as const;
+
+/** Checks {@link FallbackOptions} and applies {@link FALLBACK_DEFAULTS}. */
+const parseOptions = defineOptions<
+  FallbackCommon & { value?: unknown; fallback?: FallbackHandler<unknown> }
+>()(
+  'fallback',
+  {
+    value: o.any<unknown>(),
+    fallback: o.fn<FallbackHandler<unknown>>().optional(),
+    shouldFallback: o.fn<(error: unknown) => boolean>().optional(),
+    classifyOptions: o.record<Omit<ClassifyOptions, 'nowMs'>>('an object or left out').optional(),
+    name: o.string().min(1).default(FALLBACK_DEFAULTS.name),
+    clock: o.clock(),
+  },
+  (_, report, input) => {
+    const hasHandler = input.fallback !== undefined;
+    // `{ value: undefined }` is a legitimate stand-in; `{ fallback, value: undefined }` is just a handler.
+    const hasValue = 'value' in input && (input.value !== undefined || !hasHandler);
+    if (hasValue === hasHandler) {
+      report('value and fallback', 'exactly one given', hasValue ? ['value', 'fallback'] : []);
+    }
+  },
+);
 
 /** Emitted when a failure is replaced by the fallback. */
 export interface FallbackEvent {
@@ -96,20 +109,13 @@ export class FallbackPolicy<R = unknown> implements Policy {
   readonly onFallback = this.fallbacks.on;
 
   constructor(options: FallbackOptions<R>) {
-    const owner = 'fallback';
-    const hasHandler = options.fallback !== undefined;
-    // `{ value: undefined }` is a legitimate stand-in; `{ fallback, value: undefined }` is just a handler.
-    const hasValue = 'value' in options && (options.value !== undefined || !hasHandler);
-    if (hasValue === hasHandler) {
-      const given = hasValue ? ['value', 'fallback'] : [];
-      throw invalidOption(owner, 'value and fallback', 'exactly one given', given);
-    }
-    this.handler = optionalFn(owner, 'fallback', options.fallback);
-    this.value = options.value;
-    this.shouldFallback = optionalFn(owner, 'shouldFallback', options.shouldFallback);
-    this.classifyOptions = optionalObject(owner, 'classifyOptions', options.classifyOptions);
-    this.name = nonEmptyString(owner, 'name', options.name ?? FALLBACK_DEFAULTS.name);
-    this.clock = clockOption(owner, options.clock);
+    const p = parseOptions(options);
+    this.handler = p.fallback as FallbackHandler<R> | undefined;
+    this.value = p.value as R | undefined;
+    this.shouldFallback = p.shouldFallback;
+    this.classifyOptions = p.classifyOptions;
+    this.name = p.name;
+    this.clock = p.clock;
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {

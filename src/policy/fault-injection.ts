@@ -7,15 +7,10 @@ import {
   sleep,
   type Clock,
   type ErrorCode,
-  clockOption,
-  bool,
-  finite,
-  fraction,
-  invalidOption,
-  nonEmptyString,
-  optionalFn,
-  optionalObject,
-  NON_NEGATIVE,
+  type Report,
+  Schema,
+  defineOptions,
+  o,
 } from '../core/index.js';
 import type { RandomSource } from './backoff.js';
 import { executeOne } from './invoke.js';
@@ -120,10 +115,11 @@ export class FaultInjectionPolicy implements Policy, Observable<FaultInjectionSt
   readonly onFault = this.injected.on;
 
   constructor(options: FaultInjectionOptions = {}) {
-    this.faults = validate(options);
-    this.random = optionalFn(OWNER, 'random', options.random) ?? Math.random;
-    this.name = nonEmptyString(OWNER, 'name', options.name ?? FAULT_INJECTION_DEFAULTS.name);
-    this.clock = clockOption(OWNER, options.clock);
+    const p = parseOptions(options);
+    this.faults = copyFaults(p);
+    this.random = p.random ?? Math.random;
+    this.name = p.name;
+    this.clock = p.clock;
   }
 
   /** Whether faults are being injected now (`enable` / `disable` toggle it; `configure` sets it). */
@@ -147,7 +143,7 @@ export class FaultInjectionPolicy implements Policy, Observable<FaultInjectionSt
    * @throws RangeError for a bad option (names it); the old settings stay then.
    */
   configure(settings: FaultSettings): void {
-    this.faults = validate(settings);
+    this.faults = copyFaults(parseSettings(settings));
   }
 
   state(): FaultInjectionState {
@@ -237,37 +233,68 @@ function hang<T>(signal: AbortSignal): Promise<T> {
   });
 }
 
-function validate(settings: FaultSettings): Faults {
-  const enabled = bool(OWNER, 'enabled', settings.enabled ?? FAULT_INJECTION_DEFAULTS.enabled);
-  const latency = optionalObject(OWNER, 'latency', settings.latency);
-  const error = optionalObject(OWNER, 'error', settings.error);
-  const hangFault = optionalObject(OWNER, 'hang', settings.hang);
-  if (latency !== undefined) {
-    fraction(OWNER, 'latency.rate', latency.rate, true);
-    const ms = latency.ms;
-    if (typeof ms === 'number') finite(OWNER, 'latency.ms', ms, NON_NEGATIVE);
-    else if (Array.isArray(ms) && ms.length === 2) {
-      finite(OWNER, 'latency.ms[0]', ms[0], NON_NEGATIVE);
-      finite(OWNER, 'latency.ms[1]', ms[1], NON_NEGATIVE);
-      if (ms[1] < ms[0]) throw invalidOption(OWNER, 'latency.ms', '[min, max] with min <= max', ms);
-    } else {
-      throw invalidOption(OWNER, 'latency.ms', 'a number or [min, max]', ms);
+/** `ms` of a latency fault: a number >= 0, or `[min, max]` with `0 <= min <= max`. */
+const latencyMs = new Schema<LatencyFault['ms']>((ms, option, problems) => {
+  const ok = (n: unknown): boolean => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+  if (Array.isArray(ms) && ms.length === 2) {
+    if (!ok(ms[0])) problems.push({ option: `${option}[0]`, rule: 'a finite number >= 0', value: ms[0] });
+    if (!ok(ms[1])) problems.push({ option: `${option}[1]`, rule: 'a finite number >= 0', value: ms[1] });
+    else if (ok(ms[0]) && (ms[1] as number) < (ms[0] as number)) {
+      problems.push({ option, rule: '[min, max] with min <= max', value: ms });
     }
+  } else if (typeof ms === 'number') {
+    if (!ok(ms)) problems.push({ option, rule: 'a finite number >= 0', value: ms });
+  } else problems.push({ option, rule: 'a number or [min, max]', value: ms });
+  return ms as LatencyFault['ms'];
+});
+
+/** {@link FaultSettings}: each fault an object when given. */
+const settingsShape = {
+  enabled: o.boolean().default(FAULT_INJECTION_DEFAULTS.enabled),
+  latency: o.object({ rate: o.fraction(true), ms: latencyMs }, 'an object or left out').optional(),
+  error: o
+    .object(
+      {
+        rate: o.fraction(true),
+        error: o
+          .custom<Error | (() => Error)>(
+            (e) => e instanceof Error || typeof e === 'function',
+            'an Error or a function returning one',
+          )
+          .optional(),
+        code: o.custom<ErrorCode>(isErrorCode, 'a Breakwater error code').optional(),
+      },
+      'an object or left out',
+    )
+    .optional(),
+  hang: o.object({ rate: o.fraction(true) }, 'an object or left out').optional(),
+};
+
+/** One error fault says what it throws once: an `error` or a `code`, not both. */
+function checkFaults(p: { readonly error?: ErrorFault | undefined }, report: Report): void {
+  if (p.error?.error !== undefined && p.error.code !== undefined) {
+    report('error.error and error.code', 'at most one given', ['error', 'code']);
   }
-  if (error !== undefined) {
-    fraction(OWNER, 'error.rate', error.rate, true);
-    if (error.error !== undefined && error.code !== undefined) {
-      throw invalidOption(OWNER, 'error.error and error.code', 'at most one given', ['error', 'code']);
-    }
-    if (error.error !== undefined && !(error.error instanceof Error) && typeof error.error !== 'function') {
-      throw invalidOption(OWNER, 'error.error', 'an Error or a function returning one', error.error);
-    }
-    if (error.code !== undefined && !isErrorCode(error.code)) {
-      throw invalidOption(OWNER, 'error.code', 'a Breakwater error code', error.code);
-    }
-  }
-  if (hangFault !== undefined) fraction(OWNER, 'hang.rate', hangFault.rate, true);
-  // Copies, so a caller mutating its options object later does not change the policy behind its back.
+}
+
+/** Checks {@link FaultSettings} (`configure`). */
+const parseSettings = defineOptions<FaultSettings>()(OWNER, settingsShape, checkFaults);
+
+/** Checks {@link FaultInjectionOptions} and applies {@link FAULT_INJECTION_DEFAULTS}. */
+const parseOptions = defineOptions<FaultInjectionOptions>()(
+  OWNER,
+  {
+    ...settingsShape,
+    random: o.fn<RandomSource>().optional(),
+    name: o.string().min(1).default(FAULT_INJECTION_DEFAULTS.name),
+    clock: o.clock(),
+  },
+  checkFaults,
+);
+
+/** Copies, so a caller mutating its options object later does not change the policy behind its back. */
+function copyFaults(p: ReturnType<typeof parseSettings>): Faults {
+  const { enabled, latency, error, hang: hangFault } = p;
   return {
     enabled,
     latency:

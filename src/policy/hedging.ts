@@ -8,12 +8,8 @@ import {
   type Clock,
   type TimerHandle,
   neverAbortedSignal,
-  clockOption,
-  finite,
-  nonEmptyString,
-  optionalFn,
-  NON_NEGATIVE,
-  POSITIVE_INTEGER,
+  defineOptions,
+  o,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import { repeatableByDefault } from './retryable.js';
@@ -56,6 +52,15 @@ export interface HedgeEvent {
 /** Defaults of {@link HedgingOptions}. */
 export const HEDGING_DEFAULTS = { maxHedgedAttempts: 1, delayMs: 2000, name: 'hedging' } as const;
 
+/** Checks {@link HedgingOptions} and applies {@link HEDGING_DEFAULTS}. */
+const parseOptions = defineOptions<HedgingOptions>()('hedging', {
+  maxHedgedAttempts: o.number().int().min(1).default(HEDGING_DEFAULTS.maxHedgedAttempts),
+  delayMs: o.number().nonnegative().default(HEDGING_DEFAULTS.delayMs),
+  shouldHedge: o.fn<NonNullable<HedgingOptions['shouldHedge']>>().optional(),
+  name: o.string().min(1).default(HEDGING_DEFAULTS.name),
+  clock: o.clock(),
+});
+
 /**
  * Sends the same call again when the first is slow, and takes the first success (docs/policies.md#hedging).
  * Only for idempotent calls: the dependency may see every one of them.
@@ -73,7 +78,7 @@ export const HEDGING_DEFAULTS = { maxHedgedAttempts: 1, delayMs: 2000, name: 'he
  * The timer, every link and the listener on `ctx.signal` are released on every path.
  *
  * @throws the deciding failure unchanged (see above), or the signal's reason.
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class HedgingPolicy implements Policy {
   readonly name: string;
@@ -86,14 +91,12 @@ export class HedgingPolicy implements Policy {
   readonly onHedge = this.hedges.on;
 
   constructor(options: HedgingOptions = {}) {
-    const owner = 'hedging';
-    const d = HEDGING_DEFAULTS;
-    const max = options.maxHedgedAttempts ?? d.maxHedgedAttempts;
-    this.maxHedgedAttempts = finite(owner, 'maxHedgedAttempts', max, POSITIVE_INTEGER);
-    this.delayMs = finite(owner, 'delayMs', options.delayMs ?? d.delayMs, NON_NEGATIVE);
-    this.shouldHedge = optionalFn(owner, 'shouldHedge', options.shouldHedge);
-    this.name = nonEmptyString(owner, 'name', options.name ?? d.name);
-    this.clock = clockOption(owner, options.clock);
+    const p = parseOptions(options);
+    this.maxHedgedAttempts = p.maxHedgedAttempts;
+    this.delayMs = p.delayMs;
+    this.shouldHedge = p.shouldHedge;
+    this.name = p.name;
+    this.clock = p.clock;
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { OptionsError } from '../core/index.js';
 import { DecorrelatedJitterBackoff, ExponentialBackoff, LinearBackoff, ConstantBackoff } from './backoff.js';
 import { ConsecutiveWindow, CountWindow, TimeWindow } from './breaker-windows.js';
 import { bulkhead, BULKHEAD_DEFAULTS } from './bulkhead.js';
@@ -134,5 +135,91 @@ describe('every policy keeps its default name in its *_DEFAULTS', () => {
       'fallback',
     ]);
     expect([HEDGING_DEFAULTS.name, FAULT_INJECTION_DEFAULTS.name]).toEqual(['hedging', 'fault-injection']);
+  });
+});
+
+describe('a bad option set is reported all at once, naming the policy', () => {
+  function errorOf(make: () => unknown): OptionsError {
+    try {
+      make();
+    } catch (error) {
+      expect(error).toBeInstanceOf(OptionsError);
+      return error as OptionsError;
+    }
+    throw new Error('expected an OptionsError');
+  }
+
+  it('every problem in one message and in problems, with code invalid_options', () => {
+    const e = errorOf(() =>
+      circuitBreaker({
+        name: '',
+        openDurationMs: 0,
+        permittedCalls: 1.5,
+        openBackoff: { multiplier: 0.5, maxMs: -5 },
+        captureRejectionStack: 'yes' as never,
+      }),
+    );
+    expect([e.code, e.owner]).toEqual(['invalid_options', 'circuitBreaker']);
+    expect(e.problems.map((p) => p.option)).toEqual([
+      'name',
+      'openDurationMs',
+      'openBackoff.multiplier',
+      'permittedCalls',
+      'captureRejectionStack',
+      'openBackoff.maxMs',
+    ]);
+    expect(e.message).toBe(
+      "circuitBreaker: name must be a non-empty string, got ''; openDurationMs must be a finite number > 0, " +
+        'got 0; openBackoff.multiplier must be a finite number >= 1, got 0.5; permittedCalls must be an ' +
+        "integer >= 1, got 1.5; captureRejectionStack must be a boolean, got 'yes'; openBackoff.maxMs must " +
+        'be a finite number >= openDurationMs (0), got -5',
+    );
+  });
+
+  it('in each policy', () => {
+    const cases: [string, () => unknown, string[]][] = [
+      [
+        'timeout',
+        () => timeout({ timeoutMs: 0, deadlineMarginMs: -1, strategy: 'x' as never }),
+        ['timeoutMs', 'strategy', 'deadlineMarginMs'],
+      ],
+      [
+        'retry',
+        () => retry({ maxAttempts: 0, maxDelayMs: -1, backoff: {} as never }),
+        ['maxAttempts', 'backoff', 'maxDelayMs'],
+      ],
+      [
+        'bulkhead',
+        () => bulkhead({ maxConcurrent: 0, maxQueue: -1, queueTimeoutMs: 0 }),
+        ['maxConcurrent', 'maxQueue', 'queueTimeoutMs'],
+      ],
+      [
+        'fallback',
+        () => fallback({ shouldFallback: 1 as never, name: '' } as never),
+        ['shouldFallback', 'name', 'value and fallback'],
+      ],
+      ['hedging', () => hedging({ maxHedgedAttempts: 0, delayMs: -1 }), ['maxHedgedAttempts', 'delayMs']],
+      [
+        'faultInjection',
+        () => faultInjection({ enabled: 1 as never, hang: { rate: 2 }, latency: { rate: 0, ms: [5, 1] } }),
+        ['enabled', 'latency.ms', 'hang.rate'],
+      ],
+      ['rateLimit', () => rateLimit({ algorithm: fixed, key: '', store: {} as never }), ['key', 'store']],
+      [
+        'ExponentialBackoff',
+        () => new ExponentialBackoff({ baseMs: 0, factor: 0.5, jitter: 'x' as never }),
+        ['baseMs', 'factor', 'jitter'],
+      ],
+      [
+        'MemoryRateLimitStore',
+        () => new MemoryRateLimitStore({ sweepEvery: 0, sweepBatch: 0 }),
+        ['sweepEvery', 'sweepBatch'],
+      ],
+    ];
+    for (const [owner, make, options] of cases) {
+      const e = errorOf(make);
+      expect([e.owner, e.problems.map((p) => p.option)]).toEqual([owner, options]);
+      expect(e.message.startsWith(`${owner}: ${options[0]} must be `)).toBe(true);
+    }
   });
 });

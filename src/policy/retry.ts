@@ -6,14 +6,8 @@ import {
   type Classification,
   type ClassifyOptions,
   type Clock,
-  clockOption,
-  finite,
-  invalidOption,
-  nonEmptyString,
-  optionalFn,
-  optionalObject,
-  NON_NEGATIVE,
-  POSITIVE_INTEGER,
+  defineOptions,
+  o,
 } from '../core/index.js';
 import { exponentialBackoff, type Backoff } from './backoff.js';
 import { executeOne } from './invoke.js';
@@ -100,6 +94,19 @@ export const RETRY_DEFAULTS = {
   name: 'retry',
 } as const;
 
+/** Checks {@link RetryOptions} and applies {@link RETRY_DEFAULTS}. */
+const parseOptions = defineOptions<RetryOptions>()('retry', {
+  maxAttempts: o.number().int().min(1).orInfinity().default(RETRY_DEFAULTS.maxAttempts),
+  backoff: o.methods<Backoff>('a Backoff with a next(retry, previousMs) method', 'next').optional(),
+  maxDelayMs: o.number().nonnegative().default(RETRY_DEFAULTS.maxDelayMs),
+  deadlineMarginMs: o.number().nonnegative().default(RETRY_DEFAULTS.deadlineMarginMs),
+  shouldRetry: o.fn<NonNullable<RetryOptions['shouldRetry']>>().optional(),
+  retryOnResult: o.fn<NonNullable<RetryOptions['retryOnResult']>>().optional(),
+  classifyOptions: o.record<Omit<ClassifyOptions, 'nowMs'>>('an object or left out').optional(),
+  name: o.string().min(1).default(RETRY_DEFAULTS.name),
+  clock: o.clock(),
+});
+
 /**
  * Calls again after a transient failure (docs/policies.md#retry).
  *
@@ -127,7 +134,7 @@ export const RETRY_DEFAULTS = {
  * result rejected by `retryOnResult` is returned as it is once retries run out.
  *
  * @throws the last failure, unchanged; the signal's reason when aborted during a wait.
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class RetryPolicy implements Policy {
   readonly name: string;
@@ -150,29 +157,16 @@ export class RetryPolicy implements Policy {
   readonly onSuccess = this.successes.on;
 
   constructor(options: RetryOptions = {}) {
-    const owner = 'retry';
-    const d = RETRY_DEFAULTS;
-    this.maxAttempts = finite(owner, 'maxAttempts', options.maxAttempts ?? d.maxAttempts, {
-      ...POSITIVE_INTEGER,
-      infinity: true,
-    });
-    this.maxDelayMs = finite(owner, 'maxDelayMs', options.maxDelayMs ?? d.maxDelayMs, NON_NEGATIVE);
-    this.marginMs = finite(
-      owner,
-      'deadlineMarginMs',
-      options.deadlineMarginMs ?? d.deadlineMarginMs,
-      NON_NEGATIVE,
-    );
-    const backoff = options.backoff;
-    if (backoff !== undefined && typeof backoff?.next !== 'function') {
-      throw invalidOption(owner, 'backoff', 'a Backoff with a next(retry, previousMs) method', backoff);
-    }
-    this.backoff = backoff ?? exponentialBackoff();
-    this.shouldRetry = optionalFn(owner, 'shouldRetry', options.shouldRetry);
-    this.retryOnResult = optionalFn(owner, 'retryOnResult', options.retryOnResult);
-    this.classifyOptions = optionalObject(owner, 'classifyOptions', options.classifyOptions);
-    this.name = nonEmptyString(owner, 'name', options.name ?? d.name);
-    this.clock = clockOption(owner, options.clock);
+    const p = parseOptions(options);
+    this.maxAttempts = p.maxAttempts;
+    this.maxDelayMs = p.maxDelayMs;
+    this.marginMs = p.deadlineMarginMs;
+    this.backoff = p.backoff ?? exponentialBackoff();
+    this.shouldRetry = p.shouldRetry;
+    this.retryOnResult = p.retryOnResult;
+    this.classifyOptions = p.classifyOptions;
+    this.name = p.name;
+    this.clock = p.clock;
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {

@@ -7,14 +7,10 @@ import {
   type TimerEntry,
   type ErrorCode,
   rejectSoon,
-  clockOption,
-  finite,
-  nonEmptyString,
-  oneOf,
   abortReason,
+  defineOptions,
   neverAbortedSignal,
-  POSITIVE,
-  NON_NEGATIVE,
+  o,
 } from '../core/index.js';
 import { executeOne } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
@@ -53,7 +49,14 @@ export interface TimeoutEvent {
 /** Defaults of {@link TimeoutOptions}. */
 export const TIMEOUT_DEFAULTS = { strategy: 'aggressive', deadlineMarginMs: 50, name: 'timeout' } as const;
 
-const STRATEGIES: readonly TimeoutStrategy[] = ['aggressive', 'cooperative'];
+/** Checks {@link TimeoutOptions} and applies {@link TIMEOUT_DEFAULTS}. */
+const parseOptions = defineOptions<TimeoutOptions>()('timeout', {
+  timeoutMs: o.number().positive(),
+  strategy: o.enum(['aggressive', 'cooperative'] as const).default(TIMEOUT_DEFAULTS.strategy),
+  deadlineMarginMs: o.number().nonnegative().default(TIMEOUT_DEFAULTS.deadlineMarginMs),
+  name: o.string().min(1).default(TIMEOUT_DEFAULTS.name),
+  clock: o.clock(),
+});
 
 /**
  * Bounds each execution in time (docs/policies.md#timeout). The limit is the smaller of `timeoutMs` and
@@ -61,7 +64,7 @@ const STRATEGIES: readonly TimeoutStrategy[] = ['aggressive', 'cooperative'];
  * The timer and every abort listener are released on every path.
  *
  * @throws BreakwaterError `timeout` when its own limit fires, `deadline_exceeded` when the deadline's does.
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class TimeoutPolicy implements Policy {
   readonly name: string;
@@ -76,18 +79,12 @@ export class TimeoutPolicy implements Policy {
   readonly onTimeout = this.timeouts.on;
 
   constructor(options: TimeoutOptions) {
-    const owner = 'timeout';
-    const d = TIMEOUT_DEFAULTS;
-    this.timeoutMs = finite(owner, 'timeoutMs', options.timeoutMs, POSITIVE);
-    this.strategy = oneOf(owner, 'strategy', options.strategy ?? d.strategy, STRATEGIES);
-    this.marginMs = finite(
-      owner,
-      'deadlineMarginMs',
-      options.deadlineMarginMs ?? d.deadlineMarginMs,
-      NON_NEGATIVE,
-    );
-    this.name = nonEmptyString(owner, 'name', options.name ?? d.name);
-    this.clock = clockOption(owner, options.clock);
+    const p = parseOptions(options);
+    this.timeoutMs = p.timeoutMs;
+    this.strategy = p.strategy;
+    this.marginMs = p.deadlineMarginMs;
+    this.name = p.name;
+    this.clock = p.clock;
     this.timers = new TimerQueue(this.clock);
   }
 

@@ -1,4 +1,4 @@
-import { POSITIVE_INTEGER, finite } from '../../core/index.js';
+import { defineOptions, o } from '../../core/index.js';
 import type { RateLimitAlgorithm, RateLimitDecision } from './algorithms.js';
 import type { RateLimitStore } from './store.js';
 
@@ -12,6 +12,11 @@ export interface MemoryRateLimitStoreOptions {
 
 /** Defaults of {@link MemoryRateLimitStoreOptions}. */
 export const MEMORY_RATE_LIMIT_STORE_DEFAULTS = { sweepEvery: 64, sweepBatch: 128 } as const;
+
+const parseOptions = defineOptions<MemoryRateLimitStoreOptions>()('MemoryRateLimitStore', {
+  sweepEvery: o.number().int().min(1).default(MEMORY_RATE_LIMIT_STORE_DEFAULTS.sweepEvery),
+  sweepBatch: o.number().int().min(1).default(MEMORY_RATE_LIMIT_STORE_DEFAULTS.sweepBatch),
+});
 
 interface Entry {
   state: unknown;
@@ -28,7 +33,7 @@ interface Entry {
  * last sweep stopped, so each call costs O(1) amortized, no timer is ever set, and memory follows the number of
  * keys with live state instead of every key ever seen. (With no calls at all nothing is swept, and nothing grows.)
  *
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class MemoryRateLimitStore implements RateLimitStore {
   private readonly entries = new Map<string, Entry>();
@@ -38,12 +43,9 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private cursor: Iterator<[string, Entry]> | undefined;
 
   constructor(options: MemoryRateLimitStoreOptions = {}) {
-    const owner = 'MemoryRateLimitStore';
-    const d = MEMORY_RATE_LIMIT_STORE_DEFAULTS;
-    const sweepEvery = finite(owner, 'sweepEvery', options.sweepEvery ?? d.sweepEvery, POSITIVE_INTEGER);
-    const sweepBatch = finite(owner, 'sweepBatch', options.sweepBatch ?? d.sweepBatch, POSITIVE_INTEGER);
-    this.sweepEvery = sweepEvery;
-    this.sweepBatch = sweepBatch;
+    const p = parseOptions(options);
+    this.sweepEvery = p.sweepEvery;
+    this.sweepBatch = p.sweepBatch;
   }
 
   /** Synchronous: returns the decision itself. @throws RangeError when `cost` is invalid for `algorithm`. */

@@ -1,12 +1,4 @@
-import {
-  BreakwaterError,
-  EventSource,
-  type Clock,
-  rejectSoon,
-  clockOption,
-  invalidOption,
-  nonEmptyString,
-} from '../../core/index.js';
+import { BreakwaterError, EventSource, type Clock, rejectSoon, defineOptions, o } from '../../core/index.js';
 import { executeOne } from '../invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from '../types.js';
 import {
@@ -40,6 +32,23 @@ export interface RateLimitOptions {
 /** Defaults of {@link RateLimitOptions} (`store` defaults to a new memory store, `key` to `name`). */
 export const RATE_LIMIT_DEFAULTS = { name: 'rate-limit', cost: 1 } as const;
 
+/** Checks {@link RateLimitOptions} but `algorithm` (checked by the algorithm it builds). */
+const parseOptions = defineOptions<RateLimitOptions>()('rateLimit', {
+  algorithm: o.any<RateLimitConfig>(),
+  key: o
+    .custom<string | ((ctx: PolicyContext) => string)>(
+      (k) => typeof k === 'function' || (typeof k === 'string' && k.length > 0),
+      'a non-empty string or a function',
+    )
+    .optional(),
+  cost: o.any<number>().default(RATE_LIMIT_DEFAULTS.cost),
+  store: o
+    .methods<RateLimitStore>('a RateLimitStore with consume() and reset()', 'consume', 'reset')
+    .optional(),
+  name: o.string().min(1).default(RATE_LIMIT_DEFAULTS.name),
+  clock: o.clock(),
+});
+
 /** Emitted for every decision (`onDecision`) and for every denial (`onRejected`). */
 export interface RateLimitDecisionEvent {
   readonly name: string;
@@ -61,7 +70,7 @@ export interface RateLimitDecisionEvent {
  *
  * @throws BreakwaterError `rate_limited` (429, transient, `retryAfterMs` from the decision, `details`
  *   `{ limit, remaining, reset_ms }` for `x-ratelimit-*` headers) when denied.
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class RateLimitPolicy implements Policy {
   readonly name: string;
@@ -78,23 +87,16 @@ export class RateLimitPolicy implements Policy {
   readonly onRejected = this.rejections.on;
 
   constructor(options: RateLimitOptions) {
-    const owner = 'rateLimit';
+    // The algorithm checks its own config (and the cost against it), naming `rateLimit: algorithm.type`
+    // or its class; the rest is checked at once.
     this.algorithm = rateLimitAlgorithm(options.algorithm);
-    this.name = nonEmptyString(owner, 'name', options.name ?? RATE_LIMIT_DEFAULTS.name);
-    const cost = options.cost ?? RATE_LIMIT_DEFAULTS.cost;
-    this.algorithm.checkCost(cost, 'cost');
-    this.cost = cost;
-    const key = options.key ?? this.name;
-    if (!(typeof key === 'function' || (typeof key === 'string' && key.length > 0))) {
-      throw invalidOption(owner, 'key', 'a non-empty string or a function', key);
-    }
-    this.key = key;
-    const store = options.store ?? new MemoryRateLimitStore();
-    if (typeof store?.consume !== 'function' || typeof store.reset !== 'function') {
-      throw invalidOption(owner, 'store', 'a RateLimitStore with consume() and reset()', store);
-    }
-    this.store = store;
-    this.clock = clockOption(owner, options.clock);
+    const p = parseOptions(options);
+    this.name = p.name;
+    this.algorithm.checkCost(p.cost, 'cost');
+    this.cost = p.cost;
+    this.key = p.key ?? p.name;
+    this.store = p.store ?? new MemoryRateLimitStore();
+    this.clock = p.clock;
   }
 
   execute<T>(fn: PolicyFn<T>, signal?: AbortSignal): Promise<T> {
