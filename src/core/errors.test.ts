@@ -11,7 +11,7 @@ import {
   type ErrorKind,
 } from './errors.js';
 
-/** Every stable code with the kind and status DESIGN.md gives it (internal_error is the non-Breakwater one; idempotency_key_invalid the malformed-header 400 of operations/). */
+/** Every stable code with the kind and status DESIGN.md gives it (internal_error is the non-Breakwater one; handler_failed a job handler's unrecognised error; idempotency_key_invalid the malformed-header 400 of operations/). */
 const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
   timeout: ['transient', 504],
   deadline_exceeded: ['transient', 504],
@@ -34,15 +34,16 @@ const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
   not_found: ['permanent', 404],
   canceled: ['permanent', 499],
   unauthorized: ['permanent', 401],
+  handler_failed: ['transient', 500],
   internal_error: ['fatal', 500],
 };
 
 const CODES = Object.keys(ERROR_CODES) as ErrorCode[];
 
 describe('ERROR_CODES', () => {
-  it('has exactly the codes of DESIGN.md plus internal_error and idempotency_key_invalid, in order', () => {
+  it('has exactly the codes of DESIGN.md plus internal_error, handler_failed and idempotency_key_invalid, in order', () => {
     expect(CODES).toEqual(Object.keys(EXPECTED));
-    expect(CODES).toHaveLength(22);
+    expect(CODES).toHaveLength(23);
   });
 
   it.each(CODES)('%s has its kind, status, a title and a sentence', (code) => {
