@@ -92,6 +92,7 @@ export {
   type SizeKind,
   type StoreSize,
 } from './retention.js';
+export { VACUUM_DEFAULT, VACUUM_MODES, type VacuumMode } from './vacuum.js';
 export { PRUNER_DEFAULTS, startPruner, type PrunedStore, type Pruner, type PrunerOptions } from './pruner.js';
 export { openSqliteStore, type SqliteStoreOptions } from './sqlite/index.js';
 export { openPostgresStore, type PostgresStoreOptions } from './postgres/index.js';
