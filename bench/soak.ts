@@ -43,6 +43,11 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MAIN = join(ROOT, SOURCE ? 'src/cli/main.ts' : 'dist/cli/main.js');
 const APP = join(ROOT, 'bench/soak-app.ts');
 
+/** A `--trace-gc` line of a full collection: the heap in MB after it is the number after `->`. */
+const FULL_GC = /Mark-Compact[^>]*-> ([\d.]+) \(/;
+/** The gateway's full collections: when (this process's `performance.now()`) and the heap left after. */
+const fullGcs: { at: number; heapMb: number }[] = [];
+
 interface Sample extends StoreReading {
   /** Seconds since the load started. */
   t: number;
@@ -137,11 +142,19 @@ async function soak(o: SoakOptions): Promise<void> {
   // Loopback mode: /metrics is read without a credential.
   delete env.BREAKWATER_ADMIN_TOKEN;
   const args = ['--import', 'tsx', MAIN, 'serve', '--app', APP, '--db', o.db, '--port', String(port)];
-  const child = spawn(process.execPath, [...args, '--grace-ms', '2000'], { env, stdio: 'pipe' });
+  // --trace-gc: the heap left after each full collection tells a leak (it climbs) from a heap V8 lets grow
+  // before collecting (RSS climbs, the heap after each collection does not).
+  const child = spawn(process.execPath, ['--trace-gc', ...args, '--grace-ms', '2000'], {
+    env,
+    stdio: 'pipe',
+  });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
-    for (const line of chunk.toString().split('\n'))
-      if (line.trim() !== '' && output.length < 2000) output.push(line);
+    for (const line of chunk.toString().split('\n')) {
+      const gc = FULL_GC.exec(line);
+      if (gc !== null) fullGcs.push({ at: performance.now(), heapMb: Number(gc[1]) });
+      else if (line.trim() !== '' && !line.includes('Scavenge') && output.length < 2000) output.push(line);
+    }
   };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
@@ -232,7 +245,7 @@ async function run(o: SoakOptions, url: string, pid: number, output: string[]): 
     await sample();
     while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 50));
     const pruned = await prunedTotals(url);
-    report(o, samples, sent, pruned, output);
+    report(o, samples, sent, pruned, output, started);
   } finally {
     await probe.close();
     await jobs.stop({ graceMs: 0 });
@@ -261,6 +274,7 @@ function report(
   sent: { webhooks: number; accepted: number; statuses: Map<string, number>; skipped: number; jobs: number },
   pruned: Record<string, number>,
   output: string[],
+  started: number,
 ): void {
   const end = samples.at(-1)!.t;
   const warm = Math.min(15, o.seconds / 3);
@@ -330,6 +344,13 @@ function report(
     `  pruned by the gateway: ${Object.entries(pruned)
       .map(([kind, n]) => `${kind} ${n}`)
       .join(', ')}`,
+  );
+  const gcs = fullGcs.map((gc) => ({ t: (gc.at - started) / 1000, heapMb: gc.heapMb }));
+  const heapIn = (from: number, to: number) =>
+    gcs.filter((gc) => gc.t >= from && gc.t < to).map((gc) => gc.heapMb.toFixed(1));
+  console.log(
+    `  gateway V8 heap after each full GC (MB): middle [${heapIn(warm, half).join(', ')}], ` +
+      `end [${heapIn(half, Infinity).join(', ')}]`,
   );
   const warnings = output.filter((line) => /warn|error/i.test(line));
   if (warnings.length > 0) console.log(`  gateway warnings (${warnings.length}), first: ${warnings[0]}`);
