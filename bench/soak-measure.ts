@@ -37,6 +37,8 @@ export interface StoreReading {
 
 export interface StoreProbe {
   read(): Promise<StoreReading>;
+  /** Bytes per table and index (SQLite: pages from `dbstat`; PostgreSQL: `pg_relation_size`, TOAST apart). */
+  relations(): Promise<Record<string, number>>;
   close(): Promise<void>;
 }
 
@@ -84,6 +86,11 @@ export function sqliteProbe(path: string): StoreProbe {
         auditBytes: bytesOf('audit_log'),
       };
     },
+    relations: async () => {
+      const rows = db.prepare(`SELECT json_group_object(name, n) AS j FROM
+        (SELECT name, sum(pgsize) AS n FROM dbstat GROUP BY name)`);
+      return JSON.parse((rows.get() as { j: string }).j) as Record<string, number>;
+    },
     close: async () => db.close(),
   };
 }
@@ -117,6 +124,14 @@ export async function postgresProbe(url: string, schema: string): Promise<StoreP
         auditRows: Number(row['audit_rows']),
         auditBytes: Number(row['audit_bytes']),
       };
+    },
+    relations: async () => {
+      const { rows } = await client.query<{ name: string; n: string }>(
+        `SELECT c.relname AS name, pg_relation_size(c.oid) AS n FROM pg_class c
+           JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'i')`,
+        [schema],
+      );
+      return Object.fromEntries(rows.map((row) => [row.name, Number(row.n)]));
     },
     close: () => client.end(),
   };

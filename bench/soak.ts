@@ -201,6 +201,8 @@ async function run(o: SoakOptions, url: string, pid: number, output: string[]): 
   try {
     await sample();
     let nextSampleAt = 1;
+    const warm = warmUpS(o.seconds);
+    let atWarm: Record<string, number> | undefined;
     while (elapsedS() < o.seconds) {
       const tickStarted = performance.now();
       webhookCredit += (o.webhookRate * TICK_MS) / 1000;
@@ -237,15 +239,18 @@ async function run(o: SoakOptions, url: string, pid: number, output: string[]): 
       }
       if (elapsedS() >= nextSampleAt) {
         await sample();
+        if (atWarm === undefined && elapsedS() >= warm) atWarm = await probe.relations();
         nextSampleAt = Math.floor(elapsedS()) + 1;
       }
       const wait = TICK_MS - (performance.now() - tickStarted);
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
     await sample();
+    const growth = relationGrowth(atWarm ?? {}, await probe.relations());
     while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 50));
     const pruned = await prunedTotals(url);
     report(o, samples, sent, pruned, output, started);
+    console.log(`  grew most from the end of the warm-up to the end (KB): ${growth}`);
   } finally {
     await probe.close();
     await jobs.stop({ graceMs: 0 });
@@ -263,6 +268,21 @@ async function prunedTotals(url: string): Promise<Record<string, number>> {
   return totals;
 }
 
+/** The warm-up: time for the first rows to age out and be pruned (15 s), or a third of a shorter run. */
+function warmUpS(seconds: number): number {
+  return Math.min(15, seconds / 3);
+}
+
+/** The five tables or indexes that grew most between two `relations()` readings, as `name +KB`. */
+function relationGrowth(from: Record<string, number>, to: Record<string, number>): string {
+  return Object.entries(to)
+    .map(([name, bytes]) => [name, bytes - (from[name] ?? 0)] as const)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5)
+    .map(([name, bytes]) => `${name} ${bytes >= 0 ? '+' : ''}${(bytes / 1024).toFixed(0)}`)
+    .join(', ');
+}
+
 const MB = 1024 * 1024;
 const mb = (bytes: number) => (bytes / MB).toFixed(2);
 const rowsOf = (s: Sample) => Object.values(s.rows).reduce((sum, n) => sum + n, 0);
@@ -277,7 +297,7 @@ function report(
   started: number,
 ): void {
   const end = samples.at(-1)!.t;
-  const warm = Math.min(15, o.seconds / 3);
+  const warm = warmUpS(o.seconds);
   const half = warm + (end - warm) / 2;
   const middle = samples.filter((s) => s.t >= warm && s.t < half);
   const last = samples.filter((s) => s.t >= half);
@@ -352,6 +372,12 @@ function report(
     `  gateway V8 heap after each full GC (MB): middle [${heapIn(warm, half).join(', ')}], ` +
       `end [${heapIn(half, Infinity).join(', ')}]`,
   );
+  if (heapIn(warm, half).length === 0 || heapIn(half, Infinity).length === 0) {
+    console.log(
+      '  note: the gateway ran no full GC in one of the halves: V8 lets the heap (and so RSS) grow until its ' +
+        'next full collection, so RSS alone cannot tell growth from garbage here; run longer (--seconds=300)',
+    );
+  }
   const warnings = output.filter((line) => /warn|error/i.test(line));
   if (warnings.length > 0) console.log(`  gateway warnings (${warnings.length}), first: ${warnings[0]}`);
 }
