@@ -14,9 +14,11 @@
  * Verdict: after a warm-up (15 s, or a third of the run when shorter: time for the first rows to age out
  * and be pruned), the run is cut in a middle and an end half. Rows between two prunes rise and fall (a
  * saw-tooth), so each half is represented by its peak. FLAT when, for the store's bytes without the audit
- * log, the rows of the prunable tables and the RSS alike, end peak ≤ middle peak × 1.1. The audit log is
- * never pruned (only verified), so it is left out of the verdict and reported as its growth: records/s and
- * MB/s. PostgreSQL needs `BREAKWATER_TEST_DATABASE_URL` (or `DATABASE_URL`); the bench uses a schema of
+ * log and SQLite's WAL, the rows of the prunable tables and the RSS alike, end peak ≤ middle peak × 1.1. The
+ * audit log is never pruned (only verified), so it is left out of the verdict and reported as its growth:
+ * records/s and MB/s. SQLite's WAL is shown but not judged: it keeps its largest size, which a second writer
+ * (this process) lets grow to the checkpointer's bound. The gateway runs with `--trace-gc`: its heap after
+ * each full collection is printed, since RSS climbs between two of them. PostgreSQL needs `BREAKWATER_TEST_DATABASE_URL` (or `DATABASE_URL`); the bench uses a schema of
  * its own and drops it afterwards.
  */
 import { spawn } from 'node:child_process';
@@ -321,29 +323,35 @@ function report(
     );
   }
 
-  const measures: [string, (s: Sample) => number, (n: number) => string][] = [
-    ['store bytes w/o audit log (MB)', withoutAudit, mb],
-    ['prunable rows', rowsOf, String],
-    ['gateway RSS (MB)', (s) => s.rss, mb],
+  // [name, measure, format, judged]. SQLite's log is shown, not judged: it keeps the largest size it reached,
+  // and with a second process writing (this one enqueues) the store's checkpointer cannot restart it, so it
+  // grows to its bound (10,000 pages, ~40 MB: store/sqlite/checkpointer.ts) before it stops.
+  type Measure = [string, (s: Sample) => number, (n: number) => string, boolean];
+  const wal: Measure = ['SQLite WAL (MB, not judged)', (s) => s.walBytes, mb, false];
+  const measures: Measure[] = [
+    ['store w/o audit log and WAL (MB)', (s) => withoutAudit(s) - s.walBytes, mb, true],
+    ...(o.backend === 'sqlite' ? [wal] : []),
+    ['prunable rows', rowsOf, String, true],
+    ['gateway RSS (MB)', (s) => s.rss, mb, true],
   ];
   console.log(
-    `\n  ${'measure'.padEnd(32)} ${'start'.padStart(8)} ${`middle ${warm.toFixed(0)}-${half.toFixed(0)} s`.padStart(16)}` +
+    `\n  ${'measure'.padEnd(34)} ${'start'.padStart(8)} ${`middle ${warm.toFixed(0)}-${half.toFixed(0)} s`.padStart(16)}` +
       ` ${`end ${half.toFixed(0)}-${end.toFixed(0)} s`.padStart(14)}  end/middle`,
   );
   let flat = true;
-  for (const [name, f, show] of measures) {
+  for (const [name, f, show, judged] of measures) {
     const m = peak(middle, f);
     const e = peak(last, f);
-    const ok = e <= m * FLAT_FACTOR;
+    const ok = !judged || e <= m * FLAT_FACTOR;
     flat &&= ok;
     console.log(
-      `  ${name.padEnd(32)} ${show(f(samples[0]!)).padStart(8)} ${show(m).padStart(16)} ${show(e).padStart(14)}` +
+      `  ${name.padEnd(34)} ${show(f(samples[0]!)).padStart(8)} ${show(m).padStart(16)} ${show(e).padStart(14)}` +
         `  ${(e / m).toFixed(2).padStart(10)}${ok ? '' : '  growing'}`,
     );
   }
   console.log(
     `  verdict: ${flat ? 'FLAT' : 'NOT FLAT'} (rule: after a ${warm.toFixed(0)} s warm-up, the peak of the end half ≤ ` +
-      `the peak of the middle half × ${FLAT_FACTOR}, for each measure above)`,
+      `the peak of the middle half × ${FLAT_FACTOR}, for each judged measure above)`,
   );
 
   const from = middle[0] ?? samples[0]!;
