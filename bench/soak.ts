@@ -310,14 +310,14 @@ function report(
       `(${SOAK_JOBS.failShare * 100} % dead-lettered); every retention ${RETAIN}, a prune every ${PRUNE_EVERY}`,
   );
   console.log(
-    '    t s   store MB  (WAL MB)  w/o audit MB  prunable MB  prunable rows  backlog  audit rows   RSS MB',
+    '    t s   store MB  (WAL MB)  w/o audit, WAL  prunable MB  prunable rows  backlog  audit rows   RSS MB',
   );
   for (const s of samples.filter(
     (s, i) => i === 0 || i === samples.length - 1 || Math.round(s.t) % 5 === 0,
   )) {
     console.log(
       `  ${s.t.toFixed(0).padStart(5)} ${mb(s.bytes).padStart(10)} ${mb(s.walBytes).padStart(9)}` +
-        ` ${mb(withoutAudit(s)).padStart(13)}` +
+        ` ${mb(withoutAudit(s) - s.walBytes).padStart(15)}` +
         ` ${mb(s.prunableBytes).padStart(12)} ${String(rowsOf(s)).padStart(14)} ${String(s.backlog).padStart(8)}` +
         ` ${String(s.auditRows).padStart(11)} ${mb(s.rss).padStart(8)}`,
     );
