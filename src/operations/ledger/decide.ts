@@ -135,7 +135,9 @@ export function decideLookup(
   manual: boolean,
   checkEveryMs: number,
 ): LookupDecision {
-  const evidence: Evidence = { ...evidenceOf(record), last_lookup_at: now, last_lookup: found.state };
+  // The lookup ran, so the wait an earlier failed lookup carried is over.
+  const { lookup_retry_at: _over, ...kept } = evidenceOf(record);
+  const evidence: Evidence = { ...kept, last_lookup_at: now, last_lookup: found.state };
   const step = 'operation.reconciled';
   if (found.state === 'succeeded') {
     const patch = { state: 'succeeded' as const, result: found.result ?? null, evidence, nextCheckAt: null };

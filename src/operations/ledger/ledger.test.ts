@@ -302,6 +302,7 @@ describe('OperationLedger.execute', () => {
 
   it('an attempt in flight elsewhere is not sent twice; once it went silent, recovery looks it up', async () => {
     const ops = ledger();
+    const elsewhere = ledger(); // another process over the same store
     let release!: () => void;
     service.sends = [
       (ctx) =>
@@ -313,11 +314,11 @@ describe('OperationLedger.execute', () => {
     const first = ops.execute(action, { sku: 'kite' });
     await clock.tickAsync(0);
     const [flying] = await store.operations.list({ states: ['in_flight'] });
-    const resumed = await ops.execute(action, { sku: 'kite' }, { operationId: flying!.id });
+    const resumed = await elsewhere.execute(action, { sku: 'kite' }, { operationId: flying!.id });
     expect([resumed.outcome, resumed.state]).toEqual(['unknown', 'in_flight']);
     clock.tick(20_000);
     service.lookups = [found];
-    expect(await ops.recover()).toBe(1);
+    expect(await elsewhere.recover()).toBe(1);
     expect((await store.operations.get(flying!.id))?.state).toBe('succeeded');
     // The original call answers late: the ledger keeps what the lookup settled.
     release();

@@ -1,4 +1,4 @@
-import { BreakwaterError, ERROR_CODES, isErrorCode, sentenceFor } from '../../core/index.js';
+import { BreakwaterError, ERROR_CODES, humanDuration, isErrorCode, sentenceFor } from '../../core/index.js';
 import type { OperationRecord } from '../../store/index.js';
 import { LEDGER_DEFAULTS } from './defaults.js';
 import type { AnyOperationAction, OperationResult } from './types.js';
@@ -20,6 +20,11 @@ export interface Evidence {
   escalated_at?: number;
   /** The service once answered that it holds a request under this id (409 `idempotency_in_progress`). */
   acknowledged?: boolean;
+  /**
+   * When the wait carried by the last lookup's failure ends (ms since the epoch, the ledger's clock): an open
+   * breaker's remaining time or the service's `Retry-After`. No lookup is due before it.
+   */
+  lookup_retry_at?: number;
 }
 
 export function evidenceOf(record: OperationRecord): Evidence {
@@ -72,15 +77,33 @@ export function toResult(
         retry_allowed: record.attempts < (action?.maxAttempts ?? LEDGER_DEFAULTS.maxAttempts),
         ...errorOf(record.error, NOT_SENT_SENTENCE, now),
       };
-    default:
+    default: {
+      const wait = lookupWait(record, now);
       return {
         ...base,
         outcome: 'unknown',
         retry_allowed: false,
-        retry_after_ms: null,
-        error: { code: 'outcome_unknown', message: UNKNOWN_SENTENCE },
+        retry_after_ms: wait,
+        error: { code: 'outcome_unknown', message: withLookupWait(UNKNOWN_SENTENCE, wait) },
       };
+    }
   }
+}
+
+/**
+ * What is left at `now` of the wait the last lookup's failure carried (`Evidence.lookup_retry_at`): ms > 0,
+ * or null when none is known or it is over (a lookup may run now).
+ */
+function lookupWait(record: OperationRecord, now: number): number | null {
+  const retryAt = evidenceOf(record).lookup_retry_at;
+  if (typeof retryAt !== 'number' || !Number.isFinite(retryAt) || retryAt <= now) return null;
+  return Math.ceil(retryAt - now);
+}
+
+/** An `unknown` sentence with when its status can next be looked up, when a wait is known. */
+function withLookupWait(sentence: string, waitMs: number | null | undefined): string {
+  if (waitMs === null || waitMs === undefined || waitMs <= 0) return sentence;
+  return `${sentence} Its status can be checked in about ${humanDuration(waitMs)}.`;
 }
 
 /** The stored error (see `StoredError`) as the result shows it, with its wait read at `now`. */
@@ -132,7 +155,8 @@ export interface OperationErrorTexts {
 /**
  * The `BreakwaterError` of an operation that did not succeed, for a tool to throw (its result then says
  * `outcome`, `operation_id`, `reconcile`, `transport_observation` and `retry_after_ms`; see `mcp/`):
- * - `unknown` (also `in_flight`, `needs_attention`): `outcome_unknown`, outcome `unknown`, not retryable;
+ * - `unknown` (also `in_flight`, `needs_attention`): `outcome_unknown`, outcome `unknown`, not retryable
+ *   (resumable: its `retryAfterMs` and sentence say when a lookup can run again, when that wait is known);
  * - `failed` with `retry_allowed` (nothing reached the service, or it answered that it did not process the
  *   request): the stored transient code (e.g. `circuit_open`, `upstream_unavailable`), retryable;
  * - `failed` with a stored transient core code but no `retry_allowed` (the service did not process it, the
@@ -153,10 +177,14 @@ export function operationError(result: OperationResult, texts: OperationErrorTex
   };
   if (result.outcome === 'unknown') {
     if (texts.unknown !== undefined) details['dependency_code'] = texts.unknown.code;
+    // A known wait (the lookup met an open breaker or a Retry-After) is when a resume can learn the outcome.
+    const lookupAfterMs =
+      result.retry_after_ms !== null && result.retry_after_ms > 0 ? result.retry_after_ms : undefined;
     return new BreakwaterError('outcome_unknown', {
-      message: texts.unknown?.sentence ?? UNKNOWN_SENTENCE,
+      message: withLookupWait(texts.unknown?.sentence ?? UNKNOWN_SENTENCE, lookupAfterMs),
       kind: 'transient',
       outcome: 'unknown',
+      retryAfterMs: lookupAfterMs,
       operationId: result.operation_id,
       details,
     });

@@ -1,4 +1,4 @@
-import { errorFields, type Clock, type EventSource, type Log } from '../../core/index.js';
+import { errorFields, toBreakwaterError, type Clock, type EventSource, type Log } from '../../core/index.js';
 import type { OperationPatch, OperationRecord, OperationStore } from '../../store/index.js';
 import { decideFailure, decideLookup, observationOf, waitPatch } from './decide.js';
 import { LEDGER_DEFAULTS } from './defaults.js';
@@ -35,6 +35,9 @@ export class OperationSteps {
   private readonly clock: Clock;
   private readonly checkEveryMs: number;
   private readonly outcomes: EventSource<OperationOutcomeEvent>;
+  /** Drives and lookups this process is running, by operation id: a second one joins instead of racing. */
+  private readonly driving = new Map<string, Promise<unknown>>();
+  private readonly lookups = new Map<string, Promise<unknown>>();
 
   constructor(deps: StepDeps) {
     this.store = deps.store;
@@ -48,8 +51,39 @@ export class OperationSteps {
   /**
    * Moves an operation until it settles or must wait: sends a `pending` one, looks up an `unknown` one (or an
    * `in_flight` one whose attempt went silent). Each step is a compare-and-set; a lost race re-reads.
+   *
+   * One drive per operation at a time in this process: a second one (a caller resuming while the recovery
+   * loop drives) waits for the running one and goes on from what it left. Racing it would only lose: its
+   * lookup is refused by a half-open breaker whose one trial call the first drive holds, or its resend loses
+   * the compare-and-set to the first drive's and reads a silent `in_flight`; either way the caller would hear
+   * `unknown` again while the answer is on its way. The wait ends with the caller's `signal`: it then gets
+   * the operation as it stands. Across processes the compare-and-set decides.
    */
   async drive(
+    action: AnyOperationAction,
+    start: OperationRecord,
+    signal: AbortSignal,
+    actor: string,
+    caller: boolean,
+  ): Promise<OperationResult> {
+    let record = start;
+    for (let running = this.driving.get(record.id); running !== undefined;) {
+      const ended = await endedOrAborted(running, signal);
+      record = await this.reread(record);
+      // Cut off while waiting: answer with the operation as it stands (`unknown` while an attempt flies).
+      if (!ended) return toResult(record, action, this.clock.now());
+      running = this.driving.get(record.id);
+    }
+    const run = this.driveAlone(action, record, signal, actor, caller);
+    this.driving.set(record.id, run);
+    try {
+      return await run;
+    } finally {
+      this.driving.delete(record.id);
+    }
+  }
+
+  private async driveAlone(
     action: AnyOperationAction,
     start: OperationRecord,
     signal: AbortSignal,
@@ -77,7 +111,9 @@ export class OperationSteps {
         if (record.state !== 'unknown') break;
         continue;
       }
-      // unknown, or in_flight gone silent
+      // unknown, or in_flight gone silent; not while the wait a failed lookup carried lasts
+      const lookupRetryAt = evidenceOf(record).lookup_retry_at;
+      if (lookupRetryAt !== undefined && now < lookupRetryAt) break;
       const looked = await this.lookupStep(action, record, signal, actor, false);
       record = looked.record;
       if (!looked.again) break;
@@ -135,6 +171,32 @@ export class OperationSteps {
     actor: string,
     manual: boolean,
   ): Promise<{ record: OperationRecord; again: boolean }> {
+    // One lookup per operation at a time in this process. A second one (a caller resuming while the recovery
+    // loop looks) would only race the first: through a half-open breaker it is refused while the first one
+    // is the trial call, and it would answer `unknown` again although an answer is on its way. It waits for
+    // the running lookup and reads what it found instead. Across processes the compare-and-set decides.
+    const running = this.lookups.get(record.id);
+    if (running !== undefined) {
+      await running.catch(() => undefined);
+      const after = await this.reread(record);
+      return { record: after, again: after.state === 'pending' };
+    }
+    const lookup = this.lookupOnce(action, record, signal, actor, manual);
+    this.lookups.set(record.id, lookup);
+    try {
+      return await lookup;
+    } finally {
+      this.lookups.delete(record.id);
+    }
+  }
+
+  private async lookupOnce(
+    action: AnyOperationAction,
+    record: OperationRecord,
+    signal: AbortSignal,
+    actor: string,
+    manual: boolean,
+  ): Promise<{ record: OperationRecord; again: boolean }> {
     const now = this.clock.now();
     let patch: OperationPatch;
     let step: string;
@@ -149,8 +211,18 @@ export class OperationSteps {
         data = { found: found.state };
       } catch (error) {
         const last_lookup = `lookup failed: ${observationOf(error)}`;
-        const evidence: Evidence = { ...evidenceOf(record), last_lookup_at: now, last_lookup };
-        patch = { ...waitPatch(record, now, this.checkEveryMs), evidence };
+        // The wait the failure carried (an open breaker's remaining time, the service's Retry-After): the
+        // next lookup is not due before it, and the `unknown` result tells it (`retry_after_ms`).
+        const waitMs = toBreakwaterError(error).retryAfterMs;
+        const lookupRetryAt = waitMs !== undefined && waitMs > 0 ? now + waitMs : undefined;
+        const { lookup_retry_at: _previous, ...kept } = evidenceOf(record);
+        const evidence: Evidence = { ...kept, last_lookup_at: now, last_lookup };
+        if (lookupRetryAt !== undefined) evidence.lookup_retry_at = lookupRetryAt;
+        const wait = waitPatch(record, now, this.checkEveryMs);
+        if (lookupRetryAt !== undefined && wait.nextCheckAt != null) {
+          wait.nextCheckAt = Math.max(wait.nextCheckAt, lookupRetryAt);
+        }
+        patch = { ...wait, evidence };
         step = 'operation.lookup_failed';
       }
     }
@@ -241,3 +313,18 @@ export class OperationSteps {
 
 /** The states {@link OperationLedger.onOutcome} reports: the outcomes of the result contract. */
 const OUTCOMES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'unknown']);
+
+/** True once `running` has ended (either way), false if `signal` aborts first. Never rejects. */
+function endedOrAborted(running: Promise<unknown>, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => {
+    const onAbort = (): void => resolve(false);
+    signal.addEventListener('abort', onAbort, { once: true });
+    void running
+      .then(
+        () => resolve(true),
+        () => resolve(true),
+      )
+      .finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

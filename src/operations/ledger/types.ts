@@ -96,7 +96,9 @@ export interface OperationResult<Res = unknown> {
   /**
    * How long to wait before trying again, ms, when the failure said (an open breaker's remaining time, the
    * service's `Retry-After`), counted from when the result was read (0 once the wait is over); else null.
-   * Only a `failed` outcome has one.
+   * For `failed`, the wait before sending again; for `unknown`, the wait before a resume can look the
+   * outcome up (the last lookup met an open breaker or a `Retry-After`; null once it is over, or when the
+   * lookup failed without one).
    */
   retry_after_ms: number | null;
   /** How to look the outcome up (the action's lookup), or null. */

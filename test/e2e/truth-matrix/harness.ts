@@ -55,10 +55,6 @@ export async function startRig(defer: Defer): Promise<Rig> {
     log: () => undefined,
     clock: time.clock,
     graceMs: 200,
-    // The ledger's recovery loop stays out of the way: after a jump over the commerce breaker it would race
-    // the model's resume for the one trial call the half-open breaker lets through, and the resume (what
-    // the model does) is what the matrix asserts. The loop itself is tested in test/operations.
-    operationsCheckEveryMs: 3_600_000,
   });
   defer(() => gw.close());
   const mcp = await connect(defer, gw.mcpUrl);
