@@ -1,5 +1,6 @@
 import type * as Root from '../src/entries/index.js';
 import type * as Ai from '../src/entries/ai.js';
+import type * as Gateway from '../src/entries/gateway.js';
 import type * as Jobs from '../src/entries/jobs.js';
 import type * as Postgres from '../src/entries/postgres.js';
 import type * as Server from '../src/entries/server.js';
@@ -9,13 +10,14 @@ import type * as Webhooks from '../src/entries/webhooks.js';
 /** The entries the benches use, merged into one namespace. */
 type Library = typeof Root &
   typeof Ai &
+  typeof Gateway &
   typeof Jobs &
   typeof Postgres &
   typeof Server &
   typeof Sqlite &
   typeof Webhooks;
 
-const ENTRIES = ['index', 'ai', 'jobs', 'postgres', 'server', 'sqlite', 'webhooks'];
+const ENTRIES = ['index', 'ai', 'gateway', 'jobs', 'postgres', 'server', 'sqlite', 'webhooks'];
 
 /**
  * The library under test, loaded as its users load it: the compiled package in `dist/` (`npm run bench` builds

@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- <suite>`: benchmarks against peers, never part of `npm test`.
- * Suites: policies, jobs, jobs-scale, webhooks, ai, metric-labels, import.
+ * Suites: policies, jobs, jobs-scale, webhooks, ai, metric-labels, import; soak (not run by default).
  */
 const suites: Record<string, () => Promise<unknown>> = {
   policies: () => import('./policies.js'),
@@ -10,10 +10,12 @@ const suites: Record<string, () => Promise<unknown>> = {
   ai: () => import('./ai.js'),
   'metric-labels': () => import('./metric-labels.js'),
   import: () => import('./import.js'),
+  soak: () => import('./soak.js'),
 };
 
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-const names = requested.length > 0 ? requested : Object.keys(suites);
+// The soak runs for a minute or more on purpose: only when asked for.
+const names = requested.length > 0 ? requested : Object.keys(suites).filter((name) => name !== 'soak');
 for (const name of names) {
   const load = suites[name];
   if (load === undefined) {

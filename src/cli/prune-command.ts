@@ -11,9 +11,15 @@ import {
   type PruneKind,
   type PruneReport,
   type RetentionPolicy,
+  type VacuumMode,
 } from '../store/index.js';
 import { CliError, EXIT, openExistingStoreForCli } from './context.js';
-import { RETENTION_ENV, retentionFromEnv } from '../gateway/retention-env.js';
+import {
+  PRUNE_VACUUM_ENV,
+  RETENTION_ENV,
+  retentionFromEnv,
+  vacuumFromEnv,
+} from '../gateway/retention-env.js';
 import { integerOption } from './subcommand.js';
 
 export const PRUNE_USAGE = `Usage: breakwater prune [options]
@@ -37,7 +43,9 @@ Environment (a duration such as 90s, 30m, 12h, 7d, or forever; the same variable
   ${RETENTION_ENV.webhookInboxMs.padEnd(32)} webhook deliveries, after their job finished (default 7d)
   ${RETENTION_ENV.streamEventsMs.padEnd(32)} stream events kept for SSE replay (default 1h)
   ${RETENTION_ENV.operationsMs.padEnd(32)} settled operations (default 30d)
-  Idempotency records go at their own expiry.`;
+  Idempotency records go at their own expiry.
+  ${PRUNE_VACUUM_ENV.padEnd(32)} PostgreSQL: after the prune, VACUUM the pruned tables autovacuum does not
+  ${''.padEnd(32)} look after (auto, the default), all of them (always) or none (never)`;
 
 /** How each kind is named in the text report. */
 const KIND_NAMES: Record<PruneKind, string> = {
@@ -84,8 +92,10 @@ export async function runPruneCommand(
     PRUNE_BATCH.max,
   );
   let retention: RetentionPolicy;
+  let vacuum: VacuumMode | undefined;
   try {
     retention = retentionPolicy('prune', retentionFromEnv(env));
+    vacuum = vacuumFromEnv(env);
   } catch (error) {
     throw new CliError((error as Error).message, EXIT.usage);
   }
@@ -93,15 +103,20 @@ export async function runPruneCommand(
   const store = await openExistingStoreForCli(values.db);
   try {
     const report = await store.retention.prune({ dryRun, batchSize, retention });
-    out(values.json === true ? JSON.stringify(report, null, 2) : formatReport(report));
+    const vacuumed = dryRun ? [] : await store.retention.vacuum(report.removed, vacuum);
+    out(
+      values.json === true
+        ? JSON.stringify({ ...report, vacuumed }, null, 2)
+        : formatReport(report, vacuumed),
+    );
     return EXIT.ok;
   } finally {
     await store.close();
   }
 }
 
-/** The report as text: one line per kind, the counts aligned. */
-export function formatReport(report: PruneReport): string {
+/** The report as text: one line per kind, the counts aligned, then the tables vacuumed, if any. */
+export function formatReport(report: PruneReport, vacuumed: readonly string[] = []): string {
   const head = report.dryRun
     ? `dry run at ${new Date(report.now).toISOString()}: would remove (nothing removed)`
     : `pruned at ${new Date(report.now).toISOString()}: removed`;
@@ -109,5 +124,6 @@ export function formatReport(report: PruneReport): string {
   const lines = PRUNE_KINDS.map(
     (kind) => `  ${KIND_NAMES[kind].padEnd(20)} ${String(report.removed[kind]).padStart(width)}`,
   );
+  if (vacuumed.length > 0) lines.push(`vacuumed: ${vacuumed.join(', ')}`);
   return [head, ...lines].join('\n');
 }

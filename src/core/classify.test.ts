@@ -494,6 +494,20 @@ describe('classify: abort, timeout and programming errors', () => {
     expect(classify('weird')).toEqual(expected({ reason: 'string' }));
     expect(classify(undefined)).toEqual(expected({ reason: 'undefined' }));
   });
+
+  it('`unclassified` names the code of anything else, and of nothing recognized', () => {
+    const options = { unclassified: 'handler_failed' } as const;
+    expect(classify(new Error('weird'), options)).toEqual(
+      expected({ code: 'handler_failed', reason: 'Error' }),
+    );
+    expect(classify('weird', options)).toEqual(expected({ code: 'handler_failed', reason: 'string' }));
+    // Recognized failures keep their codes.
+    expect(classify(new TypeError('x is undefined'), options).code).toBe('internal_error');
+    expect(classify(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }), options).code).toBe(
+      'upstream_unavailable',
+    );
+    expect(classify(new BreakwaterError('circuit_open'), options).code).toBe('circuit_open');
+  });
 });
 
 describe('classify: BreakwaterError', () => {

@@ -41,6 +41,13 @@ export interface ClassifyOptions {
   idempotent?: boolean;
   /** "Now" in ms since the epoch, to read an HTTP-date `Retry-After` (default `Date.now()`). */
   nowMs?: number;
+  /**
+   * The code of a failure nothing above recognizes (a plain `Error`, a thrown string), still `transient`
+   * (default `upstream_unavailable`: around a call to a dependency, an unrecognised failure is most likely
+   * the dependency's). The job runner passes `handler_failed`: there the error comes from the handler's own
+   * code, and calling it the dependency's would send the operator looking in the wrong place.
+   */
+  unclassified?: ErrorCode;
 }
 
 /** Methods that are idempotent per RFC 9110, section 9.2.2. */
@@ -150,7 +157,7 @@ const FATAL_ERRORS = new Set([
  *   code) whose request may or may not have been written: written `undefined`, outcome `unknown` for a
  *   non-idempotent method; reason the code, or `fetch_failed`;
  * - TypeError, RangeError and other programming errors → `fatal`;
- * - anything else → transient `upstream_unavailable`.
+ * - anything else → transient `upstream_unavailable` (or `options.unclassified`).
  */
 export function classify(error: unknown, options: ClassifyOptions = {}): Classification {
   if (isBreakwaterError(error)) {
@@ -231,7 +238,8 @@ export function classify(error: unknown, options: ClassifyOptions = {}): Classif
   if (name !== undefined && FATAL_ERRORS.has(name)) {
     return result('fatal', 'internal_error', 'failed', undefined, name, options);
   }
-  return result('transient', 'upstream_unavailable', 'failed', undefined, name ?? typeof error, options);
+  const code = options.unclassified ?? 'upstream_unavailable';
+  return result('transient', code, 'failed', undefined, name ?? typeof error, options);
 }
 
 /**

@@ -13,7 +13,8 @@ import {
 
 /**
  * Every stable code with the kind and status docs/architecture.md#error-codes gives it (internal_error is the
- * non-Breakwater one; idempotency_key_invalid the malformed-header 400 of operations/).
+ * non-Breakwater one; handler_failed a job handler's unrecognised error; idempotency_key_invalid the
+ * malformed-header 400 of operations/).
  */
 const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
   timeout: ['transient', 504],
@@ -37,6 +38,7 @@ const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
   not_found: ['permanent', 404],
   canceled: ['permanent', 499],
   unauthorized: ['permanent', 401],
+  handler_failed: ['transient', 500],
   internal_error: ['fatal', 500],
 };
 
@@ -45,7 +47,7 @@ const CODES = Object.keys(ERROR_CODES) as ErrorCode[];
 describe('ERROR_CODES', () => {
   it('has exactly the codes of docs/architecture.md, in order', () => {
     expect(CODES).toEqual(Object.keys(EXPECTED));
-    expect(CODES).toHaveLength(22);
+    expect(CODES).toHaveLength(23);
   });
 
   it.each(CODES)('%s has its kind, status, a title and a sentence', (code) => {

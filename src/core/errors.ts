@@ -149,6 +149,13 @@ export const ERROR_CODES = {
     title: 'Unauthorized',
     sentence: 'The request is not authorized.',
   },
+  handler_failed: {
+    kind: 'transient',
+    status: 500,
+    title: 'Handler failed',
+    sentence:
+      'The task failed with an unexpected error in its own code, not because a service it depends on was unavailable; another try may work, but if it keeps failing it needs a fix.',
+  },
   internal_error: {
     kind: 'fatal',
     status: 500,

@@ -16,8 +16,8 @@ import { createDurableEventStore, mcpRoutes } from '../mcp/index.js';
 import { createJobs, type Jobs } from '../jobs/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { systemClock, type Clock } from '../core/index.js';
-import { startPruner, type Pruner, type RetentionPolicy } from '../store/index.js';
-import { pruneEveryFromEnv, retentionFromEnv } from './retention-env.js';
+import { startPruner, type Pruner, type RetentionPolicy, type VacuumMode } from '../store/index.js';
+import { pruneEveryFromEnv, retentionFromEnv, vacuumFromEnv } from './retention-env.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
 import { createRedisLimits, type AiGateway } from '../ai/index.js';
 import { setLogger } from '../core/index.js';
@@ -78,6 +78,12 @@ export interface GatewayOptions {
    * `BREAKWATER_RETAIN_*` variables of `env` (`retention-env.ts`), else `RETENTION_DEFAULTS`.
    */
   retention?: Partial<RetentionPolicy>;
+  /**
+   * What a prune makes reusable on PostgreSQL (default `$BREAKWATER_PRUNE_VACUUM`, else `auto`: a
+   * `VACUUM (SKIP_LOCKED)` of the pruned tables autovacuum does not look after; `always`; `never`). See
+   * `VacuumMode`.
+   */
+  pruneVacuum?: VacuumMode;
   clock?: Clock;
   env?: NodeJS.ProcessEnv;
   /**
@@ -166,7 +172,8 @@ export interface Gateway {
  * `/metrics`, the dashboard (`/`, `/admin/api/…`, behind the admin token or loopback-only) and the app's own
  * routes (`AppParts.routes`, see `mountAppRoutes`), starts the worker (unless `worker: false`) and listens.
  * @throws RangeError naming BREAKWATER_ADMIN_TOKEN when the admin token is too short, or the variable of a
- *   retention (`BREAKWATER_RETAIN_…`, `BREAKWATER_PRUNE_EVERY`) that is not a duration (nothing is opened);
+ *   retention (`BREAKWATER_RETAIN_…`, `BREAKWATER_PRUNE_EVERY`) that is not a duration, or of
+ *   `BREAKWATER_PRUNE_VACUUM` when it is not a vacuum mode (nothing is opened);
  *   RangeError naming the option for a bad `retention` or `pruneEveryMs`;
  *   RangeError with `code` `ERR_BREAKWATER_APP_ROUTES` for an app route at a path the gateway serves or a bad
  *   routes prefix (everything opened is closed again);
@@ -185,6 +192,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   checkAdminToken(token);
   const retention = options.retention ?? retentionFromEnv(env);
   const pruneEveryMs = options.pruneEveryMs ?? pruneEveryFromEnv(env) ?? GATEWAY_DEFAULTS.pruneEveryMs;
+  const pruneVacuum = options.pruneVacuum ?? vacuumFromEnv(env);
   const ownsStore = typeof options.store !== 'object';
   const store =
     typeof options.store === 'object' ? options.store : await openStore({ url: options.store, clock });
@@ -217,7 +225,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       env,
     });
     // Stopped before the store closes (cleanups run in reverse): a round in progress ends after its batch.
-    const pruner = startPruner({ store, clock, everyMs: pruneEveryMs, retention, onError: warnPruneFailed });
+    const pruner = startPruner({
+      store,
+      clock,
+      everyMs: pruneEveryMs,
+      retention,
+      vacuum: pruneVacuum,
+      onError: warnPruneFailed,
+    });
     cleanups.push(() => pruner.close());
     const { audit, operations } = operationsRuntime(store, clock, env, log, options.operationsCheckEveryMs);
     // Runs just before the store closes: records still queued are appended, not rejected.

@@ -3,7 +3,7 @@
  * prune`, so a prune by hand removes what the gateway would: one variable per retention, a duration
  * (`90s`, `30m`, `12h`, `7d`, or whole ms) or `forever`.
  */
-import type { RetentionPolicy } from '../store/index.js';
+import { VACUUM_MODES, type RetentionPolicy, type VacuumMode } from '../store/index.js';
 
 /** The variable of each retention. */
 export const RETENTION_ENV: Readonly<Record<keyof RetentionPolicy, string>> = {
@@ -16,6 +16,12 @@ export const RETENTION_ENV: Readonly<Record<keyof RetentionPolicy, string>> = {
 
 /** The variable of the gateway's time between two prunes (a duration as above; default 5 minutes). */
 export const PRUNE_EVERY_ENV = 'BREAKWATER_PRUNE_EVERY';
+
+/**
+ * The variable of what a prune makes reusable on PostgreSQL: `auto` (default: the tables autovacuum does not
+ * look after), `always` or `never` (`VacuumMode` in store/vacuum.ts).
+ */
+export const PRUNE_VACUUM_ENV = 'BREAKWATER_PRUNE_VACUUM';
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
@@ -61,4 +67,18 @@ export function pruneEveryFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   const ms = parseDuration(PRUNE_EVERY_ENV, value, false);
   if (ms === 0) throw new RangeError(`${PRUNE_EVERY_ENV} must be a duration above 0, got '${value}'`);
   return ms;
+}
+
+/**
+ * The vacuum mode set in `env` (undefined when unset or empty: the default, `auto`).
+ * @throws RangeError naming the variable when it is not `auto`, `always` or `never`.
+ */
+export function vacuumFromEnv(env: NodeJS.ProcessEnv): VacuumMode | undefined {
+  const value = env[PRUNE_VACUUM_ENV];
+  if (value === undefined || value.trim() === '') return undefined;
+  const mode = value.trim().toLowerCase();
+  if (!(VACUUM_MODES as readonly string[]).includes(mode)) {
+    throw new RangeError(`${PRUNE_VACUUM_ENV} must be one of ${VACUUM_MODES.join(', ')}, got '${value}'`);
+  }
+  return mode as VacuumMode;
 }

@@ -4,8 +4,9 @@
  * about the run's lifecycle.
  */
 import { SpanKind, SpanStatusCode, type Context, type Span } from '@opentelemetry/api';
-import { classify, errorFields, isBreakwaterError, type Log, type LogFields } from '../core/index.js';
+import { errorFields, isBreakwaterError, type Log, type LogFields } from '../core/index.js';
 import { tracer } from '../core/trace.js';
+import { classifyRunFailure } from './run-failure.js';
 import type { JobRecord } from '../store/index.js';
 import { readCarrier, runParent } from './carrier.js';
 import type { JobRunOutcome } from './types.js';
@@ -79,5 +80,5 @@ export function logRunEnd(
 
 /** A failure's code, as the job's stored error has it. */
 function codeOf(error: unknown): string {
-  return isBreakwaterError(error) ? error.code : classify(error).code;
+  return isBreakwaterError(error) ? error.code : classifyRunFailure(error).code;
 }

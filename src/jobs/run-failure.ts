@@ -2,7 +2,7 @@
  * How a failed run is written: the error the job keeps and, when it may be retried, when. Kept apart from
  * `run.ts`, which decides that a run failed.
  */
-import { classify, isBreakwaterError } from '../core/index.js';
+import { classify, isBreakwaterError, type Classification } from '../core/index.js';
 import type { Backoff } from '../policy/index.js';
 import type { JobError } from '../store/index.js';
 
@@ -45,7 +45,7 @@ export function failureOf(
   rules: RetryRules,
   now: number,
 ): FailurePlan {
-  const c = classify(cause, { nowMs: now });
+  const c = classifyRunFailure(cause, now);
   const error: JobError = {
     code: isBreakwaterError(cause) ? cause.code : c.code,
     message: messageOf(cause),
@@ -65,6 +65,16 @@ export function failureOf(
   const planned = rules.backoff.next(attempts, 0);
   const backoffAt = now + Math.ceil(Number.isFinite(planned) && planned > 0 ? planned : 0);
   return { error, runAt: Math.max(backoffAt, error.retryAt ?? backoffAt) };
+}
+
+/**
+ * How the runtime reads a run's failure: core's `classify`, except that an error nothing recognizes (a plain
+ * `Error`, a thrown string) is `handler_failed` (transient, so retried per the job's attempts and backoff)
+ * rather than `upstream_unavailable`: it came from the handler's own code, and naming a dependency would send
+ * the operator looking in the wrong place. `now`: ms since the epoch, to read an HTTP-date `Retry-After`.
+ */
+export function classifyRunFailure(cause: unknown, now?: number): Classification {
+  return classify(cause, { nowMs: now, unclassified: 'handler_failed' });
 }
 
 /**

@@ -391,7 +391,7 @@ describe('jobs worker', () => {
     await flush(h.clock);
     await h.clock.tickAsync(100);
     await flush(h.clock);
-    const error = { code: 'upstream_unavailable', message: 'still down', kind: 'transient' };
+    const error = { code: 'handler_failed', message: 'still down', kind: 'transient' };
     expect(await h.jobs.get(id)).toMatchObject({ status: 'failed', attempts: 2, error });
     const events = await h.store.events(id);
     expect(events.map((e) => e.type)).toEqual(['job.started', 'job.retrying', 'job.started', 'job.failed']);

@@ -96,6 +96,7 @@ export {
   type SizeKind,
   type StoreSize,
 } from './retention.js';
+export { VACUUM_DEFAULT, VACUUM_MODES, type VacuumMode } from './vacuum.js';
 export { PRUNER_DEFAULTS, startPruner, type PrunedStore, type Pruner, type PrunerOptions } from './pruner.js';
 export {
   openStore,

@@ -9,14 +9,20 @@ describe('startPruner', () => {
   const h = useFacetHarness(sqliteFacetBackend('breakwater-pruner'));
 
   /** The store with its prune calls counted: a round starts (on the fake clock) when `calls` grows. */
-  function counted(): PrunedStore & { calls: PruneOptions[] } {
+  function counted(): PrunedStore & { calls: PruneOptions[]; vacuums: [unknown, unknown][] } {
     const calls: PruneOptions[] = [];
+    const vacuums: [unknown, unknown][] = [];
     return {
       calls,
+      vacuums,
       counters: h.store.counters,
       pruneWatches: () => h.store.pruneWatches(),
       retention: {
         size: () => h.store.retention.size(),
+        vacuum: (removed, mode) => {
+          vacuums.push([removed, mode]);
+          return h.store.retention.vacuum(removed, mode);
+        },
         prune: (options) => {
           calls.push(options!);
           return h.store.retention.prune(options);
@@ -58,6 +64,8 @@ describe('startPruner', () => {
       expect(store.calls.length).toBe(1);
       const first = await reported;
       expect(first).toEqual(report(h.start + 2 * DAY_MS, { jobs: 1, jobEvents: 2 }, { jobs: 1 }));
+      // What it removed is then vacuumed where the store must (SQLite never: see store/vacuum.ts).
+      expect(store.vacuums).toEqual([[first.removed, 'auto']]);
       expect(pruner.lastReport).toBe(first);
       await expect.poll(() => pruner.size?.rows.jobs).toBe(1);
       expect(await jobs.ids()).toEqual([young]);
@@ -91,8 +99,15 @@ describe('startPruner', () => {
 
   it('runNow runs a round at once; close stops the rounds and aborts the prune in progress', async () => {
     const store = counted();
-    const pruner = startPruner({ store, clock: h.clock, retention: { streamEventsMs: 10 }, batchSize: 7 });
+    const pruner = startPruner({
+      store,
+      clock: h.clock,
+      retention: { streamEventsMs: 10 },
+      batchSize: 7,
+      vacuum: 'never',
+    });
     expect(await pruner.runNow()).toEqual(report(h.start));
+    expect(store.vacuums).toEqual([[report(h.start).removed, 'never']]);
     const [seen] = store.calls;
     expect(seen).toMatchObject({
       batchSize: 7,
@@ -129,6 +144,9 @@ describe('startPruner', () => {
     );
     expect(() => startPruner({ store: h.store, retention: { operationsMs: -5 } })).toThrow(
       'startPruner: retention.operationsMs must be an integer >= 0 or Infinity, got -5',
+    );
+    expect(() => startPruner({ store: h.store, vacuum: 'full' as never })).toThrow(
+      "startPruner: vacuum must be one of auto, always, never, got 'full'",
     );
     expect(() => startPruner({ store: {} as PrunedStore })).toThrow('startPruner: store must be a Store');
   });

@@ -18,6 +18,7 @@ import {
   type StoreSize,
 } from './retention.js';
 import type { Store } from './store.js';
+import { vacuumMode, type VacuumMode } from './vacuum.js';
 
 /** What a {@link Pruner} prunes and measures: a store's retention facet, its counters and its watches. */
 export type PrunedStore = Pick<Store, 'retention' | 'counters' | 'pruneWatches'>;
@@ -38,6 +39,11 @@ export interface PrunerOptions {
   retention?: Partial<RetentionPolicy>;
   /** Rows per batch (default 500; see `PruneOptions.batchSize`). */
   batchSize?: number;
+  /**
+   * After a prune that removed rows, what `store.retention.vacuum` makes reusable (default `auto`: on
+   * PostgreSQL, the tables autovacuum does not look after; see `VacuumMode`).
+   */
+  vacuum?: VacuumMode;
   /** A number in [0, 1) per wait (default `Math.random`; tests pass a fixed one). */
   random?: () => number;
   /** Hears each step that failed (the round goes on with the next; default: ignored). */
@@ -56,8 +62,8 @@ export interface Pruner {
   /** Hears every round's report. */
   onPruned(listener: (report: PruneReport) => void): Disposable;
   /**
-   * Runs a round now (after the one in progress, if any): prune, then the expired counters and the watches of
-   * ended jobs, then measure. Resolves with its report, undefined when the prune failed or the pruner stopped.
+   * Runs a round now (after the one in progress, if any): prune, vacuum what it removed (per `vacuum`), then
+   * the expired counters and the watches of ended jobs, then measure. Resolves with its report, undefined when the prune failed or the pruner stopped.
    */
   runNow(): Promise<PruneReport | undefined>;
   /** Stops: no more rounds; a round in progress stops after its current batch. Resolves once it has. Idempotent. */
@@ -67,7 +73,8 @@ export interface Pruner {
 /**
  * Starts pruning `store` in the background (docs/architecture.md#retention): one round after
  * each wait of about `everyMs`, on `clock`'s timers. A round is `store.retention.prune` with the options
- * given, then `counters.prune()` and `pruneWatches()`, then `retention.size()`; a failing step is passed to
+ * given, then `retention.vacuum` of what it removed (per `vacuum`), `counters.prune()` and `pruneWatches()`,
+ * then `retention.size()`; a failing step is passed to
  * `onError` and the round goes on. The size is measured once at start too, so it is known before the first
  * round. Rounds never overlap.
  * @throws RangeError naming a bad option.
@@ -87,6 +94,7 @@ export function startPruner(options: PrunerOptions): Pruner {
     min: PRUNE_BATCH.min,
     max: PRUNE_BATCH.max,
   });
+  const vacuum = vacuumMode(owner, options.vacuum);
   const random = optionalFn(owner, 'random', options.random) ?? Math.random;
   const onError = optionalFn(owner, 'onError', options.onError) ?? (() => undefined);
 
@@ -121,6 +129,7 @@ export function startPruner(options: PrunerOptions): Pruner {
       reports.emit(report);
     }
     if (stop.signal.aborted) return report;
+    if (report !== undefined) await step(() => store.retention.vacuum(report.removed, vacuum));
     await step(() => store.counters.prune());
     await step(() => store.pruneWatches());
     await measure();

@@ -7,6 +7,7 @@ import {
   type NumberRule,
 } from '../core/index.js';
 import { STREAM_EVENT_RETENTION_MS } from './stream-events.js';
+import { prunedTables, vacuumMode, type VacuumMode } from './vacuum.js';
 
 /**
  * The retention contract (docs/architecture.md#retention): what the store forgets, and when. A
@@ -165,6 +166,16 @@ export interface RetentionStore {
    * index: measure it now and then (the gateway does after each prune), not on every scrape.
    */
   size(): Promise<StoreSize>;
+
+  /**
+   * Makes the space of the rows a prune removed reusable where the store must do it itself (see
+   * {@link VacuumMode}; `mode` default `auto`): on PostgreSQL a `VACUUM (SKIP_LOCKED)` of each table that
+   * `removed` (a {@link PruneReport}'s counts) says lost rows and that the mode selects, one at a time; on
+   * SQLite nothing. Resolves with the tables vacuumed, in order.
+   * @throws RangeError naming `vacuum` for a mode that is not one of `auto`, `always`, `never`; the backend's
+   *   error when a `VACUUM` fails (the tables before it stay vacuumed).
+   */
+  vacuum(removed: Readonly<Record<PruneKind, number>>, mode?: VacuumMode): Promise<string[]>;
 }
 
 /** The cutoffs of one prune: a row older than its cutoff (strictly before it) goes. */
@@ -222,6 +233,11 @@ export interface RetentionBackend {
   operationsBatch(cutoff: number, limit: number): Promise<number>;
   countOperations(cutoff: number): Promise<number>;
   size(): Promise<StoreSize>;
+  /**
+   * Vacuums those of `tables` that `mode` selects (see {@link VacuumMode}); resolves with them. Absent: the
+   * backend reuses freed space by itself (SQLite).
+   */
+  vacuum?(tables: readonly string[], mode: Exclude<VacuumMode, 'never'>): Promise<string[]>;
 }
 
 const RETENTION_RULE: NumberRule = { ...NON_NEGATIVE, integer: true, infinity: true };
@@ -295,6 +311,15 @@ export function createRetention(
   return {
     prune: (options) => guard(() => prune(backend, clock, options)),
     size: () => guard(() => backend.size()),
+    vacuum: async (removed, mode) => {
+      const chosen = vacuumMode('retention.vacuum', mode);
+      const tables = prunedTables(removed);
+      return guard(async () =>
+        chosen === 'never' || tables.length === 0 || backend.vacuum === undefined
+          ? []
+          : backend.vacuum(tables, chosen),
+      );
+    },
   };
 }
 

@@ -241,8 +241,8 @@ describe('lines through the process logger', () => {
         attempt: 1,
         outcome: 'failed',
         duration_ms: expect.any(Number),
-        // The code the job's stored error has: core's classify reads a plain Error as a dependency failure.
-        code: 'upstream_unavailable',
+        // The code the job's stored error has: a plain Error from the handler is the handler's failure.
+        code: 'handler_failed',
         err: {
           type: 'Error',
           message: 'provider said: Authorization: Bearer [redacted] was refused',

@@ -67,6 +67,7 @@ describe('breakwater prune', () => {
       removed: { jobs: 0, jobEvents: 0, webhookInbox: 0, streamEvents: 0, idempotency: 0, operations: 0 },
       batches: { jobs: 0, streamEvents: 0, idempotency: 0, operations: 0 },
       complete: true,
+      vacuumed: [],
     });
     expect(Math.abs(report.now - Date.now())).toBeLessThan(60_000);
   });
@@ -139,6 +140,11 @@ describe('breakwater prune', () => {
     expect([variable.exitCode, variable.message]).toEqual([
       2,
       "BREAKWATER_RETAIN_JOBS must be a duration such as 90s, 30m, 12h or 7d, or forever, got 'a week'",
+    ]);
+    const vacuum = await refusal(['--db', db], { BREAKWATER_PRUNE_VACUUM: 'full' });
+    expect([vacuum.exitCode, vacuum.message]).toEqual([
+      2,
+      "BREAKWATER_PRUNE_VACUUM must be one of auto, always, never, got 'full'",
     ]);
     const missing = await refusal(['--db', `${db}.missing`]);
     expect(missing.exitCode).toBe(1);

@@ -41,6 +41,26 @@ export function createPostgresRetention(runner: PgRunner): RetentionStore {
     (await query(pool, sql, values)).rowCount ?? 0;
   const count = async (sql: string, values: unknown[]) => (await query<Count>(pool, sql, values)).rows[0]!.n;
 
+  /**
+   * Those of `tables` autovacuum does not look after, in their order: all of them when `autovacuum` or
+   * `track_counts` (autovacuum's only source of dead-row counts) is off on the server, else those whose
+   * `autovacuum_enabled` storage parameter is false.
+   */
+  const unattended = async (tables: readonly string[]): Promise<string[]> => {
+    const result = await pool.query<{ relname: string }>(
+      `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = $1 AND c.relname = ANY ($2::text[]) AND c.relkind = 'r'
+          AND (current_setting('autovacuum')::boolean = false
+               OR current_setting('track_counts')::boolean = false
+               OR EXISTS (SELECT 1 FROM unnest(c.reloptions) AS o(option)
+                           WHERE starts_with(o.option, 'autovacuum_enabled=')
+                             AND NOT substring(o.option FROM 20)::boolean))`,
+      [runner.schema, tables],
+    );
+    const found = new Set(result.rows.map((row) => row.relname));
+    return tables.filter((name) => found.has(name));
+  };
+
   const backend: RetentionBackend = {
     jobsBatch: (status, cutoff, inboxCutoff, from, limit) =>
       withTransaction(pool, async (client): Promise<JobsBatch> => {
@@ -123,6 +143,13 @@ export function createPostgresRetention(runner: PgRunner): RetentionStore {
       ),
     countOperations: (cutoff) =>
       count(`SELECT count(*) AS n FROM ${t('operations')} WHERE ${SETTLED}`, [ms(cutoff)]),
+    vacuum: async (tables, mode) => {
+      const chosen = mode === 'always' ? [...tables] : await unattended(tables);
+      // One table at a time, outside any transaction (VACUUM cannot run in one); SKIP_LOCKED: a table another
+      // vacuum holds is skipped, never waited for.
+      for (const name of chosen) await pool.query(`VACUUM (SKIP_LOCKED) ${t(name)}`);
+      return chosen;
+    },
     size: async () => {
       // One statement, one snapshot: every count and the bytes of the schema's tables (indexes and TOAST
       // included) as of the same moment.
