@@ -260,7 +260,12 @@ describe.skipIf(skipReason !== undefined)('the packed package, installed in a fr
       .split('\n')
       .map((file) => file.replace(/^package\//, ''));
     expect(files).toEqual(
-      expect.arrayContaining(['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts']),
+      expect.arrayContaining([
+        'package.json',
+        'README.md',
+        'dist/entries/index.js',
+        'dist/entries/index.d.ts',
+      ]),
     );
     expect(files).toContain('dist/cli/main.js');
     expect(files).toContain('web/index.html');
