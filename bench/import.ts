@@ -18,6 +18,9 @@ const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const dist = (entry: string): string => pathToFileURL(`${ROOT}dist/entries/${entry}.js`).href;
 
+/** The peers live in bench/node_modules (bench/package.json); everything else resolves from the root. */
+const PEERS = new Set(['cockatiel', 'opossum']);
+
 const TARGETS: { name: string; specifier: string }[] = [
   { name: 'breakwater', specifier: dist('index') },
   { name: 'cockatiel', specifier: 'cockatiel' },
@@ -51,7 +54,7 @@ async function sample(specifier: string): Promise<Sample> {
       heap: after.heapUsed, heapAdded: after.heapUsed - before.heapUsed,
     }));`;
   const { stdout } = await run(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
-    cwd: ROOT,
+    cwd: PEERS.has(specifier) ? `${ROOT}bench` : ROOT,
   });
   return JSON.parse(stdout) as Sample;
 }
