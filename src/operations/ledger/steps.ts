@@ -74,13 +74,7 @@ export class OperationSteps {
       if (!ended) return toResult(record, action, this.clock.now());
       running = this.driving.get(record.id);
     }
-    const run = this.driveAlone(action, record, signal, actor, caller);
-    this.driving.set(record.id, run);
-    try {
-      return await run;
-    } finally {
-      this.driving.delete(record.id);
-    }
+    return held(this.driving, record.id, this.driveAlone(action, record, signal, actor, caller));
   }
 
   private async driveAlone(
@@ -181,13 +175,7 @@ export class OperationSteps {
       const after = await this.reread(record);
       return { record: after, again: after.state === 'pending' };
     }
-    const lookup = this.lookupOnce(action, record, signal, actor, manual);
-    this.lookups.set(record.id, lookup);
-    try {
-      return await lookup;
-    } finally {
-      this.lookups.delete(record.id);
-    }
+    return held(this.lookups, record.id, this.lookupOnce(action, record, signal, actor, manual));
   }
 
   private async lookupOnce(
@@ -313,6 +301,16 @@ export class OperationSteps {
 
 /** The states {@link OperationLedger.onOutcome} reports: the outcomes of the result contract. */
 const OUTCOMES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'unknown']);
+
+/** `step`, listed under `id` in `running` until it ends, so that others join it instead of racing it. */
+async function held<T>(running: Map<string, Promise<unknown>>, id: string, step: Promise<T>): Promise<T> {
+  running.set(id, step);
+  try {
+    return await step;
+  } finally {
+    running.delete(id);
+  }
+}
 
 /** True once `running` has ended (either way), false if `signal` aborts first. Never rejects. */
 function endedOrAborted(running: Promise<unknown>, signal: AbortSignal): Promise<boolean> {
