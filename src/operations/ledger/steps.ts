@@ -308,7 +308,7 @@ async function held<T>(running: Map<string, Promise<unknown>>, id: string, step:
   try {
     return await step;
   } finally {
-    running.delete(id);
+    if (running.get(id) === step) running.delete(id);
   }
 }
 
