@@ -7,7 +7,7 @@
  * published declarations. The only network is the package registry (packages come from the local npm cache
  * when it has them); the whole file skips with a printed reason when the registry cannot be reached.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -23,6 +23,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, until, useCleanups } from '../e2e/support.js';
+import { startCommand, type RunningCommand as Running } from '../support/child.js';
 
 const defer = useCleanups();
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -129,44 +130,10 @@ async function succeed(
   return ran;
 }
 
-/** A long-running child whose stdout is read as it comes; killed after the test if still running. */
-interface Running {
-  child: ChildProcess;
-  stdout(): string;
-  stderr(): string;
-  /** The first match of `pattern` in stdout, once printed. */
-  waitFor(pattern: RegExp): Promise<RegExpMatchArray>;
-  exited: Promise<number | null>;
-}
-
+/** A long-running child in a process group of its own; killed with its children after the test. */
 function start(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Running {
-  // A process group of its own, as a shell's job: npx runs the command as its child, and both must go.
-  const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-  defer(async () => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      // the group has already ended
-    }
-    await exited;
-  });
-  return {
-    child,
-    stdout: () => out,
-    stderr: () => err,
-    exited,
-    async waitFor(pattern) {
-      await until(() => pattern.test(out) || child.exitCode !== null, `${pattern} in the output`, 40_000);
-      const match = pattern.exec(out);
-      if (match === null) throw new Error(`exited ${child.exitCode} without ${pattern}:\n${out}\n${err}`);
-      return match;
-    },
-  };
+  const running = startCommand(command, args, { cwd, env, group: true }, defer);
+  return { ...running, waitFor: (pattern) => running.waitFor(pattern, 40_000) };
 }
 
 /** Every file under `dir`, relative to it. */

@@ -39,3 +39,66 @@ export function spawnScript(
   });
   return { proc, exited, out: () => out, err: () => err };
 }
+
+/** A long-running command whose output is read as it comes (see {@link startCommand}). */
+export interface RunningCommand {
+  readonly child: ChildProcess;
+  /** The exit code once it has closed (null when a signal ended it). */
+  readonly exited: Promise<number | null>;
+  stdout(): string;
+  stderr(): string;
+  /** The first match of `pattern` in stdout once printed; rejects if it exits first or after `timeoutMs`. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+}
+
+/**
+ * Runs `command args` in `cwd` with exactly `env`, stdout and stderr collected. `group`: a process group of
+ * its own (as a shell's job), so that the cleanup `defer` receives (a SIGKILL if still running, then its
+ * close) also ends the children it spawned (npx runs the command as its child).
+ */
+export function startCommand(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; group?: boolean },
+  defer: (cleanup: () => unknown) => void,
+): RunningCommand {
+  const group = options.group === true;
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: group,
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  defer(async () => {
+    try {
+      if (group) process.kill(-child.pid!, 'SIGKILL');
+      else if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    } catch {
+      // it has already ended
+    }
+    await exited;
+  });
+  return {
+    child,
+    exited,
+    stdout: () => out,
+    stderr: () => err,
+    async waitFor(pattern, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const match = pattern.exec(out);
+        if (match !== null) return match;
+        if (child.exitCode !== null)
+          throw new Error(`exited ${child.exitCode} without ${pattern}:\n${out}\n${err}`);
+        if (Date.now() > deadline)
+          throw new Error(`timed out waiting for ${pattern} in the output:\n${out}\n${err}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
+  };
+}
