@@ -23,7 +23,8 @@
  * `bench/options-import.md`), and the package root must stay light. The schema mirrors zod's authoring
  * shape so a component that does use zod (ai/) reads the same.
  *
- * Plumbing for the other folders: exported from core's index, not from the package's public face.
+ * The schema builders are plumbing for the other folders (core's index only); `OptionsError` and
+ * `OptionProblem` are public (the package root), so callers can read every problem of a refused option set.
  */
 import { systemClock, type Clock } from './clock.js';
 

@@ -17,6 +17,8 @@ export {
   type ErrorCode,
   type ErrorKind,
   type ErrorOutcome,
+  OptionsError,
+  type OptionProblem,
   PROBLEM_CONTENT_TYPE,
   toProblem,
   retryAfterHeader,
