@@ -127,6 +127,29 @@ describe('store options: every bad option at once, naming the component', () => 
     );
   });
 
+  it('retention.prune: every bad option at once, before anything is read', async () => {
+    const store = await openSqliteStore({ path: ':memory:', clock: new FakeClock() });
+    try {
+      const e = await optionsError(() =>
+        store.retention.prune({
+          now: -1,
+          dryRun: 1 as never,
+          batchSize: 0,
+          retention: { webhookInboxMs: -Infinity },
+          signal: {} as never,
+        }),
+      );
+      expect([e.code, e.owner]).toEqual(['invalid_options', 'retention.prune']);
+      expect(e.message).toBe(
+        'retention.prune: now must be an integer >= 0, got -1; dryRun must be a boolean, got 1; batchSize ' +
+          'must be an integer in [1, 10000], got 0; retention.webhookInboxMs must be an integer >= 0 or ' +
+          'Infinity, got -Infinity; signal must be an AbortSignal, got an object',
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
   it('retentionPolicy: every bad retention at once, naming the caller; the rest over the defaults', async () => {
     const e = await optionsError(() =>
       retentionPolicy('prune', { jobsMs: -1, deadLettersMs: '1d' as never, streamEventsMs: 60_000 }),
