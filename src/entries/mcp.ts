@@ -22,6 +22,8 @@ export {
   createMcpServer,
   type BreakwaterMcpServer,
   type McpServerOptions,
+  MCP_SERVER_DEFAULTS,
+  MCP_ROUTES_DEFAULTS,
   mcpRoutes,
   type McpRoutes,
   type McpRoutesOptions,

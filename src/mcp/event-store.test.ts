@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BreakwaterError, FakeClock } from '../core/index.js';
+import { BreakwaterError, FakeClock, OptionsError } from '../core/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { type JobStore, type StreamEventStore } from '../store/index.js';
 import { createDurableEventStore } from './event-store.js';
@@ -192,6 +192,26 @@ describe('createDurableEventStore', () => {
     expect(() => createDurableEventStore(store, { replayPageSize: 1.5 })).toThrow(RangeError);
     expect(() => createDurableEventStore(store, { scope: '' })).toThrow(
       "createDurableEventStore: scope must be a non-empty string, got ''",
+    );
+    let error: unknown;
+    try {
+      createDurableEventStore(store, { scope: 7 as never, replayPageSize: 1001 });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(OptionsError);
+    const e = error as OptionsError;
+    expect([e.code, e.owner, e.problems.map((p) => [p.option, p.value])]).toEqual([
+      'invalid_options',
+      'createDurableEventStore',
+      [
+        ['scope', 7],
+        ['replayPageSize', 1001],
+      ],
+    ]);
+    expect(e.message).toBe(
+      'createDurableEventStore: scope must be a non-empty string, got 7; replayPageSize must be an integer ' +
+        'in [1, 1000], got 1001',
     );
   });
 });

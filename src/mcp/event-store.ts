@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { McpEventStore } from './sdk.js';
-import { BreakwaterError, POSITIVE_INTEGER, finite, nonEmptyString } from '../core/index.js';
+import { BreakwaterError, defineOptions, o } from '../core/index.js';
 import { STREAM_EVENTS_PAGE_MAX, type StreamEventStore } from '../store/index.js';
 
 // The SDK's names, through sdk.ts (the one file that imports the SDK).
@@ -28,6 +28,17 @@ export interface DurableEventStoreOptions {
 /** Defaults of {@link DurableEventStoreOptions}. */
 export const DURABLE_EVENT_STORE_DEFAULTS = { replayPageSize: STREAM_EVENTS_PAGE_MAX } as const;
 
+/** Checks {@link DurableEventStoreOptions} and applies {@link DURABLE_EVENT_STORE_DEFAULTS} (`scope` after). */
+const parseOptions = defineOptions<DurableEventStoreOptions>()('createDurableEventStore', {
+  scope: o.string().min(1).optional(),
+  replayPageSize: o
+    .number()
+    .int()
+    .min(1)
+    .max(STREAM_EVENTS_PAGE_MAX)
+    .default(DURABLE_EVENT_STORE_DEFAULTS.replayPageSize),
+});
+
 /**
  * The SDK's Streamable HTTP `EventStore` (resumability, MCP spec 2025-11-25 "Resumability and Redelivery")
  * on Breakwater's durable {@link StreamEventStore}: every message the transport sends on an SSE stream is
@@ -44,22 +55,17 @@ export const DURABLE_EVENT_STORE_DEFAULTS = { replayPageSize: STREAM_EVENTS_PAGE
  * Use one per transport (per session), with `scope` set to the session id. Events are kept until the
  * store's `pruneStreamEvents` deletes them (default 1 hour), which the server must call periodically.
  *
- * @throws RangeError naming the option when an option is invalid.
- * `replayEventsAfter` rejects with a `BreakwaterError` (`not_found`, 404) when the id is unknown or of
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createDurableEventStore`) naming every bad
+ *   option. `replayEventsAfter` rejects with a `BreakwaterError` (`not_found`, 404) when the id is unknown or of
  * another scope, or when its cursor is pruned mid-replay; store failures reject with the store's error.
  */
 export function createDurableEventStore(
   store: StreamEventStore,
   options: DurableEventStoreOptions = {},
 ): EventStore {
-  const owner = 'createDurableEventStore';
-  const scope = nonEmptyString(owner, 'scope', options.scope ?? randomUUID());
-  const pageSize = finite(
-    owner,
-    'replayPageSize',
-    options.replayPageSize ?? DURABLE_EVENT_STORE_DEFAULTS.replayPageSize,
-    { ...POSITIVE_INTEGER, max: STREAM_EVENTS_PAGE_MAX },
-  );
+  const parsed = parseOptions(options);
+  const scope = parsed.scope ?? randomUUID();
+  const pageSize = parsed.replayPageSize;
 
   /** The SDK's stream id of a stored stream, or undefined when the stream belongs to another scope. */
   const own = (storedId: string): StreamId | undefined => {

@@ -4,7 +4,7 @@ import { connect as netConnect } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { FakeClock } from '../core/index.js';
+import { FakeClock, OptionsError } from '../core/index.js';
 import { createJobs } from '../jobs/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { jobTool } from './job-tools.js';
@@ -338,4 +338,55 @@ describe('createMcpServer options', () => {
     );
     expect(() => mcpRoutes(base, { bodyLimitBytes: 0 })).toThrow(RangeError);
   });
+
+  it('reports every bad option at once in one OptionsError', () => {
+    const e = optionsErrorOf(() =>
+      createMcpServer({
+        name: '',
+        version: '1',
+        tools: [job, echo, echo],
+        maxSessions: 0,
+        taskPageSize: 1001,
+        logger: {} as never,
+        onError: 'log' as never,
+        publicUrl: '/relative',
+      }),
+    );
+    expect([e.code, e.owner, e.problems.map((p) => p.option)]).toEqual([
+      'invalid_options',
+      'createMcpServer',
+      ['name', 'taskPageSize', 'maxSessions', 'logger', 'onError', 'tools', 'jobs', 'store', 'publicUrl'],
+    ]);
+    expect(e.message).toBe(
+      "createMcpServer: name must be a non-empty string, got ''; taskPageSize must be an integer in [1, 1000], " +
+        'got 1001; maxSessions must be an integer >= 1, got 0; logger must be a pino-compatible logger with ' +
+        "info, warn and error methods, got an object; onError must be a function, got 'log'; tools must be " +
+        "tools with unique names, got 'echo'; jobs must be a Jobs runtime (there are job tools), got " +
+        'undefined; store must be the JobStore of jobs, got undefined; publicUrl must be an absolute http(s) ' +
+        "URL, got '/relative'",
+    );
+    // A tool of the app may not take the name of a job status tool.
+    const clash = resilientTool({ name: 'cancel_job', description: 'd', inputSchema: {}, handler: () => 1 });
+    expect(() =>
+      createMcpServer({ name: 'n', version: '1', tools: [job, clash], publicUrl: 'http://gw' }),
+    ).toThrow("createMcpServer: tools must be tools with unique names, got 'cancel_job'");
+    const routes = optionsErrorOf(() =>
+      mcpRoutes({ name: 'n', version: '1', tools: [] }, { path: '', bodyLimitBytes: 0 }),
+    );
+    expect([routes.owner, routes.message]).toEqual([
+      'mcpRoutes',
+      "mcpRoutes: path must be a non-empty string, got ''; bodyLimitBytes must be an integer >= 1, got 0",
+    ]);
+  });
 });
+
+/** The OptionsError `make` throws. */
+function optionsErrorOf(make: () => unknown): OptionsError {
+  try {
+    make();
+  } catch (error) {
+    expect(error).toBeInstanceOf(OptionsError);
+    return error as OptionsError;
+  }
+  throw new Error('expected an OptionsError');
+}

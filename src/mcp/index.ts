@@ -18,7 +18,8 @@ export {
 export { jobTool, type JobToolDefinition } from './job-tools.js';
 export { errorResult, successResult, toolErrorInfo, type ErrorResultOptions } from './results.js';
 export { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
-export { mcpRoutes, type McpRoutes, type McpRoutesOptions } from './routes.js';
+export { MCP_SERVER_DEFAULTS } from './options.js';
+export { MCP_ROUTES_DEFAULTS, mcpRoutes, type McpRoutes, type McpRoutesOptions } from './routes.js';
 export { JobTaskStore, TASK_STORE_DEFAULTS, taskStatus } from './task-store.js';
 export type { McpEventStore } from './sdk.js';
 export {

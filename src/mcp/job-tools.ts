@@ -1,17 +1,11 @@
 import { z } from 'zod';
-import {
-  BreakwaterError,
-  invalidOption,
-  nonEmptyString,
-  optionalFn,
-  optionalObject,
-  type Clock,
-} from '../core/index.js';
+import { BreakwaterError, defineOptions, invalidOption, o, type Clock } from '../core/index.js';
 import { callerPrincipal, jobPaths, jobVisibleTo, type EnqueueOptions, type Jobs } from '../jobs/index.js';
 import type { JobEvent, JobRecord, JobStore } from '../store/index.js';
 import { jobErrorInfo, successResult } from './results.js';
 import {
   resilientTool,
+  TOOL_BASE_SHAPE,
   toolBase,
   type JobTool,
   type SyncTool,
@@ -45,26 +39,38 @@ export interface JobToolDefinition<I extends ToolInput> extends ToolBaseDefiniti
  * whose id is the job id and whose result (`tasks/result`) is the job's result as a tool result.
  * The enqueue itself runs under the tool's deadline (default 10 s) like any resilient tool.
  *
- * @throws RangeError at definition for a bad name, description, deadline, schema, `jobType` or callback.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `jobTool`) at definition, naming every bad
+ *   option: name, description, deadline, schema, `jobType`, `enqueueOptions` or a callback.
  */
 export function jobTool<I extends ToolInput>(definition: JobToolDefinition<I>): JobTool {
-  const owner = 'jobTool';
-  const jobType = nonEmptyString(owner, 'jobType', definition.jobType);
-  optionalFn(owner, 'toPayload', definition.toPayload);
-  optionalFn(owner, 'toResult', definition.toResult);
-  optionalFn(owner, 'toText', definition.toText);
-  const enqueueOptions = definition.enqueueOptions;
-  if (typeof enqueueOptions !== 'function') optionalObject(owner, 'enqueueOptions', enqueueOptions);
+  const parsed = parseJobTool(definition as unknown as JobToolDefinition<ToolInput>);
   return {
     kind: 'job',
-    ...toolBase(owner, definition, { taskSupport: 'optional' }),
-    jobType,
-    toPayload: (definition.toPayload ?? ((args: unknown) => args)) as JobTool['toPayload'],
-    enqueueOptions: enqueueOptions as JobTool['enqueueOptions'],
-    toResult: definition.toResult as JobTool['toResult'],
-    toText: definition.toText as JobTool['toText'],
+    ...toolBase(parsed, { taskSupport: 'optional' }),
+    jobType: parsed.jobType,
+    toPayload: (parsed.toPayload ?? ((args: unknown) => args)) as JobTool['toPayload'],
+    enqueueOptions: parsed.enqueueOptions as JobTool['enqueueOptions'],
+    toResult: parsed.toResult as JobTool['toResult'],
+    toText: parsed.toText as JobTool['toText'],
   };
 }
+
+type AnyFn = (...args: never[]) => unknown;
+
+/** Checks a {@link JobToolDefinition}, every bad option at once. */
+const parseJobTool = defineOptions<JobToolDefinition<ToolInput>>()('jobTool', {
+  ...TOOL_BASE_SHAPE,
+  jobType: o.string().min(1),
+  toPayload: o.fn<AnyFn>().optional(),
+  enqueueOptions: o
+    .custom<EnqueueOptions | AnyFn>(
+      (v) => typeof v === 'function' || (typeof v === 'object' && v !== null && !Array.isArray(v)),
+      'EnqueueOptions or a function (args) => EnqueueOptions',
+    )
+    .optional(),
+  toResult: o.fn<AnyFn>().optional(),
+  toText: o.fn<AnyFn>().optional(),
+});
 
 /** Where the job endpoints are: `${publicUrl}/jobs/:id` and `${publicUrl}/jobs/:id/events`. */
 export interface JobUrls {
@@ -72,19 +78,25 @@ export interface JobUrls {
   events(id: string): string;
 }
 
+/** True for an absolute `http:` or `https:` URL. */
+export function isHttpUrl(value: unknown): value is string {
+  if (typeof value !== 'string' || value === '') return false;
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
 /**
- * The job URLs under `publicUrl` (an absolute http(s) URL; a path prefix is kept, a trailing slash dropped).
- * @throws RangeError naming `publicUrl` when it is not an absolute http(s) URL.
+ * The job URLs under `publicUrl` (an absolute http(s) URL, see {@link isHttpUrl}; a path prefix is kept, a
+ * trailing slash dropped).
+ * @throws OptionsError naming `owner` and `publicUrl` when it is not an absolute http(s) URL.
  */
 export function jobUrls(owner: string, publicUrl: unknown): JobUrls {
-  let base: string;
-  try {
-    const url = new URL(nonEmptyString(owner, 'publicUrl', publicUrl));
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
-    base = url.href.replace(/\/+$/, '');
-  } catch {
-    throw invalidOption(owner, 'publicUrl', 'an absolute http(s) URL', publicUrl);
-  }
+  if (!isHttpUrl(publicUrl)) throw invalidOption(owner, 'publicUrl', 'an absolute http(s) URL', publicUrl);
+  const base = new URL(publicUrl).href.replace(/\/+$/, '');
   return {
     status: (id) => `${base}${jobPaths(id).status}`,
     events: (id) => `${base}${jobPaths(id).events}`,

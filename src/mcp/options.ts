@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { finite, POSITIVE_INTEGER, type Clock, type Logger } from '../core/index.js';
+import { defineOptions, o, type Clock, type Logger } from '../core/index.js';
 import type { Jobs } from '../jobs/index.js';
 import type { JobStore } from '../store/index.js';
 import type { McpEventStore } from './sdk.js';
+import { isHttpUrl } from './job-tools.js';
 import { SESSION_DEFAULTS } from './sessions.js';
-import type { JobTaskStore } from './task-store.js';
+import { TASK_STORE_DEFAULTS, type JobTaskStore } from './task-store.js';
 import type { McpTool } from './tool.js';
 
-/** Options of {@link createMcpServer}; validated at construction (RangeError naming the option). */
+/** Options of {@link createMcpServer}; validated at construction (an OptionsError names every bad option). */
 export interface McpServerOptions {
   /** Server name and version sent in `initialize` (non-empty). */
   name: string;
@@ -90,22 +91,63 @@ export interface BreakwaterMcpServer {
   close(): Promise<void>;
 }
 
-/** The session options of {@link McpServerOptions}, validated, defaults applied. */
-export interface ResolvedSessionOptions {
-  maxSessions: number;
-  maxSessionsPerPrincipal: number;
-  sessionIdleMs: number;
-  unusedSessionMs: number;
-}
+/** Defaults of {@link McpServerOptions}. */
+export const MCP_SERVER_DEFAULTS = {
+  jobStatusTools: true,
+  taskPollIntervalMs: TASK_STORE_DEFAULTS.pollIntervalMs,
+  taskPageSize: TASK_STORE_DEFAULTS.pageSize,
+  ...SESSION_DEFAULTS,
+} as const;
 
-/** @throws RangeError naming the option (`createMcpServer: maxSessions must be ...`). */
-export function resolveSessionOptions(owner: string, options: McpServerOptions): ResolvedSessionOptions {
-  const int = (name: keyof ResolvedSessionOptions): number =>
-    finite(owner, name, options[name] ?? SESSION_DEFAULTS[name], POSITIVE_INTEGER);
-  return {
-    maxSessions: int('maxSessions'),
-    maxSessionsPerPrincipal: int('maxSessionsPerPrincipal'),
-    sessionIdleMs: int('sessionIdleMs'),
-    unusedSessionMs: int('unusedSessionMs'),
-  };
-}
+/** Names of the tools added with job tools (`jobStatusTools`); a tool of the app may not take them. */
+export const JOB_STATUS_TOOL_NAMES = ['get_job_status', 'cancel_job'] as const;
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Checks {@link McpServerOptions} and applies {@link MCP_SERVER_DEFAULTS}. */
+export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
+  'createMcpServer',
+  {
+    name: o.string().min(1),
+    version: o.string().min(1),
+    instructions: o.string().optional(),
+    tools: o.custom<readonly McpTool[]>(Array.isArray, 'an array of tools'),
+    // Required with job tools (the check below); they are the jobs runtime and its store, made elsewhere.
+    jobs: o.any<Jobs | undefined>(),
+    store: o.any<JobStore | undefined>(),
+    publicUrl: o.any<string | undefined>(),
+    eventStore: o
+      .custom<McpServerOptions['eventStore']>(
+        (v) => typeof v === 'function' || (isObject(v) && typeof v.storeEvent === 'function'),
+        'an EventStore or a function (sessionId) => EventStore',
+      )
+      .optional(),
+    jobStatusTools: o.boolean().default(MCP_SERVER_DEFAULTS.jobStatusTools),
+    taskPollIntervalMs: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.taskPollIntervalMs),
+    taskPageSize: o.number().int().min(1).max(1000).default(MCP_SERVER_DEFAULTS.taskPageSize),
+    maxSessions: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxSessions),
+    maxSessionsPerPrincipal: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxSessionsPerPrincipal),
+    sessionIdleMs: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.sessionIdleMs),
+    unusedSessionMs: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.unusedSessionMs),
+    clock: o.clock(),
+    logger: o
+      .methods<Logger>('a pino-compatible logger with info, warn and error methods', 'info', 'warn', 'error')
+      .optional(),
+    onError: o.fn<NonNullable<McpServerOptions['onError']>>().optional(),
+  },
+  ({ tools, jobs, store, publicUrl, jobStatusTools }, report) => {
+    if (!Array.isArray(tools)) return;
+    const bad = tools.find((t: unknown) => !isObject(t) || (t.kind !== 'sync' && t.kind !== 'job'));
+    if (bad !== undefined) return report('tools', 'tools made by resilientTool or jobTool', bad);
+    const withJobs = tools.some((tool) => tool.kind === 'job');
+    const names = tools.map((tool) => tool.name);
+    if (withJobs && jobStatusTools === true) names.push(...JOB_STATUS_TOOL_NAMES);
+    const twice = names.find((name, i) => names.indexOf(name) !== i);
+    if (twice !== undefined) report('tools', 'tools with unique names', twice);
+    if (!withJobs) return;
+    if (jobs === undefined) report('jobs', 'a Jobs runtime (there are job tools)', jobs);
+    if (store === undefined) report('store', 'the JobStore of jobs', store);
+    if (!isHttpUrl(publicUrl)) report('publicUrl', 'an absolute http(s) URL', publicUrl);
+  },
+);

@@ -1,11 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
-  finite,
+  defineOptions,
   isBreakwaterError,
   isRequestTimeout,
   jsonDepthExceeds,
-  nonEmptyString,
-  POSITIVE_INTEGER,
+  o,
   PrincipalContext,
   tooDeep,
   type BreakwaterError,
@@ -21,7 +20,7 @@ import {
 import { callerPrincipal } from '../jobs/index.js';
 import { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 
-/** Options of {@link mcpRoutes}. */
+/** Options of {@link mcpRoutes}; validated at once (an OptionsError names every bad option). */
 export interface McpRoutesOptions {
   /** The endpoint's path (default `/mcp`). */
   path?: string;
@@ -32,8 +31,17 @@ export interface McpRoutesOptions {
 /** The route registrar {@link mcpRoutes} returns, with the server it serves. */
 export type McpRoutes = ((app: FastifyInstance) => void) & { readonly server: BreakwaterMcpServer };
 
-/** Default largest POST body: the SDK's own limit when it reads bodies itself (4 MiB). */
-const DEFAULT_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+/**
+ * Defaults of {@link McpRoutesOptions}; the largest POST body is the SDK's own limit when it reads bodies
+ * itself (4 MiB).
+ */
+export const MCP_ROUTES_DEFAULTS = { path: '/mcp', bodyLimitBytes: 4 * 1024 * 1024 } as const;
+
+/** Checks {@link McpRoutesOptions} and applies {@link MCP_ROUTES_DEFAULTS}. */
+const parseOptions = defineOptions<McpRoutesOptions>()('mcpRoutes', {
+  path: o.string().min(1).default(MCP_ROUTES_DEFAULTS.path),
+  bodyLimitBytes: o.number().int().min(1).default(MCP_ROUTES_DEFAULTS.bodyLimitBytes),
+});
 
 /**
  * The MCP endpoint as Fastify routes: `POST`, `GET` and `DELETE` on `path` (Streamable HTTP, MCP
@@ -50,20 +58,14 @@ const DEFAULT_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
  * ```
  *
  * @param server a server from `createMcpServer`, or its options (one is created).
- * @throws RangeError naming the option for a bad option (of the routes or of `createMcpServer`).
+ * @throws OptionsError (`RangeError`, `invalid_options`) naming every bad option, owner `mcpRoutes` or
+ *   `createMcpServer`.
  */
 export function mcpRoutes(
   server: BreakwaterMcpServer | McpServerOptions,
   options: McpRoutesOptions = {},
 ): McpRoutes {
-  const owner = 'mcpRoutes';
-  const path = nonEmptyString(owner, 'path', options.path ?? '/mcp');
-  const bodyLimit = finite(
-    owner,
-    'bodyLimitBytes',
-    options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    POSITIVE_INTEGER,
-  );
+  const { path, bodyLimitBytes: bodyLimit } = parseOptions(options);
   const mcp: BreakwaterMcpServer = isServer(server) ? server : createMcpServer(server);
 
   const scopedTools = new Map(

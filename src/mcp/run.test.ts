@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BreakwaterError, Deadline, FakeClock, isBreakwaterError } from '../core/index.js';
+import { BreakwaterError, Deadline, FakeClock, isBreakwaterError, OptionsError } from '../core/index.js';
 import {
   correlationIdFrom,
   runUnderDeadline,
@@ -8,6 +8,7 @@ import {
   type ProgressParams,
   type Settled,
 } from './run.js';
+import { jobTool } from './job-tools.js';
 import { resilientTool, type ToolContext } from './tool.js';
 
 const tool = (deadlineMs = 200, readOnlyHint?: boolean) =>
@@ -217,6 +218,50 @@ describe('tool definitions', () => {
     );
   });
 
+  it('reports every bad option of a definition at once in one OptionsError', () => {
+    const sync = optionsErrorOf(() =>
+      resilientTool({
+        name: 'has space',
+        title: '',
+        description: '',
+        inputSchema: { a: 'string', b: z.string(), c: 1 } as never,
+        deadlineMs: 0,
+        handler: undefined as never,
+        toText: 'x' as never,
+      }),
+    );
+    expect([sync.code, sync.owner, sync.problems.map((p) => p.option)]).toEqual([
+      'invalid_options',
+      'resilientTool',
+      ['name', 'title', 'description', 'inputSchema.a', 'inputSchema.c', 'deadlineMs', 'handler', 'toText'],
+    ]);
+    expect(sync.message).toBe(
+      "resilientTool: name must be 1 to 128 of A-Z a-z 0-9 _ - ., got 'has space'; title must be a non-empty " +
+        "string, got ''; description must be a non-empty string, got ''; inputSchema.a must be a zod schema, " +
+        "got 'string'; inputSchema.c must be a zod schema, got 1; deadlineMs must be an integer in [1, 30000], " +
+        "got 0; handler must be a function, got undefined; toText must be a function, got 'x'",
+    );
+    const job = optionsErrorOf(() =>
+      jobTool({
+        name: 'ok',
+        description: 'd',
+        inputSchema: z.string() as never,
+        jobType: '',
+        enqueueOptions: 3 as never,
+        toResult: {} as never,
+      }),
+    );
+    expect([job.owner, job.problems.map((p) => p.option)]).toEqual([
+      'jobTool',
+      ['inputSchema', 'jobType', 'enqueueOptions', 'toResult'],
+    ]);
+    expect(job.message).toBe(
+      'jobTool: inputSchema must be an object schema (JSON Schema type "object"), got an object; jobType ' +
+        "must be a non-empty string, got ''; enqueueOptions must be EnqueueOptions or a function (args) => " +
+        'EnqueueOptions, got 3; toResult must be a function, got an object',
+    );
+  });
+
   it('lists a shape and the same object schema alike', () => {
     const shape = resilientTool({ ...base, inputSchema: { a: z.number().describe('an a') } });
     const object = resilientTool({ ...base, inputSchema: z.object({ a: z.number().describe('an a') }) });
@@ -232,3 +277,14 @@ describe('tool definitions', () => {
     });
   });
 });
+
+/** The OptionsError `make` throws. */
+function optionsErrorOf(make: () => unknown): OptionsError {
+  try {
+    make();
+  } catch (error) {
+    expect(error).toBeInstanceOf(OptionsError);
+    return error as OptionsError;
+  }
+  throw new Error('expected an OptionsError');
+}

@@ -1,17 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  BreakwaterError,
-  clockOption,
-  finite,
-  invalidOption,
-  Log,
-  loggerOption,
-  nonEmptyString,
-  optionalFn,
-  POSITIVE_INTEGER,
-  PrincipalContext,
-  type Disposable,
-} from '../core/index.js';
+import { BreakwaterError, Log, PrincipalContext, type Disposable } from '../core/index.js';
 import {
   cancelJobTool,
   enqueueFor,
@@ -25,14 +13,8 @@ import { summarizeResult, summarizeTask, ToolCallObserver } from './observe.js';
 import { forwardJobProgress } from './progress.js';
 import { errorResult, successResult, toolErrorInfo } from './results.js';
 import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
-import {
-  openSdkSession,
-  type McpEventStore,
-  type SdkHandlers,
-  type SdkSession,
-  type SdkToolCall,
-} from './sdk.js';
-import { isTerminalTask, JobTaskStore, TASK_STORE_DEFAULTS } from './task-store.js';
+import { openSdkSession, type SdkHandlers, type SdkSession, type SdkToolCall } from './sdk.js';
+import { isTerminalTask, JobTaskStore } from './task-store.js';
 import { parseArgs, type JobTool, type McpTool, type SyncTool } from './tool.js';
 import {
   McpProtocolError,
@@ -42,7 +24,12 @@ import {
   type ToolResult,
 } from './types.js';
 import { SessionTable, type Session } from './sessions.js';
-import { resolveSessionOptions, type BreakwaterMcpServer, type McpServerOptions } from './options.js';
+import {
+  JOB_STATUS_TOOL_NAMES,
+  parseMcpServerOptions,
+  type BreakwaterMcpServer,
+  type McpServerOptions,
+} from './options.js';
 
 export type { BreakwaterMcpServer, McpServerOptions };
 
@@ -55,66 +42,42 @@ export type { BreakwaterMcpServer, McpServerOptions };
  * client sent) and a `LogContext` with its `correlation_id` and `tool`, logged when it starts and ends
  * (see `observe.ts`).
  *
- * @throws RangeError naming the option: a bad option, a duplicate tool name, a job tool without `jobs`,
- *   `store` or `publicUrl`.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createMcpServer`) naming every bad option: a
+ *   bad option, a thing that is not a tool, a duplicate tool name, a job tool without `jobs`, `store` or an
+ *   http(s) `publicUrl`.
  */
 export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer {
   const owner = 'createMcpServer';
-  const name = nonEmptyString(owner, 'name', options.name);
-  const version = nonEmptyString(owner, 'version', options.version);
-  const clock = clockOption(owner, options.clock);
-  const observer = new ToolCallObserver(new Log(loggerOption(owner, 'logger', options.logger)), clock);
-  optionalFn(owner, 'onError', options.onError);
-  if (options.eventStore !== undefined && typeof options.eventStore !== 'function') {
-    const store = options.eventStore as Partial<McpEventStore> | null;
-    if (typeof store !== 'object' || store === null || typeof store.storeEvent !== 'function') {
-      throw invalidOption(
-        owner,
-        'eventStore',
-        'an EventStore or a function (sessionId) => EventStore',
-        store,
-      );
-    }
-  }
-  if (!Array.isArray(options.tools)) throw invalidOption(owner, 'tools', 'an array of tools', options.tools);
-  const sessionOptions = resolveSessionOptions(owner, options);
-  const pollIntervalMs = finite(
-    owner,
-    'taskPollIntervalMs',
-    options.taskPollIntervalMs ?? TASK_STORE_DEFAULTS.pollIntervalMs,
-    POSITIVE_INTEGER,
-  );
-  const pageSize = finite(owner, 'taskPageSize', options.taskPageSize ?? TASK_STORE_DEFAULTS.pageSize, {
-    ...POSITIVE_INTEGER,
-    max: 1000,
-  });
+  const config = parseMcpServerOptions(options);
+  const { name, version, clock, taskPollIntervalMs: pollIntervalMs, taskPageSize: pageSize } = config;
+  const observer = new ToolCallObserver(new Log(config.logger), clock);
+  const sessionOptions = {
+    maxSessions: config.maxSessions,
+    maxSessionsPerPrincipal: config.maxSessionsPerPrincipal,
+    sessionIdleMs: config.sessionIdleMs,
+    unusedSessionMs: config.unusedSessionMs,
+  };
 
-  const jobTools = options.tools.filter((tool): tool is JobTool => tool.kind === 'job');
+  const jobTools = config.tools.filter((tool): tool is JobTool => tool.kind === 'job');
   let deps: JobToolDeps | undefined;
-  const tools: McpTool[] = [...options.tools];
+  const tools: McpTool[] = [...config.tools];
+  // The parser checked the tools (kinds, unique names) and, with job tools, jobs, store and publicUrl.
   if (jobTools.length > 0) {
-    if (options.jobs === undefined)
-      throw invalidOption(owner, 'jobs', 'a Jobs runtime (there are job tools)', undefined);
-    if (options.store === undefined) throw invalidOption(owner, 'store', 'the JobStore of jobs', undefined);
     const byType = new Map<string, JobTool>();
     for (const tool of jobTools) if (!byType.has(tool.jobType)) byType.set(tool.jobType, tool);
     deps = {
-      jobs: options.jobs,
-      store: options.store,
-      urls: jobUrls(owner, options.publicUrl),
+      jobs: config.jobs!,
+      store: config.store!,
+      urls: jobUrls(owner, config.publicUrl),
       byType,
       clock,
     };
-    if (options.jobStatusTools ?? true) tools.push(getJobStatusTool(deps), cancelJobTool(deps));
-  }
-  const byName = new Map<string, McpTool>();
-  for (const tool of tools) {
-    if (typeof tool !== 'object' || tool === null || (tool.kind !== 'sync' && tool.kind !== 'job')) {
-      throw invalidOption(owner, 'tools', 'tools made by resilientTool or jobTool', tool);
+    if (config.jobStatusTools) {
+      const [status, cancel] = JOB_STATUS_TOOL_NAMES;
+      tools.push(getJobStatusTool(deps, status), cancelJobTool(deps, cancel));
     }
-    if (byName.has(tool.name)) throw invalidOption(owner, 'tools', 'tools with unique names', tool.name);
-    byName.set(tool.name, tool);
   }
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const listings = tools.map((tool) => tool.listing);
   const taskStore =
     deps === undefined
@@ -130,9 +93,9 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     error: unknown,
     context: { tool?: string; correlationId?: string; sessionId?: string },
   ): void => {
-    if (options.onError !== undefined) {
+    if (config.onError !== undefined) {
       try {
-        options.onError(error, context);
+        config.onError(error, context);
       } catch {
         // A failing logger must not break a tool call.
       }
@@ -299,18 +262,18 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     open: (session, onInitialized, onClosed) => {
       const sessionId = randomUUID();
       const eventStore =
-        typeof options.eventStore === 'function' ? options.eventStore(sessionId) : options.eventStore;
+        typeof config.eventStore === 'function' ? config.eventStore(sessionId) : config.eventStore;
       return openSdkSession({
         sessionId,
         name,
         version,
-        instructions: options.instructions,
+        instructions: config.instructions,
         handlers: handlersFor(session),
         eventStore,
         onInitialized,
         onClosed,
         // Transport errors are mostly clients' bad requests (already answered): only a given hook hears them.
-        onError: (error) => options.onError?.(error, { sessionId }),
+        onError: (error) => config.onError?.(error, { sessionId }),
       });
     },
   });

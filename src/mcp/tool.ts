@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { finite, invalidOption, nonEmptyString, optionalFn, POSITIVE_INTEGER } from '../core/index.js';
+import { defineOptions, o, Schema, type OptionProblem, type Parsed } from '../core/index.js';
 import { requiredScopesFor } from '../http/index.js';
 import type { EnqueueOptions } from '../jobs/index.js';
 import type { ToolAnnotations, ToolListing } from './types.js';
@@ -111,21 +111,19 @@ export interface ResilientToolDefinition<I extends ToolInput, R = unknown> {
  * sentence in `content` and `structuredContent.error` (see `results.ts`). The deadline does not wait for a
  * handler that ignores its signal. A success is `{ content: [{ type: 'text', text }], structuredContent }`.
  *
- * @throws RangeError at definition for a bad name, an empty description, a `deadlineMs` that is not an integer
- *   in [1, 30 000], an input schema that is not an object schema, or a handler that is not a function.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `resilientTool`) at definition, naming every bad
+ *   option: a bad name, an empty description or title, a `deadlineMs` that is not an integer in [1, 30 000],
+ *   an input schema that is not an object schema, a handler or `toText` that is not a function.
  */
 export function resilientTool<I extends ToolInput, R = unknown>(
   definition: ResilientToolDefinition<I, R>,
 ): SyncTool {
-  const owner = 'resilientTool';
-  if (typeof definition.handler !== 'function')
-    throw invalidOption(owner, 'handler', 'a function', definition.handler);
-  optionalFn(owner, 'toText', definition.toText);
+  const parsed = parseResilientTool(definition as unknown as ResilientToolDefinition<ToolInput>);
   return {
     kind: 'sync',
-    ...toolBase(owner, definition, undefined),
-    handler: definition.handler as SyncTool['handler'],
-    toText: definition.toText as SyncTool['toText'],
+    ...toolBase(parsed, undefined),
+    handler: parsed.handler as SyncTool['handler'],
+    toText: parsed.toText as SyncTool['toText'],
   };
 }
 
@@ -146,36 +144,71 @@ export interface ToolBaseDefinition {
   scopes?: readonly string[];
 }
 
-/**
- * Validates and normalises the common part of a definition.
- * @throws RangeError naming `owner` and the option.
- */
-export function toolBase(
-  owner: string,
-  definition: ToolBaseDefinition,
-  execution: ToolListing['execution'],
-): ToolBase {
-  const name = nonEmptyString(owner, 'name', definition.name);
-  if (!TOOL_NAME.test(name)) throw invalidOption(owner, 'name', '1 to 128 of A-Z a-z 0-9 _ - .', name);
-  const description = nonEmptyString(owner, 'description', definition.description);
-  if (definition.title !== undefined) nonEmptyString(owner, 'title', definition.title);
-  const deadlineMs = finite(owner, 'deadlineMs', definition.deadlineMs ?? TOOL_DEADLINE_DEFAULT_MS, {
-    ...POSITIVE_INTEGER,
-    max: TOOL_DEADLINE_MAX_MS,
-  });
-  const schema = objectSchema(owner, definition.inputSchema);
-  const inputSchema = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
-    string,
-    unknown
-  >;
-  if (inputSchema['type'] !== 'object') {
-    throw invalidOption(
-      owner,
-      'inputSchema',
-      'an object schema (JSON Schema type "object")',
-      definition.inputSchema,
-    );
+/** A zod object schema and its JSON Schema (`tools/list`), from a definition's `inputSchema`. */
+interface CheckedInput {
+  readonly schema: z.ZodType;
+  readonly json: Record<string, unknown>;
+}
+
+/** The object schema of a {@link ToolInput}, or undefined with its problems recorded. */
+function objectSchema(input: unknown, option: string, problems: OptionProblem[]): z.ZodType | undefined {
+  if (isZodType(input)) return input;
+  if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
+    const before = problems.length;
+    for (const [key, value] of Object.entries(input)) {
+      if (!isZodType(value)) problems.push({ option: `${option}.${key}`, rule: 'a zod schema', value });
+    }
+    return problems.length === before ? z.object(input as z.ZodRawShape) : undefined;
   }
+  problems.push({ option, rule: 'a zod object schema or shape', value: input });
+  return undefined;
+}
+
+/** A definition's `inputSchema`: a zod object schema or shape whose JSON Schema is of type `object`. */
+const inputSchemaOption = new Schema<CheckedInput, ToolInput>((input, option, problems) => {
+  const schema = objectSchema(input, option, problems);
+  if (schema === undefined) return undefined as never;
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  if (json['type'] !== 'object')
+    problems.push({ option, rule: 'an object schema (JSON Schema type "object")', value: input });
+  return { schema, json };
+});
+
+/** The schemas of {@link ToolBaseDefinition}, shared by `resilientTool` and `jobTool`. */
+export const TOOL_BASE_SHAPE = {
+  name: o
+    .string()
+    .min(1)
+    .refine((name) => TOOL_NAME.test(name), '1 to 128 of A-Z a-z 0-9 _ - .'),
+  title: o.string().min(1).optional(),
+  description: o.string().min(1),
+  inputSchema: inputSchemaOption,
+  deadlineMs: o.number().int().min(1).max(TOOL_DEADLINE_MAX_MS).default(TOOL_DEADLINE_DEFAULT_MS),
+  // Passed on as given (shown in tools/list).
+  annotations: o.any<ToolAnnotations | undefined>(),
+  // Checked by http/'s requiredScopesFor, which names the tool.
+  scopes: o.any<readonly string[] | undefined>(),
+};
+
+/** A {@link ToolBaseDefinition} as {@link TOOL_BASE_SHAPE} parses it. */
+export type ParsedToolBase = Parsed<typeof TOOL_BASE_SHAPE>;
+
+type AnyFn = (...args: never[]) => unknown;
+
+/** Checks a {@link ResilientToolDefinition}, every bad option at once. */
+const parseResilientTool = defineOptions<ResilientToolDefinition<ToolInput>>()('resilientTool', {
+  ...TOOL_BASE_SHAPE,
+  handler: o.fn<AnyFn>(),
+  toText: o.fn<AnyFn>().optional(),
+});
+
+/**
+ * The common part of a tool from its parsed definition.
+ * @throws RangeError naming the tool (http/'s `requiredScopesFor`) for bad `scopes`.
+ */
+export function toolBase(definition: ParsedToolBase, execution: ToolListing['execution']): ToolBase {
+  const { name, title, description, deadlineMs, annotations } = definition;
+  const { schema, json: inputSchema } = definition.inputSchema;
   // Clients read the dialect from the spec (2020-12 by default); the marker only adds bytes to every list.
   delete inputSchema['$schema'];
   const listing: ToolListing = {
@@ -183,30 +216,19 @@ export function toolBase(
     description,
     inputSchema: inputSchema as ToolListing['inputSchema'],
   };
-  if (definition.title !== undefined) listing.title = definition.title;
-  if (definition.annotations !== undefined) listing.annotations = { ...definition.annotations };
+  if (title !== undefined) listing.title = title;
+  if (annotations !== undefined) listing.annotations = { ...annotations };
   if (execution !== undefined) listing.execution = execution;
   return {
     name,
-    title: definition.title,
+    title,
     description,
     schema,
     deadlineMs,
-    annotations: definition.annotations,
+    annotations,
     scopes: requiredScopesFor({ name, scopes: definition.scopes }),
     listing,
   };
-}
-
-function objectSchema(owner: string, input: ToolInput): z.ZodType {
-  if (isZodType(input)) return input;
-  if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
-    for (const [key, value] of Object.entries(input)) {
-      if (!isZodType(value)) throw invalidOption(owner, `inputSchema.${key}`, 'a zod schema', value);
-    }
-    return z.object(input);
-  }
-  throw invalidOption(owner, 'inputSchema', 'a zod object schema or shape', input);
 }
 
 function isZodType(value: unknown): value is z.ZodType {

@@ -4,13 +4,14 @@ import type { FastifyInstance } from 'fastify';
 import {
   BreakwaterError,
   GRACE_END,
-  NON_NEGATIVE,
-  finite,
+  defineOptions,
+  o,
   systemClock,
   type AtGraceEnd,
   type Clock,
 } from '../core/index.js';
 import { sendProblem } from '../http/index.js';
+import { SERVER_DEFAULTS } from './options.js';
 
 /** Something long-lived the server must end before it can close (an SSE stream). */
 export interface Closable {
@@ -128,6 +129,11 @@ export interface CloseOptions {
   graceMs?: number;
 }
 
+/** Checks {@link CloseOptions}; `graceMs`'s default is the server's, so it is applied by the caller. */
+const parseCloseOptions = defineOptions<CloseOptions>()('closeGracefully', {
+  graceMs: o.number().nonnegative().optional(),
+});
+
 /**
  * Closes a server made by `createServer` without cutting off work that can still finish:
  * 1. from now on every new request gets 503 `overloaded` problem+json with `Connection: close`;
@@ -141,19 +147,16 @@ export interface CloseOptions {
  *    store) run last.
  * Resolves `{ forced: true }` when step 4 had to cut connections. Works on any Fastify instance (steps 1-2
  * need `createServer`'s hooks). It does not stop the jobs runtime or close the store: do that after.
- * @throws RangeError when `graceMs` is negative or not finite.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `closeGracefully`) when `graceMs` is negative
+ *   or not finite.
  */
 export async function closeGracefully(
   app: FastifyInstance,
   options: CloseOptions = {},
 ): Promise<{ forced: boolean }> {
   const state = states.get(app);
-  const graceMs = finite(
-    'closeGracefully',
-    'graceMs',
-    options.graceMs ?? state?.shutdownGraceMs ?? 10_000,
-    NON_NEGATIVE,
-  );
+  const graceMs =
+    parseCloseOptions(options).graceMs ?? state?.shutdownGraceMs ?? SERVER_DEFAULTS.shutdownGraceMs;
   const clock = state?.clock ?? systemClock;
   if (state !== undefined) state.closing = true;
   const closed = app.close();

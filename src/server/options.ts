@@ -1,15 +1,5 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import {
-  POSITIVE_INTEGER,
-  clockOption,
-  finite,
-  invalidOption,
-  LogContext,
-  optionalFn,
-  REDACTED,
-  redactText,
-  type Clock,
-} from '../core/index.js';
+import { defineOptions, LogContext, o, REDACTED, redactText, type Clock } from '../core/index.js';
 import type { Authenticator } from '../http/index.js';
 import { trustedProxyList } from '../http/index.js';
 import type { Jobs } from '../jobs/index.js';
@@ -43,7 +33,7 @@ export type ServerRoutes = (app: FastifyInstance) => void | Promise<void>;
 /** Fastify's pino options (`level`, `stream`, `redact`, `serializers`, …). */
 export type ServerLoggerOptions = Exclude<NonNullable<FastifyServerOptions['logger']>, boolean>;
 
-/** Options of {@link createServer}; validated at construction (a RangeError names the bad option). */
+/** Options of {@link createServer}; validated at construction (an OptionsError names every bad option). */
 export interface ServerOptions {
   /** The jobs runtime behind `/jobs`. Required. */
   jobs: Jobs;
@@ -216,83 +206,85 @@ export interface ResolvedServerOptions {
 /** An id no job can have (job ids are `job_` + UUIDv7), so the default probe is a miss on the primary key. */
 const PROBE_ID = 'job_readiness-probe';
 
-/** Validates {@link ServerOptions} and fills in defaults. @throws RangeError naming the option. */
+const isString = (v: unknown): v is string => typeof v === 'string';
+const isPlainObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** An optional list of strings, default empty. */
+const stringList = () =>
+  o
+    .custom<readonly string[]>((v) => Array.isArray(v) && v.every(isString), 'an array of strings')
+    .default([]);
+
+/** Checks {@link ServerOptions} and applies {@link SERVER_DEFAULTS}. */
+const parseOptions = defineOptions<ServerOptions>()('createServer', {
+  jobs: o.methods<Jobs>('a Jobs runtime (createJobs)', 'get'),
+  store: o.methods<ServerStore>('a job store with get() and events()', 'get', 'events'),
+  ready: o.fn<() => Promise<unknown>>().optional(),
+  readyTimeoutMs: o.number().int().min(1).default(SERVER_DEFAULTS.readyTimeoutMs),
+  publicUrl: o.custom<string>(isPublicUrl, 'an http(s) URL without query or fragment').optional(),
+  logger: o
+    .custom<boolean | ServerLoggerOptions>(
+      (v) => typeof v === 'boolean' || isPlainObject(v),
+      'a boolean or pino options',
+    )
+    .optional(),
+  requestTimeoutMs: o.number().int().min(1).default(SERVER_DEFAULTS.requestTimeoutMs),
+  bodyLimitBytes: o.number().int().min(1).default(SERVER_DEFAULTS.bodyLimitBytes),
+  breakers: o.fn<() => readonly BreakerSummary[]>().optional(),
+  routes: o
+    .custom<readonly ServerRoutes[]>(
+      (v) => Array.isArray(v) && v.every((r) => typeof r === 'function'),
+      'an array of functions (app) => void',
+    )
+    .default([]),
+  keepAliveMs: o.number().int().min(1).default(SERVER_DEFAULTS.keepAliveMs),
+  maxStreamBufferBytes: o.number().int().min(1).default(SERVER_DEFAULTS.maxStreamBufferBytes),
+  maxStreamsPerPrincipal: o.number().int().min(1).default(SERVER_DEFAULTS.maxStreamsPerPrincipal),
+  maxStreams: o.number().int().min(1).default(SERVER_DEFAULTS.maxStreams),
+  shutdownGraceMs: o.number().int().min(0).default(SERVER_DEFAULTS.shutdownGraceMs),
+  clock: o.clock(),
+  // Checked where it is used (http/'s createAuthenticator makes it).
+  authenticator: o.any<Authenticator | undefined>(),
+  allowedHosts: stringList(),
+  allowedOrigins: stringList(),
+  trustedProxies: stringList(),
+});
+
+/**
+ * Validates {@link ServerOptions} and fills in defaults.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createServer`) naming every bad option;
+ *   RangeError from http/'s `trustedProxyList` for a `trustedProxies` entry that is not an address or CIDR.
+ */
 export function resolveServerOptions(options: ServerOptions): ResolvedServerOptions {
-  const owner = 'createServer';
-  const { jobs, store } = options;
-  if (typeof jobs !== 'object' || jobs === null || typeof jobs.get !== 'function') {
-    throw invalidOption(owner, 'jobs', 'a Jobs runtime (createJobs)', jobs);
-  }
-  if (
-    typeof store !== 'object' ||
-    store === null ||
-    typeof store.get !== 'function' ||
-    typeof store.events !== 'function'
-  ) {
-    throw invalidOption(owner, 'store', 'a job store with get() and events()', store);
-  }
-  const int = (name: keyof typeof SERVER_DEFAULTS, min = 1): number =>
-    finite(owner, name, options[name] ?? SERVER_DEFAULTS[name], { ...POSITIVE_INTEGER, min });
-  const breakers = optionalFn(owner, 'breakers', options.breakers) ?? (() => []);
-  const routes = options.routes ?? [];
-  if (!Array.isArray(routes) || routes.some((r) => typeof r !== 'function')) {
-    throw invalidOption(owner, 'routes', 'an array of functions (app) => void', routes);
-  }
+  const p = parseOptions(options);
+  const store = p.store;
   return {
-    jobs,
-    store,
-    ready: optionalFn(owner, 'ready', options.ready) ?? (() => store.get(PROBE_ID)),
-    readyTimeoutMs: int('readyTimeoutMs'),
-    publicUrl: resolvePublicUrl(owner, options.publicUrl),
-    logger: resolveLogger(owner, options.logger),
-    requestTimeoutMs: int('requestTimeoutMs'),
-    bodyLimitBytes: int('bodyLimitBytes'),
-    breakers,
-    routes,
-    keepAliveMs: int('keepAliveMs'),
-    maxStreamBufferBytes: int('maxStreamBufferBytes'),
-    maxStreamsPerPrincipal: int('maxStreamsPerPrincipal'),
-    maxStreams: int('maxStreams'),
-    shutdownGraceMs: int('shutdownGraceMs', 0),
-    clock: clockOption(owner, options.clock),
-    authenticator: options.authenticator,
-    allowedHosts: stringList(owner, 'allowedHosts', options.allowedHosts),
-    allowedOrigins: stringList(owner, 'allowedOrigins', options.allowedOrigins),
-    trustedProxies: trustedProxyList(stringList(owner, 'trustedProxies', options.trustedProxies)),
+    ...p,
+    ready: p.ready ?? (() => store.get(PROBE_ID)),
+    // One form for joining: no trailing slash, so `${publicUrl}/jobs/…` never doubles it.
+    publicUrl: p.publicUrl === undefined ? undefined : new URL(p.publicUrl).href.replace(/\/+$/, ''),
+    logger: resolveLogger(p.logger),
+    breakers: p.breakers ?? (() => []),
+    trustedProxies: trustedProxyList(p.trustedProxies),
   };
 }
 
-function stringList(owner: string, name: string, value: unknown): readonly string[] {
-  if (value === undefined) return [];
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) {
-    throw invalidOption(owner, name, 'an array of strings', value);
-  }
-  return value as string[];
-}
-
-function resolvePublicUrl(owner: string, value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  const rule = 'an http(s) URL without query or fragment';
-  if (typeof value !== 'string') throw invalidOption(owner, 'publicUrl', rule, value);
+/** An `http:` or `https:` URL without query or fragment. */
+function isPublicUrl(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw invalidOption(owner, 'publicUrl', rule, value);
+    return false;
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '') {
-    throw invalidOption(owner, 'publicUrl', rule, value);
-  }
-  // One form for joining: no trailing slash, so `${publicUrl}/jobs/…` never doubles it.
-  return url.href.replace(/\/+$/, '');
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.search === '' && url.hash === '';
 }
 
-function resolveLogger(owner: string, value: unknown): false | ServerLoggerOptions {
+/** The pino options of a checked `logger` option, our redaction and mixin added; `false` for none. */
+function resolveLogger(value: boolean | ServerLoggerOptions | undefined): false | ServerLoggerOptions {
   if (value === undefined || value === false) return false;
-  if (value !== true && (typeof value !== 'object' || value === null || Array.isArray(value))) {
-    throw invalidOption(owner, 'logger', 'a boolean or pino options', value);
-  }
-  const given: ServerLoggerOptions = value === true ? {} : (value as ServerLoggerOptions);
+  const given: ServerLoggerOptions = value === true ? {} : value;
   const ours = REDACTED_HEADERS.flatMap((h) => [
     `req.headers["${h}"]`,
     `res.headers["${h}"]`,

@@ -225,7 +225,7 @@ describe('inbound request timeout (createServer requestTimeoutMs)', () => {
       ],
     });
     await expect(bad.app.ready()).rejects.toThrow(
-      'route GET /bad: config.requestTimeoutMs must be a whole number of ms from 1 to 2147483647, got 0',
+      'route GET /bad: config.requestTimeoutMs must be an integer in [1, 2147483647], got 0',
     );
     await bad.close().catch(() => undefined);
   });

@@ -8,6 +8,7 @@ import {
 } from 'fastify';
 import {
   BreakwaterError,
+  finite,
   REQUEST_SIGNAL,
   type Clock,
   type RequestSignalOf,
@@ -43,11 +44,11 @@ export function installRequestTimeout(app: FastifyInstance, timeoutMs: number, c
   app.addHook('onRoute', (route) => {
     const own = (route.config as RouteTimeoutConfig | undefined)?.requestTimeoutMs;
     if (own === undefined) return;
-    if (!(Number.isInteger(own) && own > 0 && own <= MAX_TIMEOUT_MS)) {
-      throw new RangeError(
-        `route ${String(route.method)} ${route.url}: config.requestTimeoutMs must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}, got ${String(own)}`,
-      );
-    }
+    finite(`route ${String(route.method)} ${route.url}`, 'config.requestTimeoutMs', own, {
+      min: 1,
+      max: MAX_TIMEOUT_MS,
+      integer: true,
+    });
     const rearm: onRequestHookHandler = (request, _reply, done) => {
       (request as Tracked)[STATE]?.rearm(own);
       done();

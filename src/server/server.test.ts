@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { OptionsError } from '../core/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { createServer } from './server.js';
 import { harness, untilEvents, type Harness } from './test-support.js';
@@ -228,4 +229,47 @@ describe('createServer options', () => {
     expect(() => createServer({ ...base, store: undefined as never })).toThrow(/createServer: store/);
     expect(() => createServer({ ...base, routes: ['x' as never] })).toThrow(/createServer: routes/);
   });
+
+  it('reports every bad option at once in one OptionsError', async () => {
+    h = await harness();
+    const error = errorOf(() =>
+      createServer({
+        jobs: {} as never,
+        store: h.store,
+        readyTimeoutMs: 0,
+        publicUrl: 'https://gw.example.com/?x=1',
+        logger: 'info' as never,
+        shutdownGraceMs: -1,
+        clock: {} as never,
+        allowedHosts: ['a', 1 as never],
+      }),
+    );
+    expect([error.code, error.owner]).toEqual(['invalid_options', 'createServer']);
+    expect(error.problems.map((p) => [p.option, p.value])).toEqual([
+      ['jobs', {}],
+      ['readyTimeoutMs', 0],
+      ['publicUrl', 'https://gw.example.com/?x=1'],
+      ['logger', 'info'],
+      ['shutdownGraceMs', -1],
+      ['clock', {}],
+      ['allowedHosts', ['a', 1]],
+    ]);
+    expect(error.message).toBe(
+      'createServer: jobs must be a Jobs runtime (createJobs), got an object; readyTimeoutMs must be an ' +
+        "integer >= 1, got 0; publicUrl must be an http(s) URL without query or fragment, got 'https://gw." +
+        "example.com/?x=1'; logger must be a boolean or pino options, got 'info'; shutdownGraceMs must be " +
+        'an integer >= 0, got -1; clock must be a Clock with now(), setTimeout() and clearTimeout(), got ' +
+        "an object; allowedHosts must be an array of strings, got ['a', 1]",
+    );
+  });
 });
+
+function errorOf(make: () => unknown): OptionsError {
+  try {
+    make();
+  } catch (error) {
+    expect(error).toBeInstanceOf(OptionsError);
+    return error as OptionsError;
+  }
+  throw new Error('expected an OptionsError');
+}

@@ -24,14 +24,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import {
-  BreakwaterError,
-  clockOption,
-  finite,
-  invalidOption,
-  POSITIVE,
-  type Clock,
-} from '../../core/index.js';
+import { BreakwaterError, defineOptions, invalidOption, o, Schema, type Clock } from '../../core/index.js';
 import {
   isLocalClient,
   isLoopbackAddress,
@@ -45,7 +38,7 @@ import type { AdminSessionStore } from '../../store/index.js';
 import { ADMIN_SESSION_DEFAULTS, createAdminSessions, type AdminSessions } from './sessions.js';
 import { createLoginThrottle, type LoginThrottle } from './throttle.js';
 
-/** Options of {@link createAdminAuth}; validated at once (a RangeError names the option). */
+/** Options of {@link createAdminAuth}; validated at once (an OptionsError names every bad option). */
 export interface AdminAuthOptions {
   /**
    * The admin token (the gateway reads `BREAKWATER_ADMIN_TOKEN`): at least 16 characters, no whitespace.
@@ -56,10 +49,10 @@ export interface AdminAuthOptions {
    * Where the dashboard's sessions are kept (`store.sessions`): required with a `token`, unused without.
    */
   sessions?: AdminSessionStore;
-  /** How long a login session lasts, ms (default 43 200 000: 12 h). */
+  /** How long a login session lasts, ms (finite, > 0, default 43 200 000: 12 h). */
   sessionTtlMs?: number;
   /**
-   * Live sessions at once (default 100, {@link ADMIN_SESSION_DEFAULTS}): a login beyond them revokes the
+   * Live sessions at once (integer >= 1, default 100, {@link ADMIN_SESSION_DEFAULTS}): a login beyond them revokes the
    * oldest.
    */
   maxSessions?: number;
@@ -119,53 +112,74 @@ export interface AdminAuth {
   readonly throttle: LoginThrottle;
 }
 
+const TOKEN_RULE = `a string of at least ${ADMIN_AUTH_DEFAULTS.minTokenLength} characters without whitespace (BREAKWATER_ADMIN_TOKEN)`;
+
+const isAdminToken = (token: unknown): token is string =>
+  typeof token === 'string' && token.length >= ADMIN_AUTH_DEFAULTS.minTokenLength && !/\s/.test(token);
+
+/** What a refused token is shown as: its length or its type, never the value itself. */
+const tokenShown = (token: unknown): string =>
+  typeof token === 'string' ? `${token.length} characters` : typeof token;
+
 /**
  * The admin token option checked: undefined for none (unset or empty).
- * @throws RangeError naming `token` (not a string, shorter than 16 characters, or with whitespace); the value
- *   itself is never in the message.
+ * @throws OptionsError naming `owner` and `token` (not a string, shorter than 16 characters, or with
+ *   whitespace); the value itself is never in the message.
  */
 export function adminTokenOption(owner: string, token: unknown): string | undefined {
   if (token === undefined || token === '') return undefined;
-  if (typeof token !== 'string' || token.length < ADMIN_AUTH_DEFAULTS.minTokenLength || /\s/.test(token)) {
-    throw invalidOption(
-      owner,
-      'token',
-      `a string of at least ${ADMIN_AUTH_DEFAULTS.minTokenLength} characters without whitespace (BREAKWATER_ADMIN_TOKEN)`,
-      typeof token === 'string' ? `${token.length} characters` : typeof token,
-    );
-  }
+  if (!isAdminToken(token)) throw invalidOption(owner, 'token', TOKEN_RULE, tokenShown(token));
   return token;
 }
 
+/** The `token` option as {@link adminTokenOption} checks it, in a schema: every problem reported at once. */
+const tokenSchema = new Schema<string | undefined, string | undefined>((token, option, problems) => {
+  if (token === undefined || token === '') return undefined;
+  if (!isAdminToken(token)) problems.push({ option, rule: TOKEN_RULE, value: tokenShown(token) });
+  return token as string;
+});
+
+/** Checks {@link AdminAuthOptions} and applies {@link ADMIN_AUTH_DEFAULTS}. */
+const parseOptions = defineOptions<AdminAuthOptions>()(
+  'createAdminAuth',
+  {
+    token: tokenSchema,
+    // Its methods are the store's contract (store/); required with a token (the check below).
+    sessions: o.any<AdminSessionStore | undefined>(),
+    sessionTtlMs: o.number().positive().default(ADMIN_AUTH_DEFAULTS.sessionTtlMs),
+    maxSessions: o
+      .number()
+      .int()
+      .min(1)
+      .refine(Number.isSafeInteger, 'an integer >= 1')
+      .default(ADMIN_AUTH_DEFAULTS.maxSessions),
+    throttle: o
+      .methods<LoginThrottle>('a LoginThrottle (createLoginThrottle)', 'refuseIfBlocked', 'recordFailure')
+      .optional(),
+    clock: o.clock(),
+  },
+  ({ token, sessions }, report) => {
+    if (token !== undefined && sessions === undefined)
+      report('sessions', 'a session store (store.sessions) when a token is set', sessions);
+  },
+);
+
 /**
  * Creates the admin check.
- * @throws RangeError naming `token` (shorter than 16 characters, or with whitespace), `sessions` (missing
- *   with a token), `sessionTtlMs` or `maxSessions` (not an integer >= 1).
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createAdminAuth`) naming every bad option:
+ *   `token` (shorter than 16 characters, or with whitespace), `sessions` (missing with a token),
+ *   `sessionTtlMs` (not > 0), `maxSessions` (not an integer >= 1), `throttle`, `clock`.
  */
 export function createAdminAuth(options: AdminAuthOptions = {}): AdminAuth {
-  const owner = 'createAdminAuth';
-  const token = adminTokenOption(owner, options.token);
-  const ttlMs = finite(
-    owner,
-    'sessionTtlMs',
-    options.sessionTtlMs ?? ADMIN_AUTH_DEFAULTS.sessionTtlMs,
-    POSITIVE,
-  );
-  const maxSessions = options.maxSessions ?? ADMIN_AUTH_DEFAULTS.maxSessions;
-  if (!Number.isSafeInteger(maxSessions) || maxSessions < 1) {
-    throw invalidOption(owner, 'maxSessions', 'an integer >= 1', maxSessions);
-  }
-  const clock = clockOption(owner, options.clock);
-  const throttle = options.throttle ?? createLoginThrottle({ clock });
+  const parsed = parseOptions(options);
+  const { token, sessions: store, sessionTtlMs: ttlMs, maxSessions, clock } = parsed;
+  const throttle = parsed.throttle ?? createLoginThrottle({ clock });
   const tokenDigest = token === undefined ? undefined : digest(token);
-  let sessions: AdminSessions | undefined;
-  if (token !== undefined) {
-    const store = options.sessions;
-    if (store === undefined) {
-      throw invalidOption(owner, 'sessions', 'a session store (store.sessions) when a token is set', store);
-    }
-    sessions = createAdminSessions({ store, token, ttlMs, maxSessions, clock });
-  }
+  // A token comes with a session store: the parser refuses one without.
+  const sessions: AdminSessions | undefined =
+    token === undefined
+      ? undefined
+      : createAdminSessions({ store: store!, token, ttlMs, maxSessions, clock });
 
   const verifyToken = (candidate: unknown): boolean =>
     tokenDigest !== undefined &&

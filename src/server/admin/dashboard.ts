@@ -2,7 +2,7 @@
  * The dashboard assembled from a gateway's parts: which breakers and bulkheads it shows, what feeds its
  * charts, and the Fastify plugin that serves it (see routes.ts).
  */
-import { clockOption, type Clock, type Disposable } from '../../core/index.js';
+import { defineOptions, o, type Clock, type Disposable } from '../../core/index.js';
 import type { ApiKeys } from '../../http/keys/index.js';
 import type { Jobs } from '../../jobs/index.js';
 import type { CircuitBreakerPolicy, CircuitStateChange } from '../../policy/index.js';
@@ -17,7 +17,7 @@ import type { AdminSpendSource } from './spend.js';
 import { WebFiles } from './static.js';
 import type { AdminBreaker } from './views.js';
 
-/** Options of {@link createDashboard}. */
+/** Options of {@link createDashboard}; validated at once (an OptionsError names every bad option). */
 export interface DashboardOptions {
   /** The admin check in front of the page and its API ({@link createAdminAuth}). */
   auth: AdminAuth;
@@ -45,7 +45,7 @@ export interface DashboardOptions {
   series?: Omit<SeriesOptions, 'clock'>;
   /** Where the page's files are (default web/ at the package root). */
   webRoot?: string;
-  /** Longest wait of a reconcile, ms (default 5 000). */
+  /** Longest wait of a reconcile, ms (integer in [0, 30 000], default 5 000; a request's `wait_ms` wins). */
   reconcileWaitMs?: number;
   /** The gateway's API keys, managed at `/admin/api/keys…` (default: no such routes). */
   keys?: ApiKeys;
@@ -54,6 +54,41 @@ export interface DashboardOptions {
   clock?: Clock;
 }
 
+/** Defaults of {@link DashboardOptions}. */
+export const DASHBOARD_DEFAULTS = { reconcileWaitMs: 5_000 } as const;
+
+const isFn = (v: unknown): boolean => typeof v === 'function';
+
+/**
+ * Checks {@link DashboardOptions} and applies {@link DASHBOARD_DEFAULTS}. The gateway's parts (jobs, stores,
+ * upstreams' policies, the webhook ingress, the AI gateway, the keys) are checked where they are made.
+ */
+const parseOptions = defineOptions<DashboardOptions>()('createDashboard', {
+  auth: o.custom<AdminAuth>(
+    (v) => typeof v === 'object' && v !== null && isFn((v as AdminAuth).hook),
+    'an AdminAuth (createAdminAuth)',
+  ),
+  jobs: o.any<Jobs>(),
+  store: o.any<ServerStore>(),
+  operations: o.any<OperationStore>(),
+  recoverOperations: o.fn<() => Promise<unknown>>().optional(),
+  upstreams: o
+    .custom<NonNullable<DashboardOptions['upstreams']>>(Array.isArray, 'an array of upstreams')
+    .default([]),
+  handlerBreakers: o
+    .custom<readonly CircuitBreakerPolicy[]>(Array.isArray, 'an array of circuit breakers')
+    .default([]),
+  webhooks: o.any<AdminWebhooks | undefined>(),
+  ai: o.any<DashboardOptions['ai']>(),
+  publicUrl: o.string().optional(),
+  series: o.record<NonNullable<DashboardOptions['series']>>().optional(),
+  webRoot: o.string().min(1).optional(),
+  reconcileWaitMs: o.number().int().min(0).max(30_000).default(DASHBOARD_DEFAULTS.reconcileWaitMs),
+  keys: o.any<ApiKeys | undefined>(),
+  storeSize: o.any<DashboardOptions['storeSize']>(),
+  clock: o.clock(),
+});
+
 /** A dashboard: mount `routes` with `createServer({ routes })`; `close()` stops its subscriptions. */
 export interface Dashboard {
   readonly routes: ServerRoutes;
@@ -61,12 +96,17 @@ export interface Dashboard {
   close(): void;
 }
 
-/** Assembles the dashboard. @throws RangeError naming a bad option. */
-export function createDashboard(options: DashboardOptions): Dashboard {
-  const clock = clockOption('createDashboard', options.clock);
+/**
+ * Assembles the dashboard.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createDashboard`, or `createSeries` for a bad
+ *   `series`) naming every bad option.
+ */
+export function createDashboard(given: DashboardOptions): Dashboard {
+  const options = parseOptions(given);
+  const clock = options.clock;
   const series = createSeries({ ...options.series, clock });
   const subscriptions: Disposable[] = [];
-  const upstreams = options.upstreams ?? [];
+  const upstreams = options.upstreams;
   for (const upstream of upstreams) subscriptions.push(series.observeUpstream(upstream));
   subscriptions.push(series.observeJobs(options.jobs));
   if (options.ai !== undefined) subscriptions.push(series.observeAi(options.ai));
@@ -90,7 +130,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       reset: () => breaker.policy.reset(),
     });
   }
-  for (const policy of options.handlerBreakers ?? []) {
+  for (const policy of options.handlerBreakers) {
     let last: CircuitStateChange | null = null;
     subscriptions.push(policy.onStateChange((change) => (last = change)));
     breakers.push({

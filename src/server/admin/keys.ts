@@ -17,20 +17,32 @@
  * `Location`) and revocations without the secret.
  */
 import type { FastifyInstance } from 'fastify';
-import { BreakwaterError, clockOption, type Clock } from '../../core/index.js';
+import { BreakwaterError, defineOptions, o, type Clock } from '../../core/index.js';
 import { readApiKeyBody, toApiKeyView, type ApiKeys } from '../../http/keys/index.js';
 import { API_KEY_LIST_DEFAULT_LIMIT, API_KEY_LIST_MAX_LIMIT } from '../../store/index.js';
 import type { AdminAuth } from './auth.js';
 
-/** Options of {@link keyAdminRoutes}. */
+/** Options of {@link keyAdminRoutes}; validated at once (an OptionsError names every bad option). */
 export interface KeyAdminOptions {
   /** The gateway's keys: the same instance as its edge, so a revoke here is refused there at once. */
   keys: ApiKeys;
   auth: Pick<AdminAuth, 'hook'>;
   clock?: Clock;
-  /** Largest body of `POST /admin/api/keys`, bytes (default 16 KiB). */
+  /** Largest body of `POST /admin/api/keys`, bytes (integer >= 1, default 16 KiB). */
   bodyLimitBytes?: number;
 }
+
+/** Defaults of {@link KeyAdminOptions}. */
+export const KEY_ADMIN_DEFAULTS = { bodyLimitBytes: 16 * 1024 } as const;
+
+/** Checks {@link KeyAdminOptions} and applies {@link KEY_ADMIN_DEFAULTS}. */
+const parseOptions = defineOptions<KeyAdminOptions>()('keyAdminRoutes', {
+  // Made by http/'s createApiKeys and this folder's createAdminAuth.
+  keys: o.any<ApiKeys>(),
+  auth: o.any<Pick<AdminAuth, 'hook'>>(),
+  clock: o.clock(),
+  bodyLimitBytes: o.number().int().min(1).default(KEY_ADMIN_DEFAULTS.bodyLimitBytes),
+});
 
 const KEY_ID_PARAMS = {
   type: 'object',
@@ -55,11 +67,12 @@ const LIST_QUERY = {
 
 type IdParams = { Params: { id: string } };
 
-/** Mounts the keys' admin API (call inside its own plugin: it sets the body parsers of its context). */
+/**
+ * Mounts the keys' admin API (call inside its own plugin: it sets the body parsers of its context).
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `keyAdminRoutes`) naming every bad option.
+ */
 export async function keyAdminRoutes(app: FastifyInstance, options: KeyAdminOptions): Promise<void> {
-  const { keys, auth } = options;
-  const clock = clockOption('keyAdminRoutes', options.clock);
-  const bodyLimit = options.bodyLimitBytes ?? 16 * 1024;
+  const { keys, auth, clock, bodyLimitBytes: bodyLimit } = parseOptions(options);
   // JSON with Fastify's own parser (it refuses `__proto__` and `constructor.prototype`), an empty body as
   // none; any other body is read up to 1 KiB and ignored, as on the dashboard's other actions.
   const json = app.getDefaultJsonParser('error', 'error');

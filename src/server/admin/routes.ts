@@ -48,8 +48,8 @@ export interface AdminRoutesOptions extends OverviewSources {
   files: WebFiles;
   /** Runs an operation recovery pass now (the gateway's ledger `recover`), for reconcile. */
   recoverOperations?: () => Promise<unknown>;
-  /** Longest wait of `POST …/reconcile` when the request names none, ms (default 5 000). */
-  reconcileWaitMs?: number;
+  /** Longest wait of `POST …/reconcile` when the request names none, ms (createDashboard's default applied). */
+  reconcileWaitMs: number;
   /** The gateway's API keys: mounts `/admin/api/keys…` (keys.ts). */
   keys?: ApiKeys;
 }
@@ -301,7 +301,7 @@ async function apiRoutes(app: FastifyInstance, options: AdminRoutesOptions): Pro
     },
     async (request, reply) => {
       const done = await reconcileOperation(options.operations, request.params.id, {
-        waitMs: request.query.wait_ms ?? options.reconcileWaitMs ?? 5_000,
+        waitMs: request.query.wait_ms ?? options.reconcileWaitMs,
         recoverNow: options.recoverOperations,
         clock: options.clock,
       });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EventSource, FakeClock } from '../../core/index.js';
+import { EventSource, FakeClock, OptionsError } from '../../core/index.js';
 import type { AiRequestLog } from '../../ai/index.js';
 import type { JobRunEndedEvent } from '../../jobs/index.js';
 import type { UpstreamResultEvent } from '../../upstream/index.js';
@@ -143,7 +143,27 @@ describe('the dashboard series', () => {
     expect(series.view().points[0]!.latency_ms).toEqual({ p50: 2, p95: 4, max: 4 });
     expect(() => createSeries({ intervalMs: 50 })).toThrow(/createSeries: intervalMs must be/);
     expect(() => createSeries({ intervalMs: 1_000, windowMs: 500 })).toThrow(
-      /createSeries: windowMs must be/,
+      new RangeError('createSeries: windowMs must be an integer >= intervalMs (1000), got 500'),
+    );
+  });
+
+  it('reports every bad option at once in one OptionsError', () => {
+    let error: unknown;
+    try {
+      createSeries({ intervalMs: 99, windowMs: 0, maxSamples: 1.5, random: 1 as never });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(OptionsError);
+    const e = error as OptionsError;
+    expect([e.code, e.owner, e.problems.map((p) => p.option)]).toEqual([
+      'invalid_options',
+      'createSeries',
+      ['intervalMs', 'windowMs', 'maxSamples', 'random'],
+    ]);
+    expect(e.message).toBe(
+      'createSeries: intervalMs must be an integer >= 100, got 99; windowMs must be an integer >= 1, got 0; ' +
+        'maxSamples must be an integer >= 1, got 1.5; random must be a function, got 1',
     );
   });
 });

@@ -5,14 +5,14 @@
  * ends), not by scraping, so each point is exact. No timer: intervals are rolled on the clock's time when
  * something is recorded or read.
  */
-import { POSITIVE_INTEGER, clockOption, finite, type Clock, type Disposable } from '../../core/index.js';
+import { defineOptions, o, type Clock, type Disposable } from '../../core/index.js';
 import type { AiRequestLog } from '../../ai/index.js';
 import type { JobRunEndedEvent } from '../../jobs/index.js';
 import type { UpstreamResultEvent } from '../../upstream/index.js';
 import type { WebhookReceipt, WebhookRejection } from '../../webhooks/index.js';
 import { iso } from './views.js';
 
-/** Options of {@link createSeries}; validated at once (a RangeError names the option). */
+/** Options of {@link createSeries}; validated at once (an OptionsError names every bad option). */
 export interface SeriesOptions {
   /** Length of one point, ms (integer >= 100, default 2 000). */
   intervalMs?: number;
@@ -27,6 +27,22 @@ export interface SeriesOptions {
 
 /** Defaults of {@link SeriesOptions}. */
 export const SERIES_DEFAULTS = { intervalMs: 2_000, windowMs: 600_000, maxSamples: 5_000 } as const;
+
+/** Checks {@link SeriesOptions} and applies {@link SERIES_DEFAULTS}. */
+const parseOptions = defineOptions<SeriesOptions>()(
+  'createSeries',
+  {
+    intervalMs: o.number().int().min(100).default(SERIES_DEFAULTS.intervalMs),
+    windowMs: o.number().int().min(1).default(SERIES_DEFAULTS.windowMs),
+    maxSamples: o.number().int().min(1).default(SERIES_DEFAULTS.maxSamples),
+    clock: o.clock(),
+    random: o.fn<() => number>().default(Math.random),
+  },
+  ({ intervalMs, windowMs }, report) => {
+    if (Number.isInteger(intervalMs) && intervalMs >= 100 && windowMs < intervalMs)
+      report('windowMs', `an integer >= intervalMs (${intervalMs})`, windowMs);
+  },
+);
 
 /** Codes counted as rejections: load turned away by a policy, before the protected call was made. */
 export const REJECTION_CODES = [
@@ -95,25 +111,12 @@ interface Bucket {
   max: number;
 }
 
-/** Creates a recorder. @throws RangeError naming the option. */
+/**
+ * Creates a recorder.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createSeries`) naming every bad option.
+ */
 export function createSeries(options: SeriesOptions = {}): Series {
-  const owner = 'createSeries';
-  const intervalMs = finite(owner, 'intervalMs', options.intervalMs ?? SERIES_DEFAULTS.intervalMs, {
-    min: 100,
-    integer: true,
-  });
-  const windowMs = finite(owner, 'windowMs', options.windowMs ?? SERIES_DEFAULTS.windowMs, {
-    min: intervalMs,
-    integer: true,
-  });
-  const maxSamples = finite(
-    owner,
-    'maxSamples',
-    options.maxSamples ?? SERIES_DEFAULTS.maxSamples,
-    POSITIVE_INTEGER,
-  );
-  const clock = clockOption(owner, options.clock);
-  const random = options.random ?? Math.random;
+  const { intervalMs, windowMs, maxSamples, clock, random } = parseOptions(options);
   const slots = Math.floor(windowMs / intervalMs);
   const startOf = (now: number) => now - (now % intervalMs);
   const firstStart = startOf(clock.now());

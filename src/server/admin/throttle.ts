@@ -5,10 +5,10 @@
  * the window holds none of them any more, so guessing cannot continue at speed. The address is `request.ip`: behind a
  * trusted proxy the client's own (see http/proxy.ts), else the socket's peer.
  */
-import { BreakwaterError, clockOption, finite, POSITIVE_INTEGER, type Clock } from '../../core/index.js';
+import { BreakwaterError, defineOptions, o, type Clock } from '../../core/index.js';
 import { MemoryRateLimitStore, rateLimitAlgorithm } from '../../policy/index.js';
 
-/** Options of {@link createLoginThrottle}; validated at once (a RangeError names the option). */
+/** Options of {@link createLoginThrottle}; validated at once (an OptionsError names every bad option). */
 export interface LoginThrottleOptions {
   /** Failures an address may make within `windowMs` (integer >= 1, default 10). */
   maxFailures?: number;
@@ -19,6 +19,13 @@ export interface LoginThrottleOptions {
 
 /** Defaults of {@link LoginThrottleOptions}. */
 export const LOGIN_THROTTLE_DEFAULTS = { maxFailures: 10, windowMs: 15 * 60_000 } as const;
+
+/** Checks {@link LoginThrottleOptions} and applies {@link LOGIN_THROTTLE_DEFAULTS}. */
+const parseOptions = defineOptions<LoginThrottleOptions>()('createLoginThrottle', {
+  maxFailures: o.number().int().min(1).default(LOGIN_THROTTLE_DEFAULTS.maxFailures),
+  windowMs: o.number().int().min(1).default(LOGIN_THROTTLE_DEFAULTS.windowMs),
+  clock: o.clock(),
+});
 
 /** Most addresses whose refusal is remembered; past it the oldest is forgotten first. */
 const MAX_BLOCKED = 10_000;
@@ -34,22 +41,12 @@ export interface LoginThrottle {
   recordFailure(address: string): void;
 }
 
-/** Creates a throttle whose counters live in this process's memory (bounded). */
+/**
+ * Creates a throttle whose counters live in this process's memory (bounded).
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createLoginThrottle`) naming every bad option.
+ */
 export function createLoginThrottle(options: LoginThrottleOptions = {}): LoginThrottle {
-  const owner = 'createLoginThrottle';
-  const maxFailures = finite(
-    owner,
-    'maxFailures',
-    options.maxFailures ?? LOGIN_THROTTLE_DEFAULTS.maxFailures,
-    POSITIVE_INTEGER,
-  );
-  const windowMs = finite(
-    owner,
-    'windowMs',
-    options.windowMs ?? LOGIN_THROTTLE_DEFAULTS.windowMs,
-    POSITIVE_INTEGER,
-  );
-  const clock = clockOption(owner, options.clock);
+  const { maxFailures, windowMs, clock } = parseOptions(options);
   const algorithm = rateLimitAlgorithm({ type: 'sliding_window', limit: maxFailures, windowMs });
   const failures = new MemoryRateLimitStore();
   /** Address → when its next failure would be counted again (ms since the epoch). */

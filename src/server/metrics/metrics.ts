@@ -1,13 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
-import {
-  POSITIVE,
-  clockOption,
-  finite,
-  invalidOption,
-  type Clock,
-  type Disposable,
-} from '../../core/index.js';
+import { defineOptions, o, type Clock, type Disposable } from '../../core/index.js';
 import { BoundedCollections, createInstruments, type Instruments } from './instruments.js';
 import { JobMetrics, type JobStatsSource, type ObservedJobs } from './jobs.js';
 import {
@@ -23,7 +16,7 @@ import {
 import { StoreMetrics, type ObservedStore } from './store.js';
 import { UpstreamMetrics, type ObservedUpstream } from './upstream.js';
 
-/** Options of {@link createMetrics}; validated at once (a RangeError names the option). */
+/** Options of {@link createMetrics}; validated at once (an OptionsError names every bad option). */
 export interface MetricsOptions {
   /**
    * The prom-client registry to register on, e.g. prom-client's global `register` to serve its default
@@ -79,32 +72,30 @@ export interface Metrics {
 
 const PREFIX = /^([a-zA-Z_:][a-zA-Z0-9_:]*)?$/;
 
+/** Checks {@link MetricsOptions} and applies {@link METRICS_DEFAULTS} (the registry is made after). */
+const parseOptions = defineOptions<MetricsOptions>()('createMetrics', {
+  registry: o.methods<Registry>('a prom-client Registry', 'metrics', 'registerMetric').optional(),
+  prefix: o
+    .custom<string>(
+      (v) => typeof v === 'string' && PREFIX.test(v),
+      'empty or a metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*)',
+    )
+    .default(METRICS_DEFAULTS.prefix),
+  collectTimeoutMs: o.number().positive().default(METRICS_DEFAULTS.collectTimeoutMs),
+  clock: o.clock(),
+});
+
 /**
  * Creates the metrics of one gateway process on a prom-client registry (see `catalogue.ts` for every name,
  * type and label).
- * @throws RangeError naming the option for a bad option; Error (prom-client's) when the registry holds a
- *   metric of one of these names already (two `createMetrics` on one registry need distinct prefixes).
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createMetrics`) naming every bad option;
+ *   Error (prom-client's) when the registry holds a metric of one of these names already (two
+ *   `createMetrics` on one registry need distinct prefixes).
  */
 export function createMetrics(options: MetricsOptions = {}): Metrics {
-  const owner = 'createMetrics';
-  if (typeof options !== 'object' || options === null) {
-    throw invalidOption(owner, 'options', 'an object { registry?, prefix?, … }', options);
-  }
-  const registry = options.registry ?? new Registry();
-  if (typeof registry?.metrics !== 'function' || typeof registry.registerMetric !== 'function') {
-    throw invalidOption(owner, 'registry', 'a prom-client Registry', registry);
-  }
-  const prefix = options.prefix ?? METRICS_DEFAULTS.prefix;
-  if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
-    throw invalidOption(owner, 'prefix', 'empty or a metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*)', prefix);
-  }
-  const timeoutMs = finite(
-    owner,
-    'collectTimeoutMs',
-    options.collectTimeoutMs ?? METRICS_DEFAULTS.collectTimeoutMs,
-    POSITIVE,
-  );
-  const clock = clockOption(owner, options.clock);
+  const parsed = parseOptions(options);
+  const { prefix, collectTimeoutMs: timeoutMs, clock } = parsed;
+  const registry = parsed.registry ?? new Registry();
 
   // The hooks run at scrape time only, once everything below is built.
   const m: Instruments = createInstruments(registry, prefix, {
