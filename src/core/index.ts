@@ -53,6 +53,7 @@ export {
   OptionsError,
   POSITIVE,
   POSITIVE_INTEGER,
+  Redacted,
   Schema,
   StringSchema,
   bool,

@@ -12,6 +12,8 @@ import {
   optionalFn,
   optionalObject,
   OptionsError,
+  Redacted,
+  Schema,
   defineOptions,
   o,
 } from './options.js';
@@ -214,5 +216,29 @@ describe('defineOptions', () => {
     const problems: { option: string }[] = [];
     even.check(3, 'n', problems as never);
     expect(problems).toEqual([{ option: 'n', rule: 'an even integer', value: 3 }]);
+  });
+
+  it('shows a Redacted value as its text, never the secret', () => {
+    const secret = o.custom<string>(
+      (v) => typeof v === 'string' && v.startsWith('whsec_'),
+      "a 'whsec_' secret",
+    );
+    const parse = defineOptions<{ key: string }>()('signer', {
+      key: new Schema<string, string>((value, option, problems) => {
+        const before = problems.length;
+        secret.check(value, option, problems);
+        if (problems.length > before)
+          problems[before] = { ...problems[before]!, value: new Redacted("'sk_l…'") };
+        return value as string;
+      }),
+    });
+    let caught: unknown;
+    try {
+      parse({ key: 'sk_live_123' });
+    } catch (error) {
+      caught = error;
+    }
+    expect((caught as OptionsError).message).toBe("signer: key must be a 'whsec_' secret, got 'sk_l…'");
+    expect(JSON.stringify((caught as OptionsError).problems)).not.toContain('sk_live_123');
   });
 });

@@ -409,10 +409,20 @@ function listRule(allowed: readonly unknown[]): string {
 }
 
 /**
+ * A problem's value that must not be shown or kept (a secret): the message shows `shown` instead (its
+ * redacted form, `'whse…'`, or its kind), and `problems` holds this, never the secret.
+ */
+export class Redacted {
+  constructor(readonly shown: string) {}
+}
+
+/**
  * `value` as a message shows it: numbers as they are, strings quoted (so `'10'` is told apart from `10`
- * and `''` is visible), functions and objects by kind, arrays of plain values in full.
+ * and `''` is visible), functions and objects by kind, arrays of plain values in full, a {@link Redacted}
+ * value as its `shown` text.
  */
 function describeValue(value: unknown): string {
+  if (value instanceof Redacted) return value.shown;
   if (typeof value === 'string') return value.length > 60 ? `'${value.slice(0, 57)}...'` : `'${value}'`;
   if (Array.isArray(value)) {
     return value.length <= 8 && value.every((v) => typeof v !== 'object' || v === null)

@@ -1,15 +1,14 @@
 import {
   BreakwaterError,
   classify,
-  invalidOption,
   isBreakwaterError,
-  optionalObject,
+  o,
   withRetryHint,
   type Classification,
   type Clock,
   type ErrorCode,
 } from '../core/index.js';
-import type { DependencyErrorText, UpstreamErrorTexts } from './types.js';
+import type { UpstreamErrorTexts } from './types.js';
 
 /** The classes of failure a dependency-specific code and sentence exist for (see UpstreamErrorTexts). */
 type Category = keyof Required<UpstreamErrorTexts>;
@@ -108,16 +107,17 @@ export class DependencyErrors {
   /** The sentence of a permanent failure that was not a 4xx/5xx answer (see `unusableSentence`). */
   private readonly unusable: string;
 
-  /** @throws RangeError naming a bad `errors.*` option. */
+  /** @param texts the `errors` option, already checked with {@link ERRORS_SCHEMA}. */
   constructor(
     private readonly name: string,
     texts: UpstreamErrorTexts | undefined,
     private readonly clock: Clock,
   ) {
-    const owner = 'createUpstream';
-    optionalObject(owner, 'errors', texts);
     const defaults = defaultTexts(name);
-    const resolve = (key: Category): ResolvedText => resolveText(owner, key, texts?.[key], defaults[key]);
+    const resolve = (key: Category): ResolvedText => ({
+      code: texts?.[key]?.code ?? defaults[key].code,
+      sentence: texts?.[key]?.sentence ?? defaults[key].sentence,
+    });
     this.texts = {
       timeout: resolve('timeout'),
       open: resolve('open'),
@@ -242,23 +242,35 @@ function classOf(c: Classification): Category {
   }
 }
 
-function resolveText(
-  owner: string,
-  key: Category,
-  given: DependencyErrorText | undefined,
-  defaults: ResolvedText,
-): ResolvedText {
-  optionalObject(owner, `errors.${key}`, given, 'an object { code?, sentence? }');
-  const code = given?.code ?? defaults.code;
-  if (typeof code !== 'string' || !SNAKE_CASE.test(code)) {
-    throw invalidOption(owner, `errors.${key}.code`, 'a snake_case string', code);
-  }
-  const sentence = given?.sentence ?? defaults.sentence;
-  if (typeof sentence !== 'string' || sentence.trim() === '') {
-    throw invalidOption(owner, `errors.${key}.sentence`, 'a non-empty string', sentence);
-  }
-  return { code, sentence };
-}
+/** One override: its code snake_case, its sentence not blank; each left out keeps the default. */
+const TEXT_SCHEMA = o
+  .object(
+    {
+      code: o
+        .custom<string>((v) => typeof v === 'string' && SNAKE_CASE.test(v), 'a snake_case string')
+        .optional(),
+      sentence: o
+        .custom<string>((v) => typeof v === 'string' && v.trim() !== '', 'a non-empty string')
+        .optional(),
+    },
+    'an object { code?, sentence? } or left out',
+  )
+  .optional();
+
+/** The `errors` option of an upstream ({@link UpstreamErrorTexts}); problems are named `errors.<class>.<field>`. */
+export const ERRORS_SCHEMA = o
+  .object(
+    {
+      timeout: TEXT_SCHEMA,
+      open: TEXT_SCHEMA,
+      busy: TEXT_SCHEMA,
+      unavailable: TEXT_SCHEMA,
+      error: TEXT_SCHEMA,
+      unknown: TEXT_SCHEMA,
+    },
+    'an object or left out',
+  )
+  .optional();
 
 /** Longest upstream `detail` quoted in a message; a longer one stays in `details.upstream_body` only. */
 const MAX_QUOTED_DETAIL = 200;

@@ -1,20 +1,21 @@
 /**
- * Validation of {@link UpstreamOptions} and construction of the upstream's policies, once, at startup: a
- * bad option throws a RangeError naming it (`createUpstream: timeoutMs must be a finite number > 0, got 0`).
+ * Validation of {@link UpstreamOptions} and construction of the upstream's policies, once, at startup: every
+ * bad option, the policies' own included, is reported at once in one OptionsError owned by `createUpstream`
+ * (`createUpstream: timeoutMs must be a finite number > 0, got 0; bulkhead.maxConcurrent must be …`).
  */
 import { Pool, type Dispatcher } from 'undici';
 import {
-  clockOption,
-  finite,
-  invalidOption,
   Log,
-  loggerOption,
-  optionalObject,
-  POSITIVE,
-  POSITIVE_INTEGER,
-  NON_NEGATIVE,
+  OptionsError,
+  defineOptions,
+  o,
+  systemClock,
   type Clock,
   type Logger,
+  type OptionProblem,
+  type Parsed,
+  type Report,
+  type Schema,
 } from '../core/index.js';
 import {
   BulkheadPolicy,
@@ -24,8 +25,8 @@ import {
   TimeoutPolicy,
   type Policy,
 } from '../policy/index.js';
-import { DependencyErrors, SNAKE_CASE } from './dependency-errors.js';
-import { counterStoreOption, refreshMsOption } from './shared-breaker.js';
+import { DependencyErrors, ERRORS_SCHEMA, SNAKE_CASE } from './dependency-errors.js';
+import { SHARED_STORE_SHAPE, loggerSchema } from './shared-breaker.js';
 import type {
   UpstreamBreakerOptions,
   UpstreamBulkheadOptions,
@@ -48,6 +49,49 @@ export const UPSTREAM_DEFAULTS = {
 
 const OWNER = 'createUpstream';
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+const falseOrObject = (v: unknown): boolean => v === false || isObject(v);
+
+/**
+ * The options as declared; `baseUrl` and `headers` are checked in the cross-option step (a URL with
+ * credentials is reported by its origin only), the policies' options by the policies themselves.
+ */
+const SHAPE = {
+  name: o.custom<string>(
+    (v) => typeof v === 'string' && SNAKE_CASE.test(v),
+    "a snake_case name such as 'gift'",
+  ),
+  baseUrl: o.any<string | URL>(),
+  timeoutMs: o.number().positive(),
+  deadlineMarginMs: o.number().nonnegative().default(UPSTREAM_DEFAULTS.deadlineMarginMs),
+  bulkhead: o.record<UpstreamBulkheadOptions>('an object or left out').optional(),
+  breaker: o
+    .custom<UpstreamBreakerOptions | false>(
+      falseOrObject,
+      'false, an object { consecutiveFailures?, openMs?, … } or left out',
+    )
+    .optional(),
+  retry: o
+    .custom<UpstreamRetryOptions | false>(
+      falseOrObject,
+      'false, an object { maxAttempts?, backoff?, … } or left out',
+    )
+    .optional(),
+  headers: o.record<Readonly<Record<string, string>>>('an object or left out').optional(),
+  errors: ERRORS_SCHEMA,
+  maxResponseBytes: o.number().int().min(1).default(UPSTREAM_DEFAULTS.maxResponseBytes),
+  dispatcher: o.methods<Dispatcher>('an undici Dispatcher (Agent, Pool, …)', 'request').optional(),
+  clock: o.clock(),
+  logger: loggerSchema,
+};
+
+/** The breaker's shorthands and `shared`, checked before the breaker is built. */
+const BREAKER_SHORTHANDS = {
+  consecutiveFailures: o.number().int().min(1).default(UPSTREAM_DEFAULTS.breaker.consecutiveFailures),
+  openMs: o.number().positive().default(UPSTREAM_DEFAULTS.breaker.openMs),
+  shared: o.object(SHARED_STORE_SHAPE, 'an object { store, refreshMs? } or left out').optional(),
+};
 
 /** Options with every default applied and every policy built. */
 export interface ResolvedUpstream {
@@ -76,166 +120,212 @@ export interface ResolvedUpstream {
   readonly writes: readonly Policy[];
 }
 
-/** @throws RangeError naming the first bad option. */
+type Options = Parsed<typeof SHAPE>;
+/** What the cross-option step builds: the parts whose checks are the policies' own. */
+interface Built {
+  url: URL;
+  headers: Record<string, string>;
+  policies: UpstreamPolicies;
+  sharedBreaker: Required<UpstreamSharedBreakerOptions> | undefined;
+  errors: DependencyErrors;
+}
+
+/**
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createUpstream`) naming every bad option;
+ *   a policy's own problems are named under its option (`bulkhead.maxConcurrent`, `retry.maxAttempts`).
+ */
 export function resolveUpstream(options: UpstreamOptions): ResolvedUpstream {
-  if (typeof options !== 'object' || options === null) {
-    throw invalidOption(OWNER, 'options', 'an object', options);
-  }
-  const name = options.name;
-  if (typeof name !== 'string' || !SNAKE_CASE.test(name)) {
-    throw invalidOption(OWNER, 'name', "a snake_case name such as 'gift'", name);
-  }
-  const url = baseUrlOf(options.baseUrl);
-  const clock = clockOption(OWNER, options.clock);
-  const timeoutMs = finite(OWNER, 'timeoutMs', options.timeoutMs, POSITIVE);
-  const marginMs = finite(
-    OWNER,
-    'deadlineMarginMs',
-    options.deadlineMarginMs ?? UPSTREAM_DEFAULTS.deadlineMarginMs,
-    NON_NEGATIVE,
-  );
-  const maxResponseBytes = finite(
-    OWNER,
-    'maxResponseBytes',
-    options.maxResponseBytes ?? UPSTREAM_DEFAULTS.maxResponseBytes,
-    POSITIVE_INTEGER,
-  );
-  const headers = headersOf(options.headers);
-  const logger = loggerOption(OWNER, 'logger', options.logger);
-
-  const given = options.dispatcher;
-  if (given !== undefined && typeof (given as Partial<Dispatcher> | null)?.request !== 'function') {
-    throw invalidOption(OWNER, 'dispatcher', 'an undici Dispatcher (Agent, Pool, …)', given);
-  }
-
-  const bulkhead = bulkheadOf(options.bulkhead, name, clock);
-  const retry = retryOf(options.retry, name, marginMs, clock);
-  const breaker = breakerOf(options.breaker, name, clock);
-  const sharedBreaker = options.breaker === false ? undefined : sharedOf(options.breaker?.shared);
-  const timeout = new TimeoutPolicy({ timeoutMs, deadlineMarginMs: marginMs, name, clock });
-  const errors = new DependencyErrors(name, options.errors, clock);
+  let built: Built | undefined;
+  // Made per call to hand the built policies back: once per upstream, never per request.
+  const parse = defineOptions<UpstreamOptions>()(OWNER, SHAPE, (parsed, report) => {
+    built = build(parsed, report);
+  });
+  const parsed = parse(options);
+  const { url, headers, policies, sharedBreaker, errors } = built!;
+  const { bulkhead, retry, breaker, timeout } = policies;
   const present = (list: (Policy | undefined)[]): Policy[] => list.filter((p) => p !== undefined);
-
   return {
-    name,
+    name: parsed.name,
     origin: url.origin,
     basePath: url.pathname.replace(/\/+$/, ''),
     baseUrl: url.origin + url.pathname.replace(/\/+$/, ''),
     headers,
-    maxResponseBytes,
-    clock,
-    log: new Log(logger),
-    logger,
+    maxResponseBytes: parsed.maxResponseBytes,
+    clock: parsed.clock,
+    log: new Log(parsed.logger),
+    logger: parsed.logger,
     sharedBreaker,
     // One keep-alive pool per upstream: its sockets are reused across requests to this origin only.
-    dispatcher: given ?? new Pool(url.origin),
-    ownsDispatcher: given === undefined,
-    policies: { bulkhead, retry, breaker, timeout },
+    dispatcher: parsed.dispatcher ?? new Pool(url.origin),
+    ownsDispatcher: parsed.dispatcher === undefined,
+    policies,
     errors,
     safe: present([bulkhead, retry, breaker, timeout]),
     writes: present([bulkhead, breaker, timeout]),
   };
 }
 
-function baseUrlOf(value: unknown): URL {
+/**
+ * Checks what the schemas cannot and builds the policies, reporting their problems as this upstream's
+ * options. Runs with bad values too (the parse throws afterwards): a policy gets a stand-in name and clock
+ * when those are bad, and their problems are not repeated under the policy's option.
+ */
+function build(p: Options, report: Report): Built {
+  const url = baseUrlOf(p.baseUrl, report);
+  const headers = headersOf(p.headers, report);
+  const name = typeof p.name === 'string' && SNAKE_CASE.test(p.name) ? p.name : 'upstream';
+  const clock = isObject(p.clock) && typeof p.clock.now === 'function' ? p.clock : systemClock;
+  const margin = p.deadlineMarginMs;
+  const bulkhead =
+    p.bulkhead === undefined || !isObject(p.bulkhead)
+      ? undefined
+      : nested(report, 'bulkhead', () => {
+          const { maxConcurrent, maxQueue, queueTimeoutMs } = p.bulkhead!;
+          return new BulkheadPolicy({ maxConcurrent, maxQueue, queueTimeoutMs, name, clock });
+        });
+  const retry =
+    isObject(p.retry) || p.retry === undefined ? retryOf(p.retry, name, margin, clock, report) : undefined;
+  const given = isObject(p.breaker) || p.breaker === undefined ? (p.breaker ?? {}) : undefined;
+  const shorthands = given === undefined ? undefined : checked(report, 'breaker.', BREAKER_SHORTHANDS, given);
+  const breaker =
+    given === undefined || shorthands === undefined
+      ? undefined
+      : breakerOf(given, shorthands, name, clock, report);
+  const timeout = nested(
+    report,
+    '',
+    () => new TimeoutPolicy({ timeoutMs: p.timeoutMs, deadlineMarginMs: margin, name, clock }),
+  );
+  return {
+    url: url!,
+    headers,
+    policies: { bulkhead, retry, breaker, timeout: timeout! },
+    sharedBreaker: shorthands?.shared === undefined ? undefined : { ...shorthands.shared },
+    errors: new DependencyErrors(name, p.errors, clock),
+  };
+}
+
+/** Options of the parts that are the upstream's own, never reported again under a policy's option. */
+const OWN = new Set(['name', 'clock', 'deadlineMarginMs']);
+
+/**
+ * Runs `make` (a policy's constructor) and reports its OptionsError's problems as `${prefix}.${option}`.
+ * @returns what `make` built, or undefined when it refused its options.
+ */
+function nested<T>(
+  report: Report,
+  prefix: string,
+  make: () => T,
+  rename: Record<string, string> = {},
+): T | undefined {
+  try {
+    return make();
+  } catch (error) {
+    if (!(error instanceof OptionsError)) throw error;
+    for (const { option, rule, value } of error.problems) {
+      if (OWN.has(option)) continue;
+      report(rename[option] ?? (prefix === '' ? option : `${prefix}.${option}`), rule, value);
+    }
+    return undefined;
+  }
+}
+
+/** Checks `value` with a nested shape's schemas, reporting its problems; undefined when there was one. */
+function checked<S extends Record<string, Schema<unknown, never>>>(
+  report: Report,
+  prefix: string,
+  shape: S,
+  value: Record<string, unknown>,
+): Parsed<S> | undefined {
+  const problems: OptionProblem[] = [];
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(shape)) out[key] = shape[key]!.check(value[key], prefix + key, problems);
+  for (const problem of problems) report(problem.option, problem.rule, problem.value);
+  return problems.length === 0 ? (out as Parsed<S>) : undefined;
+}
+
+/** The base URL, or undefined when it is reported (by its origin only when it carries credentials). */
+function baseUrlOf(value: unknown, report: Report): URL | undefined {
   let url: URL;
   try {
     url = new URL(value instanceof URL ? value.href : (value as string));
   } catch {
-    throw invalidOption(OWNER, 'baseUrl', 'an absolute http: or https: URL', value);
+    report('baseUrl', 'an absolute http: or https: URL', value);
+    return undefined;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw invalidOption(OWNER, 'baseUrl', 'an http: or https: URL', value);
-  }
-  if (url.username !== '' || url.password !== '') {
+    report('baseUrl', 'an http: or https: URL', value);
+  } else if (url.username !== '' || url.password !== '') {
     // They would end up in logs and errors; credentials belong in `headers`.
-    throw invalidOption(OWNER, 'baseUrl', 'a URL without credentials (send them in headers)', url.origin);
-  }
-  if (url.search !== '' || url.hash !== '') {
-    throw invalidOption(OWNER, 'baseUrl', 'a URL without query or fragment', value);
-  }
-  return url;
+    report('baseUrl', 'a URL without credentials (send them in headers)', url.origin);
+  } else if (url.search !== '' || url.hash !== '') {
+    report('baseUrl', 'a URL without query or fragment', value);
+  } else return url;
+  return undefined;
 }
 
-function headersOf(given: Readonly<Record<string, string>> | undefined): Record<string, string> {
-  optionalObject(OWNER, 'headers', given);
+/** The headers sent with every request, lower-case names, `accept` defaulted; bad ones reported. */
+function headersOf(given: unknown, report: Report): Record<string, string> {
   const headers: Record<string, string> = { accept: UPSTREAM_DEFAULTS.accept };
-  for (const [key, value] of Object.entries(given ?? {})) {
-    if (!HEADER_NAME.test(key)) throw invalidOption(OWNER, 'headers', 'valid header names', key);
-    if (typeof value !== 'string' || /[\r\n\0]/.test(value)) {
-      throw invalidOption(OWNER, `headers.${key}`, 'a string without CR, LF or NUL', value);
-    }
-    headers[key.toLowerCase()] = value;
+  if (!isObject(given)) return headers;
+  for (const [key, value] of Object.entries(given)) {
+    if (!HEADER_NAME.test(key)) report('headers', 'valid header names', key);
+    else if (typeof value !== 'string' || /[\r\n\0]/.test(value)) {
+      report(`headers.${key}`, 'a string without CR, LF or NUL', value);
+    } else headers[key.toLowerCase()] = value;
   }
   return headers;
 }
 
-function bulkheadOf(
-  given: UpstreamBulkheadOptions | undefined,
-  name: string,
-  clock: Clock,
-): BulkheadPolicy | undefined {
-  if (optionalObject(OWNER, 'bulkhead', given) === undefined) return undefined;
-  const { maxConcurrent, maxQueue, queueTimeoutMs } = given!;
-  return new BulkheadPolicy({ maxConcurrent, maxQueue, queueTimeoutMs, name, clock });
-}
-
 function retryOf(
-  given: UpstreamRetryOptions | false | undefined,
+  given: UpstreamRetryOptions | undefined,
   name: string,
   marginMs: number,
   clock: Clock,
+  report: Report,
 ): RetryPolicy | undefined {
-  if (given === false) return undefined;
-  optionalObject(OWNER, 'retry', given, 'false, an object { maxAttempts?, backoff?, … }');
-  return new RetryPolicy({
-    maxAttempts: given?.maxAttempts ?? UPSTREAM_DEFAULTS.retry.maxAttempts,
-    backoff: given?.backoff,
-    maxDelayMs: given?.maxDelayMs,
-    shouldRetry: given?.shouldRetry,
-    deadlineMarginMs: marginMs,
-    // Only requests safe to send twice run under this policy (idempotent methods, idempotency keys), so a
-    // failure after the request was written may be resent too.
-    classifyOptions: { idempotencyKey: true },
-    name,
-    clock,
-  });
+  return nested(
+    report,
+    'retry',
+    () =>
+      new RetryPolicy({
+        maxAttempts: given?.maxAttempts ?? UPSTREAM_DEFAULTS.retry.maxAttempts,
+        backoff: given?.backoff,
+        maxDelayMs: given?.maxDelayMs,
+        shouldRetry: given?.shouldRetry,
+        deadlineMarginMs: marginMs,
+        // Only requests safe to send twice run under this policy (idempotent methods, idempotency keys), so a
+        // failure after the request was written may be resent too.
+        classifyOptions: { idempotencyKey: true },
+        name,
+        clock,
+      }),
+  );
 }
 
 function breakerOf(
-  given: UpstreamBreakerOptions | false | undefined,
+  given: UpstreamBreakerOptions,
+  { consecutiveFailures, openMs }: { consecutiveFailures: number; openMs: number },
   name: string,
   clock: Clock,
+  report: Report,
 ): CircuitBreakerPolicy | undefined {
-  if (given === false) return undefined;
-  optionalObject(OWNER, 'breaker', given, 'false, an object { consecutiveFailures?, openMs?, … }');
-  const { consecutiveFailures, window, openMs, shared: _shared, ...rest } = given ?? {};
-  if (consecutiveFailures !== undefined && window !== undefined) {
-    throw invalidOption(OWNER, 'breaker.window', 'left out when breaker.consecutiveFailures is set', window);
-  }
-  const threshold = finite(
-    OWNER,
-    'breaker.consecutiveFailures',
-    consecutiveFailures ?? UPSTREAM_DEFAULTS.breaker.consecutiveFailures,
-    POSITIVE_INTEGER,
-  );
-  return new CircuitBreakerPolicy({
-    ...rest,
-    window: window ?? new ConsecutiveWindow(threshold),
-    openDurationMs: finite(OWNER, 'breaker.openMs', openMs ?? UPSTREAM_DEFAULTS.breaker.openMs, POSITIVE),
-    name,
-    clock,
-  });
-}
-
-/** Checks `breaker.shared` (the sharing itself starts in `createUpstream`). */
-function sharedOf(
-  given: UpstreamSharedBreakerOptions | undefined,
-): Required<UpstreamSharedBreakerOptions> | undefined {
-  if (optionalObject(OWNER, 'breaker.shared', given, 'an object { store, refreshMs? }') === undefined) {
+  const { consecutiveFailures: threshold, window, openMs: _openMs, shared: _shared, ...rest } = given;
+  if (threshold !== undefined && window !== undefined) {
+    report('breaker.window', 'left out when breaker.consecutiveFailures is set', window);
     return undefined;
   }
-  const store = counterStoreOption(OWNER, 'breaker.shared.store', given!.store);
-  const refreshMs = refreshMsOption(OWNER, 'breaker.shared.refreshMs', given!.refreshMs);
-  return { store, refreshMs };
+  return nested(
+    report,
+    'breaker',
+    () =>
+      new CircuitBreakerPolicy({
+        ...rest,
+        window: window ?? new ConsecutiveWindow(consecutiveFailures),
+        openDurationMs: openMs,
+        name,
+        clock,
+      }),
+    { openDurationMs: 'breaker.openMs' },
+  );
 }

@@ -1,13 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import {
   Log,
-  POSITIVE_INTEGER,
-  clockOption,
+  OptionsError,
+  defineOptions,
   errorFields,
-  finite,
-  invalidOption,
-  loggerOption,
-  systemClock,
+  o,
   type Clock,
   type Disposable,
   type Logger,
@@ -35,6 +32,25 @@ export interface SharedBreakerOptions {
 
 /** Defaults of {@link SharedBreakerOptions}. */
 export const SHARED_BREAKER_DEFAULTS = { refreshMs: 1_000 } as const;
+
+/** The options a sharing has wherever it is configured (here and an upstream's `breaker.shared`). */
+export const SHARED_STORE_SHAPE = {
+  store: o.methods<CounterStore>('a CounterStore (store.counters)', 'update', 'get'),
+  refreshMs: o.number().int().min(1).default(SHARED_BREAKER_DEFAULTS.refreshMs),
+};
+
+/** A logger option: pino-compatible, all three methods. */
+export const loggerSchema = o
+  .methods<Logger>('a pino-compatible logger with info, warn and error methods', 'info', 'warn', 'error')
+  .optional();
+
+/** Checks {@link SharedBreakerOptions} and applies {@link SHARED_BREAKER_DEFAULTS}. */
+const parseOptions = defineOptions<SharedBreakerOptions>()('shareBreakerState', {
+  ...SHARED_STORE_SHAPE,
+  key: o.string().min(1).optional(),
+  clock: o.clock(),
+  logger: loggerSchema,
+});
 
 /** A breaker's sharing, from {@link shareBreakerState}. */
 export interface SharedBreakerState extends Disposable {
@@ -83,34 +99,31 @@ const RESET = 'reset';
  * a small fraction of the open period. The refresh timer is unref'd (Node timers): it never keeps a process
  * alive by itself; `dispose()` stops it and the listener.
  *
- * @throws RangeError for a bad argument or option (names it).
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `shareBreakerState`) naming every bad argument
+ *   and option.
  */
 export function shareBreakerState(
   breaker: CircuitBreakerPolicy,
   options: SharedBreakerOptions,
 ): SharedBreakerState {
-  const owner = 'shareBreakerState';
   const b = breaker as Partial<CircuitBreakerPolicy> | null;
-  if (
+  const badBreaker =
     typeof b !== 'object' ||
     b === null ||
     typeof b.onStateChange !== 'function' ||
     typeof b.snapshot !== 'function' ||
-    typeof b.restore !== 'function'
-  ) {
-    throw invalidOption(owner, 'breaker', 'a CircuitBreakerPolicy', breaker);
+    typeof b.restore !== 'function';
+  let parsed: ReturnType<typeof parseOptions>;
+  try {
+    parsed = parseOptions(options);
+  } catch (error) {
+    if (!(error instanceof OptionsError) || !badBreaker) throw error;
+    throw new OptionsError(error.owner, [breakerProblem(breaker), ...error.problems]);
   }
-  if (typeof options !== 'object' || options === null) {
-    throw invalidOption(owner, 'options', 'an object { store, refreshMs?, key? }', options);
-  }
-  const store = counterStoreOption(owner, 'store', options.store);
-  const refreshMs = refreshMsOption(owner, 'refreshMs', options.refreshMs);
-  const key = options.key ?? `breaker:${breaker.name}`;
-  if (typeof key !== 'string' || key.length === 0) {
-    throw invalidOption(owner, 'key', 'a non-empty string', key);
-  }
-  const clock = clockOption(owner, options.clock ?? systemClock);
-  const log = new Log(loggerOption(owner, 'logger', options.logger));
+  if (badBreaker) throw new OptionsError('shareBreakerState', [breakerProblem(breaker)]);
+  const { store, refreshMs, clock } = parsed;
+  const key = parsed.key ?? `breaker:${breaker.name}`;
+  const log = new Log(parsed.logger);
   const writer = randomUUID();
   /** When this breaker last decided or took on an open (its clock): an open decided earlier is stale here. */
   let newest = -Infinity;
@@ -227,29 +240,8 @@ export function shareBreakerState(
   };
 }
 
-/**
- * `value` as the store of a sharing: a {@link CounterStore} (`store.counters`).
- * @throws RangeError naming `owner` and `option` otherwise.
- */
-export function counterStoreOption(owner: string, option: string, value: unknown): CounterStore {
-  const store = value as Partial<CounterStore> | null | undefined;
-  if (
-    typeof store !== 'object' ||
-    store === null ||
-    typeof store.update !== 'function' ||
-    typeof store.get !== 'function'
-  ) {
-    throw invalidOption(owner, option, 'a CounterStore (store.counters)', value);
-  }
-  return store as CounterStore;
-}
-
-/**
- * A sharing's refresh interval, ms: an integer >= 1, default {@link SHARED_BREAKER_DEFAULTS}.refreshMs.
- * @throws RangeError naming `owner` and `option` otherwise.
- */
-export function refreshMsOption(owner: string, option: string, value: unknown): number {
-  return finite(owner, option, value ?? SHARED_BREAKER_DEFAULTS.refreshMs, POSITIVE_INTEGER);
+function breakerProblem(value: unknown) {
+  return { option: 'breaker', rule: 'a CircuitBreakerPolicy', value };
 }
 
 /** The stored value as a record, or undefined when absent or not one (written by something else). */

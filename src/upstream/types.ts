@@ -103,7 +103,7 @@ export interface UpstreamErrorTexts {
   unknown?: DependencyErrorText;
 }
 
-/** Options of {@link createUpstream}; validated at construction (a bad one throws a RangeError naming it). */
+/** Options of {@link createUpstream}; validated at construction (an OptionsError names every bad one). */
 export interface UpstreamOptions {
   /** Names the dependency in codes, errors, events and policies: snake_case, e.g. `gift`. */
   name: string;

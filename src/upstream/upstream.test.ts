@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BreakwaterError, toProblem } from '../core/index.js';
+import { BreakwaterError, OptionsError, toProblem } from '../core/index.js';
 import { createUpstream, type Upstream, type UpstreamOptions, type UpstreamResultEvent } from './index.js';
 import { TestServer, json, rejection, text } from './test-support.js';
 
@@ -265,6 +265,48 @@ describe('upstream: lifecycle and events', () => {
     expect(() => createUpstream({ ...base, errors: { unavailable: { code: 'Gift Down' } } })).toThrow(
       /errors.unavailable.code must be a snake_case string/,
     );
-    expect(() => createUpstream({ ...base, bulkhead: { maxConcurrent: 0 } })).toThrow(/maxConcurrent/);
+    expect(() => createUpstream({ ...base, bulkhead: { maxConcurrent: 0 } })).toThrow(
+      'createUpstream: bulkhead.maxConcurrent must be an integer >= 1, got 0',
+    );
+  });
+
+  it("reports every bad option at once, the policies' own under their option, in one OptionsError", () => {
+    let caught: unknown;
+    try {
+      createUpstream({
+        name: 'Gift',
+        baseUrl: 'http://user:pw@gift.example/api',
+        timeoutMs: 0,
+        bulkhead: { maxConcurrent: 0, maxQueue: -1 },
+        retry: { maxAttempts: 0 },
+        breaker: { consecutiveFailures: 2.5, openMs: -1, shared: { store: {} as never } },
+        headers: { 'x-key': 'a\nb' },
+        errors: { busy: { code: 'Busy', sentence: ' ' } },
+        dispatcher: {} as never,
+      });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(OptionsError);
+    const error = caught as OptionsError;
+    expect(error.code).toBe('invalid_options');
+    expect(error.owner).toBe('createUpstream');
+    expect(error.message).toBe(
+      [
+        "createUpstream: name must be a snake_case name such as 'gift', got 'Gift'",
+        'timeoutMs must be a finite number > 0, got 0',
+        "errors.busy.code must be a snake_case string, got 'Busy'",
+        "errors.busy.sentence must be a non-empty string, got ' '",
+        'dispatcher must be an undici Dispatcher (Agent, Pool, …), got an object',
+        "baseUrl must be a URL without credentials (send them in headers), got 'http://gift.example'",
+        "headers.x-key must be a string without CR, LF or NUL, got 'a\nb'",
+        'bulkhead.maxConcurrent must be an integer >= 1, got 0',
+        'bulkhead.maxQueue must be an integer >= 0, got -1',
+        'retry.maxAttempts must be an integer >= 1 or Infinity, got 0',
+        'breaker.consecutiveFailures must be an integer >= 1, got 2.5',
+        'breaker.openMs must be a finite number > 0, got -1',
+        'breaker.shared.store must be a CounterStore (store.counters), got an object',
+      ].join('; '),
+    );
   });
 });

@@ -60,7 +60,7 @@ const NO_OPTIONS: UpstreamRequestOptions = {};
  *   upstreams of other instances through the store (`shareBreakerState`) until `close()`.
  *
  * @returns the {@link Upstream}; call `close()` at shutdown.
- * @throws RangeError at construction for a bad option (names it).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  *
  * Every failure rejects with a `BreakwaterError` whose `code` is the generic one programs branch on
  * (`upstream_unavailable`, `timeout`, `deadline_exceeded`, `circuit_open`, `bulkhead_full`, `upstream_error`,

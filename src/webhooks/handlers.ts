@@ -1,7 +1,7 @@
 /**
  * Webhook handlers: what runs, as a job, for each stored event of a source and type.
  */
-import { POSITIVE_INTEGER, finite, invalidOption, nonEmptyString } from '../core/index.js';
+import { OptionsError, defineOptions, o, type OptionProblem } from '../core/index.js';
 import { CircuitBreakerPolicy, type CircuitBreakerOptions } from '../policy/index.js';
 import type { WebhookSource } from './source.js';
 
@@ -28,7 +28,7 @@ export interface WebhookContext<E = unknown> {
 /** Handles one event. Throw to fail the run: transient failures are retried with backoff, others dead-letter. */
 export type WebhookHandler<E = unknown> = (context: WebhookContext<E>) => unknown;
 
-/** Options of {@link onWebhook}; validated at once (a RangeError names the option). */
+/** Options of {@link onWebhook}; validated when the handler is declared (an OptionsError names every bad one). */
 export interface WebhookHandlerOptions {
   /** Most runs per event, the first included (integer >= 1, default 5, as jobs). */
   maxAttempts?: number;
@@ -44,6 +44,15 @@ export interface WebhookHandlerOptions {
 
 /** Defaults of {@link WebhookHandlerOptions}. */
 export const WEBHOOK_HANDLER_DEFAULTS = { maxAttempts: 5 } as const;
+
+/** Checks {@link WebhookHandlerOptions} and applies {@link WEBHOOK_HANDLER_DEFAULTS}. */
+const SHAPE = {
+  maxAttempts: o.number().int().min(1).max(2_147_483_647).default(WEBHOOK_HANDLER_DEFAULTS.maxAttempts),
+  timeoutMs: o.number().int().min(1).optional(),
+  breaker: o
+    .record<CircuitBreakerPolicy | CircuitBreakerOptions>('a CircuitBreakerPolicy or its options')
+    .optional(),
+};
 
 /** A declared handler. Declare it with {@link onWebhook}. */
 export interface WebhookHandlerDefinition<E = unknown> {
@@ -70,7 +79,8 @@ export type AnyWebhookHandler = WebhookHandlerDefinition<any>;
  * failures, dead-lettered after `maxAttempts`, and may run more than once for one event (a crash mid-run, a
  * replay): make its effects idempotent on `eventId`.
  *
- * @throws RangeError naming the option when an option is invalid.
+ * @throws OptionsError (`RangeError`, `invalid_options`) naming every bad argument and option; its owner is
+ *   `onWebhook(<source>)`, or `onWebhook` when the source itself is bad.
  */
 export function onWebhook<E = unknown>(
   source: WebhookSource<E> | string,
@@ -79,27 +89,33 @@ export function onWebhook<E = unknown>(
   options: WebhookHandlerOptions = {},
 ): WebhookHandlerDefinition<E> {
   const sourceName = typeof source === 'string' ? source : source?.name;
-  nonEmptyString('onWebhook', 'source', sourceName);
-  const owner = `onWebhook(${sourceName})`;
-  nonEmptyString(owner, 'eventType', eventType);
-  if (typeof handler !== 'function') throw invalidOption(owner, 'handler', 'a function', handler);
-  if (typeof options !== 'object' || options === null) {
-    throw invalidOption(owner, 'options', 'an object or left out', options);
+  const problems: OptionProblem[] = [];
+  if (typeof sourceName !== 'string' || sourceName === '') {
+    problems.push({ option: 'source', rule: 'a non-empty string', value: sourceName });
   }
-  const maxAttempts = finite(
-    owner,
-    'maxAttempts',
-    options.maxAttempts ?? WEBHOOK_HANDLER_DEFAULTS.maxAttempts,
-    { ...POSITIVE_INTEGER, max: 2_147_483_647 },
-  );
-  const timeoutMs =
-    options.timeoutMs === undefined
-      ? undefined
-      : finite(owner, 'timeoutMs', options.timeoutMs, POSITIVE_INTEGER);
+  if (typeof eventType !== 'string' || eventType === '') {
+    problems.push({ option: 'eventType', rule: 'a non-empty string', value: eventType });
+  }
+  if (typeof handler !== 'function') problems.push({ option: 'handler', rule: 'a function', value: handler });
+  const owner = problems[0]?.option === 'source' ? 'onWebhook' : `onWebhook(${sourceName})`;
+  let parsed: {
+    maxAttempts: number;
+    timeoutMs: number | undefined;
+    breaker: WebhookHandlerOptions['breaker'];
+  };
+  try {
+    // Made per call for the owner's name: once per declaration, never per event.
+    parsed = defineOptions<WebhookHandlerOptions>()(owner, SHAPE)(options);
+  } catch (error) {
+    if (!(error instanceof OptionsError)) throw error;
+    throw new OptionsError(owner, [...problems, ...error.problems]);
+  }
+  if (problems.length > 0) throw new OptionsError(owner, problems);
+  const { maxAttempts, timeoutMs } = parsed;
   const breaker =
-    options.breaker === undefined || options.breaker instanceof CircuitBreakerPolicy
-      ? options.breaker
-      : new CircuitBreakerPolicy({ name: `webhook:${sourceName}:${eventType}`, ...options.breaker });
+    parsed.breaker === undefined || parsed.breaker instanceof CircuitBreakerPolicy
+      ? parsed.breaker
+      : new CircuitBreakerPolicy({ name: `webhook:${sourceName}:${eventType}`, ...parsed.breaker });
   return Object.freeze({
     source: sourceName,
     eventType,

@@ -6,12 +6,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   BreakwaterError,
   EventSource,
-  POSITIVE_INTEGER,
   classify,
-  clockOption,
-  finite,
-  invalidOption,
+  defineOptions,
   isBreakwaterError,
+  o,
   type Clock,
   type Disposable,
 } from '../core/index.js';
@@ -31,7 +29,7 @@ import type { InboxRecord, WebhookHeaders, WebhookInboxStore } from './ports.js'
 import { webhookRoutes } from './routes.js';
 import type { AnyWebhookSource, DeliveryInfo } from './source.js';
 
-/** Options of {@link createWebhookIngress}; validated at once (a RangeError names the option). */
+/** Options of {@link createWebhookIngress}; validated at construction (an OptionsError names every bad one). */
 export interface WebhookIngressOptions {
   /** The inbox (the SQLite or PostgreSQL store). Required. */
   store: WebhookInboxStore;
@@ -70,6 +68,41 @@ export interface WebhookDeclarations {
 
 /** Defaults of {@link WebhookIngressOptions}. */
 export const WEBHOOK_INGRESS_DEFAULTS = { backlogCacheMs: 1_000, admin: true } as const;
+
+const isSource = (value: unknown): boolean =>
+  typeof (value as Partial<AnyWebhookSource> | undefined)?.verifier?.verify === 'function' &&
+  typeof (value as Partial<AnyWebhookSource>).name === 'string';
+
+/** Checks {@link WebhookIngressOptions} and applies {@link WEBHOOK_INGRESS_DEFAULTS}. */
+const parseOptions = defineOptions<WebhookIngressOptions>()(
+  'createWebhookIngress',
+  {
+    store: o.methods<WebhookInboxStore>(
+      'a store with the webhook inbox (acceptWebhook, getWebhook, …)',
+      'acceptWebhook',
+      'getWebhook',
+    ),
+    sources: o.custom<readonly AnyWebhookSource[]>(Array.isArray, 'an array of sources'),
+    handlers: o.custom<readonly AnyWebhookHandler[]>(Array.isArray, 'an array of handlers').default([]),
+    jobs: o.methods<WebhookJobs>('a jobs runtime with defineJob (createJobs)', 'defineJob').optional(),
+    backlogCacheMs: o.number().int().min(1).default(WEBHOOK_INGRESS_DEFAULTS.backlogCacheMs),
+    rateLimitStore: o.methods<RateLimitStore>('a RateLimitStore with consume()', 'consume').optional(),
+    admin: o.boolean().default(WEBHOOK_INGRESS_DEFAULTS.admin),
+    adminGuard: o.fn<AdminGuard>().optional(),
+    clock: o.clock(),
+  },
+  ({ sources }, report) => {
+    if (!Array.isArray(sources)) return;
+    const names = new Set<string>();
+    for (const source of sources) {
+      if (!isSource(source)) return report('sources', 'sources made by defineWebhookSource', source);
+      if (names.has(source.name)) {
+        return report('sources', 'sources with distinct names', `two named ${source.name}`);
+      }
+      names.add(source.name);
+    }
+  },
+);
 
 /** What the pipeline did with a delivery it accepted. */
 export interface WebhookReceipt {
@@ -149,59 +182,29 @@ const MAX_ID_LENGTH = 255;
  * Creates the webhook ingress over an inbox store: validates the declarations, defines one job type per
  * source on `jobs` (so handlers run as jobs: retries with backoff, dead letter, replay), and returns the
  * pipeline and its Fastify routes.
- * @throws RangeError naming the option: a bad option, two sources with one name, a handler for an undeclared
- *   source or a second handler for one type.
+ * @throws OptionsError (`RangeError`, `invalid_options`) naming every bad option (two sources with one name
+ *   included); RangeError for a handler of an undeclared source or a second handler for one type.
  */
 export function createWebhookIngress(options: WebhookIngressOptions): WebhookIngress {
-  const owner = 'createWebhookIngress';
-  if (typeof options !== 'object' || options === null) {
-    throw invalidOption(owner, 'options', 'an object { store, sources, … }', options);
-  }
-  const { store } = options;
-  if (typeof store?.acceptWebhook !== 'function' || typeof store.getWebhook !== 'function') {
-    throw invalidOption(
-      owner,
-      'store',
-      'a store with the webhook inbox (acceptWebhook, getWebhook, …)',
-      store,
-    );
-  }
-  if (!Array.isArray(options.sources))
-    throw invalidOption(owner, 'sources', 'an array of sources', options.sources);
-  const clock = clockOption(owner, options.clock);
-  const cacheMs = finite(
-    owner,
-    'backlogCacheMs',
-    options.backlogCacheMs ?? WEBHOOK_INGRESS_DEFAULTS.backlogCacheMs,
-    POSITIVE_INTEGER,
-  );
-  const rateLimitStore = options.rateLimitStore ?? defaultRateLimitStore();
+  const { store, clock, backlogCacheMs, ...parsed } = parseOptions(options);
+  const rateLimitStore = parsed.rateLimitStore ?? defaultRateLimitStore();
   const sources = new Map<string, { source: AnyWebhookSource; admission: Admission }>();
-  for (const source of options.sources) {
-    if (typeof source?.verifier?.verify !== 'function' || typeof source.name !== 'string') {
-      throw invalidOption(owner, 'sources', 'sources made by defineWebhookSource', source);
-    }
-    if (sources.has(source.name)) {
-      throw invalidOption(owner, 'sources', 'sources with distinct names', `two named ${source.name}`);
-    }
+  for (const source of parsed.sources) {
     const admission = new Admission(source, {
       backlog: (name) => store.webhookBacklog(name),
-      backlogCacheMs: cacheMs,
+      backlogCacheMs,
       rateLimitStore,
       clock,
     });
     sources.set(source.name, { source, admission });
   }
-  const handlers = new HandlerTable(new Set(sources.keys()), options.handlers ?? []);
+  const handlers = new HandlerTable(new Set(sources.keys()), parsed.handlers);
   const accepted = new EventSource<WebhookReceipt>();
   const receipts = new EventSource<WebhookReceipt>();
   const rejected = new EventSource<WebhookRejection>();
-  if (options.jobs !== undefined) {
-    if (typeof options.jobs.defineJob !== 'function') {
-      throw invalidOption(owner, 'jobs', 'a jobs runtime with defineJob (createJobs)', options.jobs);
-    }
+  if (parsed.jobs !== undefined) {
     for (const { source } of sources.values()) {
-      options.jobs.defineJob(webhookJobType(source.name), runWebhookJob(store, source, handlers), {
+      parsed.jobs.defineJob(webhookJobType(source.name), runWebhookJob(store, source, handlers), {
         concurrency: source.concurrency,
         ...(source.backoff === undefined ? {} : { backoff: source.backoff }),
       });
@@ -300,8 +303,8 @@ export function createWebhookIngress(options: WebhookIngressOptions): WebhookIng
     onRejected: (listener) => rejected.on(listener),
     routes: (app) =>
       webhookRoutes(app, ingress, {
-        admin: options.admin ?? WEBHOOK_INGRESS_DEFAULTS.admin,
-        guard: options.adminGuard,
+        admin: parsed.admin,
+        guard: parsed.adminGuard,
         rejected,
       }),
   };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { OptionsError } from '../core/index.js';
 import { defineWebhookSource, WEBHOOK_SOURCE_DEFAULTS } from './source.js';
 import { githubVerifier, hmacVerifier, standardWebhooksVerifier, stripeVerifier } from './verifiers/index.js';
 
@@ -136,4 +137,53 @@ describe('defineWebhookSource', () => {
       /eventId must be a function/,
     );
   });
+
+  it('reports every bad option at once, in one OptionsError naming the source', () => {
+    const error = captureOptionsError(() =>
+      defineWebhookSource({
+        name: 'p',
+        verifier: stripe,
+        maxBodyBytes: 0,
+        rateLimit: { limit: 1.5, windowMs: 1, algorithm: 'leaky' as never },
+        concurrency: 'x' as never,
+      }),
+    );
+    expect(error.message).toBe(
+      'defineWebhookSource(p): maxBodyBytes must be an integer >= 1, got 0; ' +
+        'rateLimit.limit must be an integer >= 1, got 1.5; ' +
+        "rateLimit.algorithm must be 'token_bucket', 'fixed_window' or 'sliding_window', got 'leaky'; " +
+        "concurrency must be an integer >= 1, got 'x'",
+    );
+    expect(error.code).toBe('invalid_options');
+    expect(error.owner).toBe('defineWebhookSource(p)');
+    expect(error.problems).toEqual([
+      { option: 'maxBodyBytes', rule: 'an integer >= 1', value: 0 },
+      { option: 'rateLimit.limit', rule: 'an integer >= 1', value: 1.5 },
+      {
+        option: 'rateLimit.algorithm',
+        rule: "'token_bucket', 'fixed_window' or 'sliding_window'",
+        value: 'leaky',
+      },
+      { option: 'concurrency', rule: 'an integer >= 1', value: 'x' },
+    ]);
+  });
+
+  it('names the factory alone when the name itself is bad, with the other problems', () => {
+    expect(() => defineWebhookSource({ name: '', verifier: undefined as never })).toThrow(
+      new RangeError(
+        "defineWebhookSource: name must be 1..64 of a-z, 0-9, _ and -, starting with a letter or digit, got ''; " +
+          'verifier must be a WebhookVerifier with verify(), got undefined',
+      ),
+    );
+  });
 });
+
+function captureOptionsError(fn: () => unknown): OptionsError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(OptionsError);
+    return error as OptionsError;
+  }
+  throw new Error('expected an OptionsError');
+}

@@ -2,7 +2,7 @@
  * A webhook source: who sends, how its deliveries are verified, how big they may be, how to read the event id,
  * type and time, and the admission limits that protect the gateway from it (docs/webhooks.md#sources).
  */
-import { POSITIVE_INTEGER, finite, invalidOption, oneOf, optionalFn, optionalObject } from '../core/index.js';
+import { defineOptions, o } from '../core/index.js';
 import type { Backoff, RateLimitConfig } from '../policy/index.js';
 import type { VerifiedWebhook, WebhookHeaders, WebhookVerifier } from './ports.js';
 
@@ -33,7 +33,10 @@ export interface WebhookRateLimit {
   algorithm?: 'token_bucket' | 'fixed_window' | 'sliding_window';
 }
 
-/** Options of {@link defineWebhookSource}; validated at once (a RangeError names the source and the option). */
+/**
+ * Options of {@link defineWebhookSource}; validated when the source is defined (an OptionsError names the source
+ * and every bad option).
+ */
 export interface WebhookSourceOptions<E = unknown> {
   /** The path segment of `POST /webhooks/:source`: 1..64 of `a-z 0-9 _ -`, starting with a letter or digit. */
   name: string;
@@ -98,6 +101,39 @@ export interface WebhookSource<E = unknown> {
 export type AnyWebhookSource = WebhookSource<any>;
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const RATE_LIMIT_ALGORITHMS = ['token_bucket', 'fixed_window', 'sliding_window'] as const;
+
+/** Checks {@link WebhookSourceOptions} and applies {@link WEBHOOK_SOURCE_DEFAULTS}. */
+const SHAPE = {
+  name: o.custom<string>(
+    (v) => typeof v === 'string' && NAME.test(v),
+    '1..64 of a-z, 0-9, _ and -, starting with a letter or digit',
+  ),
+  verifier: o.methods<WebhookVerifier>('a WebhookVerifier with verify()', 'verify'),
+  maxBodyBytes: o.number().int().min(1).default(WEBHOOK_SOURCE_DEFAULTS.maxBodyBytes),
+  schema: o.methods<WebhookSchema<unknown>>('a schema with safeParse() (zod)', 'safeParse').optional(),
+  eventId: o.fn<Reader<string | undefined>>().optional(),
+  eventType: o.fn<Reader<string | undefined>>().optional(),
+  occurredAt: o.fn<Reader<number | null | undefined>>().optional(),
+  rateLimit: o
+    .object(
+      {
+        limit: o.number().int().min(1),
+        windowMs: o.number().int().min(1),
+        algorithm: o.enum(RATE_LIMIT_ALGORITHMS).default(WEBHOOK_SOURCE_DEFAULTS.rateLimitAlgorithm),
+      },
+      'an object { limit, windowMs, algorithm? } or left out',
+    )
+    .optional(),
+  maxBacklog: o.number().int().min(1).optional(),
+  backlogRetryAfterMs: o.number().int().min(1000).default(WEBHOOK_SOURCE_DEFAULTS.backlogRetryAfterMs),
+  orderingKey: o
+    .fn<(event: unknown, meta: { eventId: string; eventType: string }) => string | undefined>()
+    .optional(),
+  concurrency: o.number().int().min(1).default(WEBHOOK_SOURCE_DEFAULTS.concurrency),
+  backoff: o.methods<Backoff>('a Backoff with next(retry, previousMs)', 'next').optional(),
+};
+type Reader<T> = (event: unknown, delivery: DeliveryInfo) => T;
 
 /**
  * Declares a webhook source. Mount it with `createWebhookIngress({ sources: [source], … })`.
@@ -111,75 +147,33 @@ const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
  * | Standard Webhooks | `webhook-id` | `body.type` | `body.timestamp` (ISO 8601), else `webhook-timestamp` |
  * | other (HMAC) | the verifier's event id header, else `body.id` | `body.type` | the signed timestamp, else none |
  *
- * @throws RangeError naming the source and the option when an option is invalid.
+ * @throws OptionsError (`RangeError`, `invalid_options`) naming every bad option; its owner is
+ *   `defineWebhookSource(<name>)`, or `defineWebhookSource` when the name itself is bad.
  */
 export function defineWebhookSource<E = unknown>(options: WebhookSourceOptions<E>): WebhookSource<E> {
-  if (typeof options !== 'object' || options === null) {
-    throw invalidOption('defineWebhookSource', 'options', 'an object { name, verifier, … }', options);
-  }
-  const name: unknown = options.name;
-  if (typeof name !== 'string' || !NAME.test(name)) {
-    throw invalidOption(
-      'defineWebhookSource',
-      'name',
-      '1..64 of a-z, 0-9, _ and -, starting with a letter or digit',
-      name,
-    );
-  }
-  const owner = `defineWebhookSource(${name})`;
-  const verifier = options.verifier as Partial<WebhookVerifier> | undefined;
-  if (typeof verifier !== 'object' || verifier === null || typeof verifier.verify !== 'function') {
-    throw invalidOption(owner, 'verifier', 'a WebhookVerifier with verify()', verifier);
-  }
-  const d = WEBHOOK_SOURCE_DEFAULTS;
-  const schema = options.schema;
-  if (schema !== undefined && typeof (schema as Partial<WebhookSchema<E>>)?.safeParse !== 'function') {
-    throw invalidOption(owner, 'schema', 'a schema with safeParse() (zod)', schema);
-  }
-  const readers = defaultReaders(String(verifier.scheme ?? ''));
-  const backoff = options.backoff as Partial<Backoff> | undefined;
-  if (backoff !== undefined && typeof backoff?.next !== 'function') {
-    throw invalidOption(owner, 'backoff', 'a Backoff with next(retry, previousMs)', backoff);
-  }
+  const given: unknown = (options as { name?: unknown } | null | undefined)?.name;
+  const owner =
+    typeof given === 'string' && NAME.test(given) ? `defineWebhookSource(${given})` : 'defineWebhookSource';
+  // The owner names the source, so the parser is made per call: once per declaration, never per delivery.
+  const parsed = defineOptions<WebhookSourceOptions>()(owner, SHAPE)(
+    options as unknown as WebhookSourceOptions,
+  );
+  const readers = defaultReaders(String(parsed.verifier.scheme ?? ''));
   return Object.freeze({
-    name,
-    verifier: verifier as WebhookVerifier,
-    maxBodyBytes: finite(owner, 'maxBodyBytes', options.maxBodyBytes ?? d.maxBodyBytes, POSITIVE_INTEGER),
-    schema,
-    eventId: optionalFn(owner, 'eventId', options.eventId) ?? readers.eventId,
-    eventType: optionalFn(owner, 'eventType', options.eventType) ?? readers.eventType,
-    occurredAt: optionalFn(owner, 'occurredAt', options.occurredAt) ?? readers.occurredAt,
-    rateLimit: resolveRateLimit(owner, options.rateLimit),
-    maxBacklog:
-      options.maxBacklog === undefined
-        ? undefined
-        : finite(owner, 'maxBacklog', options.maxBacklog, POSITIVE_INTEGER),
-    backlogRetryAfterMs: finite(
-      owner,
-      'backlogRetryAfterMs',
-      options.backlogRetryAfterMs ?? d.backlogRetryAfterMs,
-      {
-        min: 1000,
-        integer: true,
-      },
-    ),
-    orderingKey: optionalFn(owner, 'orderingKey', options.orderingKey),
-    concurrency: finite(owner, 'concurrency', options.concurrency ?? d.concurrency, POSITIVE_INTEGER),
-    backoff: backoff as Backoff | undefined,
-  });
+    ...parsed,
+    eventId: parsed.eventId ?? readers.eventId,
+    eventType: parsed.eventType ?? readers.eventType,
+    occurredAt: parsed.occurredAt ?? readers.occurredAt,
+    rateLimit: rateLimitConfig(parsed.rateLimit),
+  }) as WebhookSource<E>;
 }
 
-function resolveRateLimit(owner: string, value: WebhookRateLimit | undefined): RateLimitConfig | undefined {
-  const given = optionalObject(owner, 'rateLimit', value, 'an object { limit, windowMs, algorithm? }');
+/** The rate limit as the policy's algorithm config. */
+function rateLimitConfig(
+  given: { limit: number; windowMs: number; algorithm: WebhookRateLimit['algorithm'] & string } | undefined,
+): RateLimitConfig | undefined {
   if (given === undefined) return undefined;
-  const limit = finite(owner, 'rateLimit.limit', given.limit, POSITIVE_INTEGER);
-  const windowMs = finite(owner, 'rateLimit.windowMs', given.windowMs, POSITIVE_INTEGER);
-  const algorithm = oneOf(
-    owner,
-    'rateLimit.algorithm',
-    given.algorithm ?? WEBHOOK_SOURCE_DEFAULTS.rateLimitAlgorithm,
-    ['token_bucket', 'fixed_window', 'sliding_window'] as const,
-  );
+  const { limit, windowMs, algorithm } = given;
   if (algorithm === 'token_bucket') {
     return { type: 'token_bucket', capacity: limit, refillTokens: limit, refillIntervalMs: windowMs };
   }

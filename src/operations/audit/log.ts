@@ -3,7 +3,15 @@
  * attempts, outcomes, reconciliations, webhook acceptances, job terminal states and admin actions.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { canonicalJson, clockOption, invalidOption, type Clock } from '../../core/index.js';
+import {
+  OptionsError,
+  Schema,
+  canonicalJson,
+  defineOptions,
+  invalidOption,
+  o,
+  type Clock,
+} from '../../core/index.js';
 import type { AuditRecord, AuditSealer, AuditStore } from '../../store/index.js';
 import { redact, redactText } from './redact.js';
 import { AUDIT_BODY_VERSION, auditHash, hmacKeyBytes, type AuditBody, type AuditHmacKey } from './seal.js';
@@ -58,16 +66,31 @@ interface Pending {
   reject(error: unknown): void;
 }
 
+/** The `hmacKey` option as bytes; a bad key is reported by its length, never shown. */
+const HMAC_KEY = new Schema<Uint8Array | undefined, AuditHmacKey | undefined>((key, option, problems) => {
+  try {
+    return hmacKeyBytes('createAuditLog', key as AuditHmacKey | undefined);
+  } catch (error) {
+    if (!(error instanceof OptionsError)) throw error;
+    problems.push(...error.problems.map((problem) => ({ ...problem, option })));
+    return undefined;
+  }
+});
+
+/** Checks {@link AuditLogOptions} (no defaults but the system clock). */
+const parseOptions = defineOptions<AuditLogOptions>()('createAuditLog', {
+  store: o.methods<AuditStore>('an AuditStore', 'append'),
+  hmacKey: HMAC_KEY,
+  clock: o.clock(),
+});
+
 /**
  * A writer of the audit chain held by `store`.
- * @throws RangeError for a missing store, a bad clock or an HMAC key shorter than 16 bytes.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createAuditLog`) naming every bad option: a
+ *   missing store, a bad clock, an HMAC key shorter than 16 bytes.
  */
 export function createAuditLog(options: AuditLogOptions): AuditLog {
-  const owner = 'createAuditLog';
-  const store = options.store;
-  if (typeof store?.append !== 'function') throw invalidOption(owner, 'store', 'an AuditStore', store);
-  const clock = clockOption(owner, options.clock);
-  const key = hmacKeyBytes(owner, options.hmacKey);
+  const { store, clock, hmacKey: key } = parseOptions(options);
   let pending: Pending[] = [];
   let draining: Promise<void> | undefined;
 

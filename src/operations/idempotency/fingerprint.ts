@@ -4,7 +4,7 @@
  * misuse, answered 422).
  */
 import { createHash } from 'node:crypto';
-import { fingerprint, invalidOption } from '../../core/index.js';
+import { OptionsError, Schema, fingerprint, type OptionProblem } from '../../core/index.js';
 
 /** The parts of a request a fingerprint may read; `headers` as Node gives them (lowercase names). */
 export interface FingerprintRequest {
@@ -71,32 +71,50 @@ export function requestFingerprint(request: FingerprintRequest, fields: Fingerpr
 }
 
 /**
+ * A {@link FingerprintFields} option (left out, a function, or `{ query?, body?, headers? }`), for an options
+ * shape; each bad member is reported as `<option>.query`, `<option>.body`, `<option>.headers`.
+ */
+export const FINGERPRINT_FIELDS_SCHEMA = new Schema<FingerprintFields | undefined>(
+  (fields, option, problems) => {
+    if (fields === undefined || typeof fields === 'function') return fields as FingerprintFields | undefined;
+    if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+      problems.push({ option, rule: 'an object { query?, body?, headers? } or a function', value: fields });
+      return undefined;
+    }
+    const { query, body, headers } = fields as FingerprintFieldOptions;
+    if (query !== undefined && typeof query !== 'boolean') {
+      problems.push({ option: `${option}.query`, rule: 'a boolean', value: query });
+    }
+    if (
+      body !== undefined &&
+      body !== 'all' &&
+      body !== 'none' &&
+      !(Array.isArray(body) && body.every((name) => typeof name === 'string'))
+    ) {
+      problems.push({
+        option: `${option}.body`,
+        rule: "'all', 'none' or an array of member names",
+        value: body,
+      });
+    }
+    if (
+      headers !== undefined &&
+      !(Array.isArray(headers) && headers.every((name) => typeof name === 'string' && name !== ''))
+    ) {
+      problems.push({ option: `${option}.headers`, rule: 'an array of header names', value: headers });
+    }
+    return fields as FingerprintFields;
+  },
+);
+
+/**
  * Checks a {@link FingerprintFields} option at construction.
- * @throws RangeError naming `owner` and the option.
+ * @throws OptionsError (`RangeError`, `invalid_options`) naming `owner` and every bad member of the option.
  */
 export function checkFingerprintFields(owner: string, option: string, fields: unknown): void {
-  if (fields === undefined || typeof fields === 'function') return;
-  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
-    throw invalidOption(owner, option, 'an object { query?, body?, headers? } or a function', fields);
-  }
-  const { query, body, headers } = fields as FingerprintFieldOptions;
-  if (query !== undefined && typeof query !== 'boolean') {
-    throw invalidOption(owner, `${option}.query`, 'a boolean', query);
-  }
-  if (
-    body !== undefined &&
-    body !== 'all' &&
-    body !== 'none' &&
-    !(Array.isArray(body) && body.every((name) => typeof name === 'string'))
-  ) {
-    throw invalidOption(owner, `${option}.body`, "'all', 'none' or an array of member names", body);
-  }
-  if (
-    headers !== undefined &&
-    !(Array.isArray(headers) && headers.every((name) => typeof name === 'string' && name !== ''))
-  ) {
-    throw invalidOption(owner, `${option}.headers`, 'an array of header names', headers);
-  }
+  const problems: OptionProblem[] = [];
+  FINGERPRINT_FIELDS_SCHEMA.check(fields, option, problems);
+  if (problems.length > 0) throw new OptionsError(owner, problems);
 }
 
 function bodyValue(body: unknown, selection: 'all' | readonly string[]): unknown {

@@ -16,30 +16,22 @@ import type {
 } from 'fastify';
 import {
   BreakwaterError,
-  POSITIVE,
   PROBLEM_CONTENT_TYPE,
-  bool,
-  clockOption,
-  finite,
+  defineOptions,
   invalidOption,
   isBreakwaterError,
   isRequestTimeout,
-  optionalFn,
+  o,
   retryAfterHeader,
   toProblem,
   type Clock,
+  type Report,
 } from '../../core/index.js';
 import { isSafeMethod, pathOf } from '../../http/index.js';
 import type { IdempotencyRef, IdempotencyStore, StoredResponse } from '../../store/index.js';
-import { checkFingerprintFields, requestFingerprint, type FingerprintFields } from './fingerprint.js';
+import { FINGERPRINT_FIELDS_SCHEMA, requestFingerprint, type FingerprintFields } from './fingerprint.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from './key.js';
-import {
-  IDEMPOTENCY_DEFAULTS,
-  checkIdempotencyLifetimes,
-  finishIdempotent,
-  startIdempotent,
-  storedBody,
-} from './run.js';
+import { IDEMPOTENCY_DEFAULTS, finishIdempotent, lifetimesRule, startIdempotent, storedBody } from './run.js';
 import { defaultIdempotencyScope } from './scope.js';
 
 /** A route's `config.idempotency`: `true` for the plugin's defaults, or overrides. */
@@ -71,7 +63,7 @@ export interface IdempotencyPluginOptions extends IdempotencyRouteConfig {
   /**
    * Response headers stored and replayed besides `content-type` and `location` (names, any case). Never
    * `set-cookie` (a session must not be handed to a retry) nor hop-by-hop or framing headers: those are
-   * refused with a RangeError.
+   * refused with an OptionsError.
    */
   replayHeaders?: readonly string[];
 }
@@ -89,6 +81,49 @@ const NEVER_REPLAYED = new Set([
   'content-length',
   IDEMPOTENT_REPLAYED_HEADER,
 ]);
+
+const REPLAY_HEADERS_RULE = 'header names other than set-cookie and hop-by-hop ones';
+
+/** A route's config as declared; every member left out takes the plugin's. */
+const ROUTE_SHAPE = {
+  required: o.boolean().optional(),
+  fields: FINGERPRINT_FIELDS_SCHEMA,
+  scope: o.fn<(request: FastifyRequest) => string>().optional(),
+  lockMs: o.number().positive().optional(),
+  ttlMs: o.number().positive().optional(),
+};
+
+/** `ttlMs > lockMs` (see `checkIdempotencyLifetimes`), once both are numbers worth comparing. */
+function checkLifetimes(lockMs: unknown, ttlMs: unknown, report: Report): void {
+  if (typeof lockMs === 'number' && typeof ttlMs === 'number' && !(ttlMs > lockMs)) {
+    report('ttlMs', lifetimesRule(lockMs), ttlMs);
+  }
+}
+
+/** Checks {@link IdempotencyPluginOptions}; the defaults are {@link IDEMPOTENCY_DEFAULTS}, not required, the whole body, {@link defaultIdempotencyScope}. */
+const parseOptions = defineOptions<IdempotencyPluginOptions>()(
+  'registerIdempotency',
+  {
+    store: o.methods<IdempotencyStore>('an IdempotencyStore', 'begin'),
+    clock: o.clock(),
+    replayHeaders: o
+      .custom<readonly string[]>(
+        (names) =>
+          Array.isArray(names) &&
+          names.every(
+            (name) => typeof name === 'string' && name !== '' && !NEVER_REPLAYED.has(name.toLowerCase()),
+          ),
+        REPLAY_HEADERS_RULE,
+      )
+      .default([]),
+    required: o.boolean().default(false),
+    fields: FINGERPRINT_FIELDS_SCHEMA,
+    scope: o.fn<(request: FastifyRequest) => string>().default(defaultIdempotencyScope),
+    lockMs: o.number().positive().default(IDEMPOTENCY_DEFAULTS.lockMs),
+    ttlMs: o.number().positive().default(IDEMPOTENCY_DEFAULTS.ttlMs),
+  },
+  ({ lockMs, ttlMs }, report) => checkLifetimes(lockMs, ttlMs, report),
+);
 
 interface RouteSettings {
   required: boolean;
@@ -128,21 +163,14 @@ type RequestState =
  * A request without the header on a `required` route is answered 400 `idempotency_key_missing`; on another
  * route it runs normally.
  *
- * @throws RangeError for a bad option, here or (for a route's config) when the route is declared.
+ * @throws OptionsError (`RangeError`, `invalid_options`) naming every bad option, here (owner
+ *   `registerIdempotency`) or, for a route's config, when the route is declared (owner
+ *   `registerIdempotency (route <method> <url>)`).
  */
 export function registerIdempotency(app: FastifyInstance, options: IdempotencyPluginOptions): void {
   const owner = 'registerIdempotency';
-  const store = options.store;
-  if (typeof store?.begin !== 'function') throw invalidOption(owner, 'store', 'an IdempotencyStore', store);
-  const clock = clockOption(owner, options.clock);
-  const allowed = replayHeaderSet(owner, options.replayHeaders);
-  const defaults = settings(owner, options, {
-    required: false,
-    fields: undefined,
-    scope: defaultIdempotencyScope,
-    lockMs: IDEMPOTENCY_DEFAULTS.lockMs,
-    ttlMs: IDEMPOTENCY_DEFAULTS.ttlMs,
-  });
+  const { store, clock, replayHeaders, ...defaults } = parseOptions(options);
+  const allowed = new Set(['content-type', 'location', ...replayHeaders.map((name) => name.toLowerCase())]);
   const states = new WeakMap<FastifyRequest, RequestState>();
 
   const answer = (request: FastifyRequest, reply: FastifyReply, error: BreakwaterError): FastifyReply => {
@@ -273,7 +301,7 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyPl
     if (config !== true && (typeof config !== 'object' || config === null)) {
       throw invalidOption(where, 'config.idempotency', 'true, false or an object', config);
     }
-    const own = settings(where, config === true ? {} : config, defaults);
+    const own = routeSettings(where, config === true ? {} : config, defaults);
     route.preHandler = [...hooks(route.preHandler), preHandlerFor(own)];
     route.onError = [...hooks(route.onError), onError];
     route.onSend = [...hooks(route.onSend), onSend];
@@ -283,37 +311,21 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyPl
 
 /**
  * A route's settings: `config` over `base`, checked.
- * @throws RangeError naming `owner` and the option; `ttlMs` when it is not greater than the `lockMs` it goes
- *   with, whichever of the two the route set ({@link checkIdempotencyLifetimes}).
+ * @throws OptionsError naming `owner` and every bad option; `ttlMs` when it is not greater than the `lockMs`
+ *   it goes with, whichever of the two the route set (`checkIdempotencyLifetimes`).
  */
-function settings(owner: string, config: IdempotencyRouteConfig, base: RouteSettings): RouteSettings {
-  checkFingerprintFields(owner, 'fields', config.fields);
-  const lockMs = config.lockMs === undefined ? base.lockMs : finite(owner, 'lockMs', config.lockMs, POSITIVE);
-  const ttlMs = config.ttlMs === undefined ? base.ttlMs : finite(owner, 'ttlMs', config.ttlMs, POSITIVE);
+function routeSettings(owner: string, config: IdempotencyRouteConfig, base: RouteSettings): RouteSettings {
+  // Made per route for its owner and its base: once per declaration, never per request.
+  const own = defineOptions<IdempotencyRouteConfig>()(owner, ROUTE_SHAPE, ({ lockMs, ttlMs }, report) =>
+    checkLifetimes(lockMs ?? base.lockMs, ttlMs ?? base.ttlMs, report),
+  )(config);
   return {
-    required: config.required === undefined ? base.required : bool(owner, 'required', config.required),
-    fields: config.fields ?? base.fields,
-    scope: optionalFn(owner, 'scope', config.scope) ?? base.scope,
-    lockMs,
-    ttlMs: checkIdempotencyLifetimes(owner, lockMs, ttlMs),
+    required: own.required ?? base.required,
+    fields: own.fields ?? base.fields,
+    scope: own.scope ?? base.scope,
+    lockMs: own.lockMs ?? base.lockMs,
+    ttlMs: own.ttlMs ?? base.ttlMs,
   };
-}
-
-function replayHeaderSet(owner: string, names: readonly string[] | undefined): ReadonlySet<string> {
-  const allowed = new Set(['content-type', 'location']);
-  for (const name of names ?? []) {
-    const lower = typeof name === 'string' ? name.toLowerCase() : '';
-    if (lower === '' || NEVER_REPLAYED.has(lower)) {
-      throw invalidOption(
-        owner,
-        'replayHeaders',
-        'header names other than set-cookie and hop-by-hop ones',
-        names,
-      );
-    }
-    allowed.add(lower);
-  }
-  return allowed;
 }
 
 /** The response as stored, or undefined for a payload that cannot be (a stream). */

@@ -59,12 +59,12 @@ export interface IdempotentResponse {
  */
 export function checkIdempotencyLifetimes(owner: string, lockMs: number, ttlMs: number): number {
   if (ttlMs > lockMs) return ttlMs;
-  throw invalidOption(
-    owner,
-    'ttlMs',
-    `greater than lockMs (${lockMs} ms): a record must outlive the lock of the run that holds it`,
-    ttlMs,
-  );
+  throw invalidOption(owner, 'ttlMs', lifetimesRule(lockMs), ttlMs);
+}
+
+/** What `ttlMs` must be next to `lockMs` (follows "must be"; see {@link checkIdempotencyLifetimes}). */
+export function lifetimesRule(lockMs: number): string {
+  return `greater than lockMs (${lockMs} ms): a record must outlive the lock of the run that holds it`;
 }
 
 /** Where and under which key a run is claimed. */

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { fastify, type FastifyInstance, type FastifyReply, type LightMyRequestResponse } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { BreakwaterError, FakeClock } from '../../core/index.js';
+import { BreakwaterError, FakeClock, OptionsError } from '../../core/index.js';
 import type { Store } from '../../store/index.js';
 import { registerIdempotency } from './route.js';
 
@@ -505,6 +505,54 @@ export function idempotencyRouteSuite(open: (clock: FakeClock) => Promise<Store>
       registerIdempotency(other, { store: store.idempotency });
       expect(() => other.post('/x', { config: { idempotency: { lockMs: -1 } } }, async () => 'x')).toThrow(
         'registerIdempotency (route POST /x): lockMs must be a finite number > 0, got -1',
+      );
+      await other.close();
+    });
+
+    it('reports every bad option at once, in one OptionsError, at registration and on a route', async () => {
+      const other = fastify();
+      let caught: unknown;
+      try {
+        registerIdempotency(other, {
+          store: store.idempotency,
+          replayHeaders: ['Set-Cookie'],
+          required: 'yes' as never,
+          fields: { query: 1, body: 'some' } as never,
+          lockMs: 0,
+        });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toBeInstanceOf(OptionsError);
+      const error = caught as OptionsError;
+      expect(error.message).toBe(
+        "registerIdempotency: replayHeaders must be header names other than set-cookie and hop-by-hop ones, got ['Set-Cookie']; " +
+          "required must be a boolean, got 'yes'; " +
+          'fields.query must be a boolean, got 1; ' +
+          "fields.body must be 'all', 'none' or an array of member names, got 'some'; " +
+          'lockMs must be a finite number > 0, got 0',
+      );
+      expect(error.code).toBe('invalid_options');
+      expect(error.owner).toBe('registerIdempotency');
+      expect(error.problems.map((p) => p.option)).toEqual([
+        'replayHeaders',
+        'required',
+        'fields.query',
+        'fields.body',
+        'lockMs',
+      ]);
+      registerIdempotency(other, { store: store.idempotency });
+      expect(() =>
+        other.post(
+          '/y',
+          { config: { idempotency: { scope: 'ip' as never, lockMs: 90_000_000 } } },
+          async () => 'y',
+        ),
+      ).toThrow(
+        new RangeError(
+          "registerIdempotency (route POST /y): scope must be a function, got 'ip'; " +
+            'ttlMs must be greater than lockMs (90000000 ms): a record must outlive the lock of the run that holds it, got 86400000',
+        ),
       );
       await other.close();
     });

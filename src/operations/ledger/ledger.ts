@@ -2,16 +2,14 @@ import {
   BreakwaterError,
   EventSource,
   canAccess,
-  clockOption,
+  defineOptions,
   errorFields,
-  finite,
   fingerprint,
   Log,
   LogContext,
-  loggerOption,
   neverAbortedSignal,
   newId,
-  POSITIVE,
+  o,
   PrincipalContext,
   toBreakwaterError,
   type Clock,
@@ -27,11 +25,32 @@ import type {
   ExecuteOptions,
   NeedsAttentionEvent,
   OperationAction,
+  LedgerLog,
   OperationAuditSink,
   OperationLedgerOptions,
   OperationOutcomeEvent,
   OperationResult,
 } from './types.js';
+
+const LOG_METHODS = ['info', 'warn', 'error'] as const;
+
+/** Checks {@link OperationLedgerOptions} and applies {@link LEDGER_DEFAULTS}. */
+const parseOptions = defineOptions<OperationLedgerOptions>()('OperationLedger', {
+  store: o.methods<OperationStore>('an OperationStore', 'begin', 'get', 'update', 'list'),
+  actions: o.custom<readonly AnyOperationAction[]>(Array.isArray, 'an array of actions').default([]),
+  audit: o.methods<OperationAuditSink>('an audit log with record()', 'record').optional(),
+  log: o
+    .custom<LedgerLog>(
+      (v) =>
+        typeof v === 'object' &&
+        v !== null &&
+        LOG_METHODS.some((m) => typeof (v as Record<string, unknown>)[m] === 'function'),
+      'a pino-compatible logger (info, warn or error methods)',
+    )
+    .optional(),
+  clock: o.clock(),
+  checkEveryMs: o.number().positive().default(LEDGER_DEFAULTS.checkEveryMs),
+});
 
 /**
  * The outbound operation ledger (docs/operations.md#the-operation-ledger). `execute` persists the intent and
@@ -75,19 +94,17 @@ export class OperationLedger {
   /** Operations marked `needs_attention` by this process (a counter for metrics). */
   escalated = 0;
 
-  /** @throws RangeError for a bad option; TypeError for two different actions of one name. */
+  /**
+   * @throws OptionsError (`RangeError`, `invalid_options`, owner `OperationLedger`) naming every bad option;
+   *   TypeError for two different actions of one name.
+   */
   constructor(options: OperationLedgerOptions) {
-    const owner = 'OperationLedger';
-    this.store = options.store;
-    this.audit = options.audit;
-    this.log = new Log(loggerOption(owner, 'log', options.log, true));
-    this.clock = clockOption(owner, options.clock);
-    this.checkEveryMs = finite(
-      owner,
-      'checkEveryMs',
-      options.checkEveryMs ?? LEDGER_DEFAULTS.checkEveryMs,
-      POSITIVE,
-    );
+    const parsed = parseOptions(options);
+    this.store = parsed.store;
+    this.audit = parsed.audit;
+    this.log = new Log(parsed.log);
+    this.clock = parsed.clock;
+    this.checkEveryMs = parsed.checkEveryMs;
     this.steps = new OperationSteps({
       store: this.store,
       audit: this.audit,
@@ -96,7 +113,7 @@ export class OperationLedger {
       checkEveryMs: this.checkEveryMs,
       outcomes: this.outcomes,
     });
-    for (const action of options.actions ?? []) this.define(action);
+    for (const action of parsed.actions) this.define(action);
   }
 
   /** Subscribes to operations escalated to `needs_attention` by this process. */

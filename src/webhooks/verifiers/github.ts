@@ -1,11 +1,12 @@
+import { defineOptions } from '../../core/index.js';
 import {
   anyHmacMatches,
   decodeHex,
   invalidSignature,
-  ownerName,
   readHeader,
-  secretsOption,
-  sourceOption,
+  SOURCE_SCHEMA,
+  secretsSchema,
+  verifierOwner,
   type Rejecter,
 } from './shared.js';
 import type { VerifiedWebhook, WebhookHeaders, WebhookVerifier } from './types.js';
@@ -22,6 +23,12 @@ const FACTORY = 'githubVerifier';
 const HEADER = 'x-hub-signature-256';
 const PREFIX = 'sha256=';
 const SHA256_BYTES = 32;
+
+/** Checks {@link GithubVerifierOptions}; the secrets become UTF-8 keys. */
+const SHAPE = {
+  secrets: secretsSchema('a webhook secret', (secret) => Buffer.from(secret, 'utf8')),
+  source: SOURCE_SCHEMA,
+};
 
 /**
  * Verifies GitHub webhooks (GitHub docs, "Validating webhook deliveries"): `X-Hub-Signature-256:
@@ -40,14 +47,15 @@ const SHA256_BYTES = 32;
  * example, and GitHub's published example payloads). Octokit's `verify` is also async and throws a
  * `TypeError` on an empty body.
  *
- * @throws RangeError at construction for a bad option (names the option and, with `source`, the source).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option and, with
+ *   `source`, the source.
  */
 export function githubVerifier(options: GithubVerifierOptions): WebhookVerifier {
-  const source = sourceOption(FACTORY, options.source);
-  const owner = ownerName(FACTORY, source);
-  const keys = secretsOption(owner, options.secrets, 'a webhook secret', (secret) =>
-    Buffer.from(secret, 'utf8'),
-  );
+  const { secrets: keys, source } = defineOptions<GithubVerifierOptions>()(
+    verifierOwner(FACTORY, options),
+    SHAPE,
+  )(options);
+
   const by: Rejecter = { scheme: 'github', source };
 
   return {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../core/index.js';
 import { hmacVerifier } from './hmac.js';
 import { hmacSignatureHeader } from './sign.js';
-import { T, fieldsOf, invalid, optionError, rejectionOf } from './test-support.js';
+import { T, fieldsOf, invalid, optionError, optionsErrorOf, rejectionOf } from './test-support.js';
 
 const SECRET = 'shared-secret-2026';
 const body = Buffer.from('{"event":"order.paid","order":"ord_1"}');
@@ -162,7 +162,7 @@ describe('hmacVerifier: startup validation', () => {
     [{ ...base, prefix: '' }, "hmacVerifier: prefix must be a non-empty string, got ''"],
     [
       { ...base, toleranceMs: 1000 },
-      'hmacVerifier: toleranceMs needs timestampHeader (without one nothing is timed)',
+      'hmacVerifier: toleranceMs must be left out without timestampHeader (without one nothing is timed), got 1000',
     ],
     [
       { ...base, timestampHeader: 'x-ts', toleranceMs: -1 },
@@ -182,5 +182,34 @@ describe('hmacVerifier: startup validation', () => {
     ],
   ])('%#: %s', (options, message) => {
     expect(optionError(() => hmacVerifier(options as never))).toBe(message);
+  });
+
+  it('reports every bad option at once, in one OptionsError, never showing a secret', () => {
+    const error = optionsErrorOf(() =>
+      hmacVerifier({
+        secrets: ['ok-secret', ' padded-secret', 42 as never],
+        header: '',
+        algorithm: 'md5' as never,
+        toleranceMs: 1000,
+        source: 'shop',
+      }),
+    );
+    expect(error.message).toBe(
+      "hmacVerifier (source 'shop'): secrets[1] must be a shared secret, got ' pad…' (leading or trailing whitespace; a pasted newline?); " +
+        'secrets[2] must be a shared secret, got a number; ' +
+        "header must be a non-empty string, got ''; " +
+        "algorithm must be 'sha256', 'sha1' or 'sha512', got 'md5'; " +
+        'toleranceMs must be left out without timestampHeader (without one nothing is timed), got 1000',
+    );
+    expect(error.code).toBe('invalid_options');
+    expect(error.owner).toBe("hmacVerifier (source 'shop')");
+    expect(error.problems.map((p) => p.option)).toEqual([
+      'secrets[1]',
+      'secrets[2]',
+      'header',
+      'algorithm',
+      'toleranceMs',
+    ]);
+    expect(JSON.stringify(error.problems)).not.toContain('padded-secret');
   });
 });

@@ -1,4 +1,4 @@
-import { nonEmptyString, oneOf } from '../../core/index.js';
+import { defineOptions, o } from '../../core/index.js';
 import {
   DIGEST_BYTES,
   anyHmacMatches,
@@ -6,12 +6,12 @@ import {
   decodeBase64,
   decodeHex,
   invalidSignature,
-  ownerName,
   parseUnixSeconds,
   readHeader,
-  secretsOption,
-  sourceOption,
-  toleranceOption,
+  SOURCE_SCHEMA,
+  TOLERANCE_SCHEMA,
+  secretsSchema,
+  verifierOwner,
   type HmacAlgorithm,
   type Rejecter,
 } from './shared.js';
@@ -51,6 +51,20 @@ export interface HmacVerifierOptions {
 const FACTORY = 'hmacVerifier';
 const ALGORITHMS: readonly HmacAlgorithm[] = ['sha256', 'sha1', 'sha512'];
 const ENCODINGS: readonly SignatureEncoding[] = ['hex', 'base64'];
+const HEADER_NAME = o.string().min(1);
+
+/** Checks {@link HmacVerifierOptions}; header names become lower case after. */
+const SHAPE = {
+  secrets: secretsSchema('a shared secret', (secret) => Buffer.from(secret, 'utf8')),
+  header: HEADER_NAME,
+  algorithm: o.enum(ALGORITHMS).default('sha256'),
+  encoding: o.enum(ENCODINGS).default('hex'),
+  prefix: o.string().min(1).optional(),
+  timestampHeader: HEADER_NAME.optional(),
+  toleranceMs: TOLERANCE_SCHEMA,
+  eventIdHeader: HEADER_NAME.optional(),
+  source: SOURCE_SCHEMA,
+};
 
 /**
  * Verifies a provider's own HMAC scheme: header `header` holds `${prefix}${encode(HMAC(secret, content))}`
@@ -62,30 +76,28 @@ const ENCODINGS: readonly SignatureEncoding[] = ['hex', 'base64'];
  * The timestamp is checked before the signature (a stale request costs no HMAC), so `stale_timestamp` does
  * not mean the signature was valid.
  *
- * @throws RangeError at construction for a bad option (names the option and, with `source`, the source).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option and, with
+ *   `source`, the source.
  */
 export function hmacVerifier(options: HmacVerifierOptions): WebhookVerifier {
-  const source = sourceOption(FACTORY, options.source);
-  const owner = ownerName(FACTORY, source);
-  const header = nonEmptyString(owner, 'header', options.header).toLowerCase();
-  const algorithm = oneOf(owner, 'algorithm', options.algorithm ?? 'sha256', ALGORITHMS);
-  const encoding = oneOf(owner, 'encoding', options.encoding ?? 'hex', ENCODINGS);
-  const prefix = options.prefix === undefined ? '' : nonEmptyString(owner, 'prefix', options.prefix);
-  const timestampHeader =
-    options.timestampHeader === undefined
-      ? undefined
-      : nonEmptyString(owner, 'timestampHeader', options.timestampHeader).toLowerCase();
-  if (timestampHeader === undefined && options.toleranceMs !== undefined) {
-    throw new RangeError(`${owner}: toleranceMs needs timestampHeader (without one nothing is timed)`);
-  }
-  const toleranceMs = toleranceOption(owner, options.toleranceMs);
-  const eventIdHeader =
-    options.eventIdHeader === undefined
-      ? undefined
-      : nonEmptyString(owner, 'eventIdHeader', options.eventIdHeader).toLowerCase();
-  const keys = secretsOption(owner, options.secrets, 'a shared secret', (secret) =>
-    Buffer.from(secret, 'utf8'),
-  );
+  const parsed = defineOptions<HmacVerifierOptions>()(
+    verifierOwner(FACTORY, options),
+    SHAPE,
+    (_parsed, report, input) => {
+      if (input.timestampHeader === undefined && input.toleranceMs !== undefined) {
+        report(
+          'toleranceMs',
+          'left out without timestampHeader (without one nothing is timed)',
+          input.toleranceMs,
+        );
+      }
+    },
+  )(options);
+  const { secrets: keys, algorithm, encoding, toleranceMs, source } = parsed;
+  const header = parsed.header.toLowerCase();
+  const prefix = parsed.prefix ?? '';
+  const timestampHeader = parsed.timestampHeader?.toLowerCase();
+  const eventIdHeader = parsed.eventIdHeader?.toLowerCase();
   const bytes = DIGEST_BYTES[algorithm];
   const decode = encoding === 'hex' ? decodeHex : decodeBase64;
   const shape = `${prefix}<${bytes} bytes of ${encoding}>`;

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { BreakwaterError, POSITIVE, finite } from '../../core/index.js';
+import { BreakwaterError, Redacted, Schema, o } from '../../core/index.js';
 import type { WebhookHeaders, WebhookScheme } from './types.js';
 
 /** Plumbing shared by the verifiers: header reading, rejections, timestamps, secret checks, matching. */
@@ -126,47 +126,61 @@ export function ownerName(factory: string, source: string | undefined): string {
   return source === undefined ? factory : `${factory} (source '${source}')`;
 }
 
-/** Checks the optional `source` option. */
-export function sourceOption(factory: string, source: unknown): string | undefined {
-  if (source === undefined || (typeof source === 'string' && source.length > 0)) return source;
-  throw new RangeError(`${factory}: source must be a non-empty string or left out, got ${kindOf(source)}`);
+/**
+ * The owner of a verifier's option errors: {@link ownerName} with the `source` option when it is a usable
+ * one (a bad `source` is itself reported, under the factory's name alone).
+ */
+export function verifierOwner(factory: string, options: unknown): string {
+  const source: unknown = (options as { source?: unknown } | null | undefined)?.source;
+  return ownerName(factory, typeof source === 'string' && source.length > 0 ? source : undefined);
 }
 
-/** Checks `toleranceMs` (> 0 ms, finite); `undefined` gives the 300 s default. */
-export function toleranceOption(owner: string, value: unknown): number {
-  return value === undefined ? DEFAULT_TOLERANCE_MS : finite(owner, 'toleranceMs', value, POSITIVE);
-}
+/** The `source` option of every verifier. */
+export const SOURCE_SCHEMA = o
+  .custom<string>((v) => typeof v === 'string' && v.length > 0, 'a non-empty string or left out')
+  .optional();
+
+/** `toleranceMs` (> 0 ms, finite), default {@link DEFAULT_TOLERANCE_MS}. */
+export const TOLERANCE_SCHEMA = o.number().positive().default(DEFAULT_TOLERANCE_MS);
 
 /**
- * Checks a `secrets` option: a non-empty array whose every entry `parse` accepts. `parse` returns the key
- * bytes, or the reason the entry is wrong. Errors never echo a secret: at most its first 4 characters (and
- * fewer than half of a short one), because startup errors end up in logs.
- * @throws RangeError `${owner}: secrets[1] must be ${rule}, got 'whse…' (${reason})`.
+ * A `secrets` option: a non-empty array whose every entry `parse` accepts; gives the key bytes. `parse`
+ * returns the key bytes, or the reason the entry is wrong. Problems never hold or show a secret: at most its
+ * first 4 characters (and fewer than half of a short one), because startup errors end up in logs; a value
+ * that is not a string is described by its kind. Each bad entry is its own problem:
+ * `secrets[1] must be ${rule}, got 'whse…' (${reason})`.
  */
-export function secretsOption(
-  owner: string,
-  value: unknown,
+export function secretsSchema(
   rule: string,
   parse: (secret: string) => Buffer | string,
-): Buffer[] {
-  if (!Array.isArray(value) || value.length === 0) {
-    throw new RangeError(
-      `${owner}: secrets must be a non-empty array of secrets (several for rotation), got ${kindOf(value)}`,
-    );
-  }
-  return value.map((secret: unknown, i) => {
-    const option = `secrets[${i}]`;
-    if (typeof secret !== 'string')
-      throw new RangeError(`${owner}: ${option} must be ${rule}, got ${kindOf(secret)}`);
-    let reason: string;
-    if (secret.length === 0) reason = 'empty';
-    else if (secret.trim() !== secret) reason = 'leading or trailing whitespace; a pasted newline?';
-    else {
-      const parsed = parse(secret);
-      if (typeof parsed !== 'string') return parsed;
-      reason = parsed;
+): Schema<Buffer[], readonly string[]> {
+  return new Schema((value, option, problems) => {
+    if (!Array.isArray(value) || value.length === 0) {
+      problems.push({
+        option,
+        rule: 'a non-empty array of secrets (several for rotation)',
+        value: new Redacted(kindOf(value)),
+      });
+      return [];
     }
-    throw new RangeError(`${owner}: ${option} must be ${rule}, got ${redact(secret)} (${reason})`);
+    const keys: Buffer[] = [];
+    value.forEach((secret: unknown, i) => {
+      const entry = `${option}[${i}]`;
+      if (typeof secret !== 'string') {
+        problems.push({ option: entry, rule, value: new Redacted(kindOf(secret)) });
+        return;
+      }
+      let reason: string;
+      if (secret.length === 0) reason = 'empty';
+      else if (secret.trim() !== secret) reason = 'leading or trailing whitespace; a pasted newline?';
+      else {
+        const parsed = parse(secret);
+        if (typeof parsed !== 'string') return void keys.push(parsed);
+        reason = parsed;
+      }
+      problems.push({ option: entry, rule, value: new Redacted(`${redact(secret)} (${reason})`) });
+    });
+    return keys;
   });
 }
 

@@ -1,15 +1,16 @@
 import { Webhook } from 'standardwebhooks';
+import { defineOptions } from '../../core/index.js';
 import {
   anyHmacMatches,
   checkTimestamp,
   decodeBase64,
   invalidSignature,
-  ownerName,
   parseUnixSeconds,
   readHeader,
-  secretsOption,
-  sourceOption,
-  toleranceOption,
+  SOURCE_SCHEMA,
+  TOLERANCE_SCHEMA,
+  secretsSchema,
+  verifierOwner,
   type Rejecter,
 } from './shared.js';
 import type { VerifiedWebhook, WebhookHeaders, WebhookVerifier } from './types.js';
@@ -47,6 +48,13 @@ const SIGNATURE_PREFIX = /^v1a?,/;
 /** HMAC-SHA256 digest size; `v1` signatures are its base64. */
 const V1_BYTES = 32;
 
+/** Checks {@link StandardWebhooksVerifierOptions}; the secrets become their decoded keys. */
+const SHAPE = {
+  secrets: secretsSchema(`a '${SECRET_PREFIX}' base64 secret`, parseSecret),
+  toleranceMs: TOLERANCE_SCHEMA,
+  source: SOURCE_SCHEMA,
+};
+
 /**
  * Verifies Standard Webhooks (standardwebhooks.com, "Verifying webhooks"): `webhook-signature` is a
  * space-separated list of `<version>,<base64>`; a `v1` entry is HMAC-SHA256 over
@@ -70,14 +78,16 @@ const V1_BYTES = 32;
  * The timestamp is checked before the signature (as the library does), so a stale request costs no HMAC;
  * `stale_timestamp` therefore does not mean the signature was valid.
  *
- * @throws RangeError at construction for a bad option (names the option and, with `source`, the source),
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option and, with
+ *   `source`, the source,
  *   a secret outside {@link MIN_SECRET_BYTES}..{@link MAX_SECRET_BYTES} bytes included.
  */
 export function standardWebhooksVerifier(options: StandardWebhooksVerifierOptions): WebhookVerifier {
-  const source = sourceOption(FACTORY, options.source);
-  const owner = ownerName(FACTORY, source);
-  const toleranceMs = toleranceOption(owner, options.toleranceMs);
-  const keys = secretsOption(owner, options.secrets, `a '${SECRET_PREFIX}' base64 secret`, parseSecret);
+  const {
+    secrets: keys,
+    toleranceMs,
+    source,
+  } = defineOptions<StandardWebhooksVerifierOptions>()(verifierOwner(FACTORY, options), SHAPE)(options);
   const by: Rejecter = { scheme: 'standard-webhooks', source };
 
   return {

@@ -1,14 +1,15 @@
+import { defineOptions } from '../../core/index.js';
 import {
   anyHmacMatches,
   checkTimestamp,
   decodeHex,
   invalidSignature,
-  ownerName,
   parseUnixSeconds,
   readHeader,
-  secretsOption,
-  sourceOption,
-  toleranceOption,
+  SOURCE_SCHEMA,
+  TOLERANCE_SCHEMA,
+  secretsSchema,
+  verifierOwner,
   type Rejecter,
 } from './shared.js';
 import type { VerifiedWebhook, WebhookHeaders, WebhookVerifier } from './types.js';
@@ -29,6 +30,19 @@ const HEADER = 'stripe-signature';
 /** HMAC-SHA256 digest size; `v1` signatures are its hex. */
 const V1_BYTES = 32;
 
+/** Checks {@link StripeVerifierOptions}; the secrets become the keys, used as they are. */
+const SHAPE = {
+  secrets: secretsSchema(`a '${SECRET_PREFIX}' signing secret`, (secret) =>
+    !secret.startsWith(SECRET_PREFIX)
+      ? `no '${SECRET_PREFIX}' prefix`
+      : secret.length === SECRET_PREFIX.length
+        ? 'empty after the prefix'
+        : Buffer.from(secret, 'utf8'),
+  ),
+  toleranceMs: TOLERANCE_SCHEMA,
+  source: SOURCE_SCHEMA,
+};
+
 /**
  * Verifies Stripe webhooks (Stripe docs, "Verify webhook signatures manually"): `Stripe-Signature:
  * t=<unix s>,v1=<hex>[,v1=<hex>…]`, each `v1` an HMAC-SHA256 hex digest of `${t}.${body}` keyed with the
@@ -41,19 +55,15 @@ const V1_BYTES = 32;
  * The timestamp is checked before the signature (a stale request costs no HMAC), so `stale_timestamp` does
  * not mean the signature was valid.
  *
- * @throws RangeError at construction for a bad option (names the option and, with `source`, the source).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option and, with
+ *   `source`, the source.
  */
 export function stripeVerifier(options: StripeVerifierOptions): WebhookVerifier {
-  const source = sourceOption(FACTORY, options.source);
-  const owner = ownerName(FACTORY, source);
-  const toleranceMs = toleranceOption(owner, options.toleranceMs);
-  const keys = secretsOption(owner, options.secrets, `a '${SECRET_PREFIX}' signing secret`, (secret) =>
-    !secret.startsWith(SECRET_PREFIX)
-      ? `no '${SECRET_PREFIX}' prefix`
-      : secret.length === SECRET_PREFIX.length
-        ? 'empty after the prefix'
-        : Buffer.from(secret, 'utf8'),
-  );
+  const {
+    secrets: keys,
+    toleranceMs,
+    source,
+  } = defineOptions<StripeVerifierOptions>()(verifierOwner(FACTORY, options), SHAPE)(options);
   const by: Rejecter = { scheme: 'stripe', source };
 
   return {
