@@ -6,7 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadApp } from '../gateway/app.js';
 import { CliError, EXIT, openStoreForCli, storeUrl } from './context.js';
 import { SERVER_DEFAULTS } from '../server/index.js';
-import { GATEWAY_DEFAULTS, startGateway } from '../gateway/gateway.js';
+import { GATEWAY_DEFAULTS, startGateway } from '../gateway/index.js';
 import { watchStopSignals } from './stop-signals.js';
 import { startWorker } from '../gateway/worker.js';
 

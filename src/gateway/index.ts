@@ -11,7 +11,8 @@ export {
   type AppParts,
   type BreakwaterApp,
 } from './app.js';
-export { GATEWAY_DEFAULTS, startGateway, type Gateway, type GatewayOptions } from './gateway.js';
+export { startGateway } from './gateway.js';
+export { GATEWAY_DEFAULTS, type Gateway, type GatewayOptions } from './types.js';
 export type { GatewayOAuthOptions } from './auth.js';
 export type { AppRoutes, AppRoutesOptions, AppRoutesPlugin } from '../server/index.js';
 export { startWorker, type WorkerOptions, type WorkerProcess } from './worker.js';

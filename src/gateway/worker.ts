@@ -8,7 +8,7 @@ import { systemClock } from '../core/index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
 import { createWebhookIngress } from '../webhooks/index.js';
 import type { AppParts } from './app.js';
-import { GATEWAY_DEFAULTS, type GatewayOptions } from './gateway.js';
+import { GATEWAY_DEFAULTS, type GatewayOptions } from './types.js';
 import { textNotices, watchOperatorEvents } from './operator/index.js';
 import { auditJobsAndWebhooks, operationsRuntime } from './operations-runtime.js';
 

@@ -6,7 +6,7 @@
 import { request as httpRequestFn } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { DEMO_WEBHOOK_SECRET, paymentDelivery } from '../../examples/giftgenius/webhooks.js';
-import { startGateway } from '../../src/gateway/gateway.js';
+import { startGateway } from '../../src/gateway/index.js';
 import { createGiftGeniusApp } from '../../examples/giftgenius/app.js';
 import { FAST_SETTINGS, startBackends, startGiftGenius, tempDb, useCleanups } from '../e2e/support.js';
 import {

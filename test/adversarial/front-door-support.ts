@@ -7,7 +7,7 @@ import { request as httpRequest } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Agent, fetch as undiciFetch, type RequestInit as UndiciRequestInit } from 'undici';
-import type { Gateway, GatewayOptions } from '../../src/gateway/gateway.js';
+import type { Gateway, GatewayOptions } from '../../src/gateway/index.js';
 import { startBackends, startGiftGenius, tempDb, type Backends, type ToolAnswer } from '../e2e/support.js';
 
 /** The admin token of every front-door gateway (at least 16 characters). */

@@ -12,7 +12,7 @@ import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { z } from 'zod';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defineApp } from '../../src/gateway/app.js';
-import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
+import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { FakeClock, PrincipalContext } from '../../src/core/index.js';
 import { resilientTool } from '../../src/mcp/index.js';
 import { tempDb, useCleanups } from '../support/cleanups.js';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DEMO_WEBHOOK_SECRET, paymentDelivery } from '../../examples/giftgenius/webhooks.js';
-import type { Gateway } from '../../src/gateway/gateway.js';
+import type { Gateway } from '../../src/gateway/index.js';
 import { connect, startBackends, tempDb, until, useCleanups, type Backends } from '../e2e/support.js';
 import { REPORT_JOB, reportBroken, startDashboardGateway } from './support.js';
 

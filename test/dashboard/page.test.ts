@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import type { Gateway } from '../../src/gateway/gateway.js';
+import type { Gateway } from '../../src/gateway/index.js';
 import { tempDb } from '../support/cleanups.js';
 import { connect, getJson, startBackends, until, type Backends, type McpClient } from '../e2e/support.js';
 import { describeBrowser, openBrowser, screenshot } from './browser.js';

@@ -6,7 +6,7 @@
  */
 import { BreakwaterError } from '../../src/entries/index.js';
 import { createGiftGeniusApp } from '../../examples/giftgenius/app.js';
-import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway/gateway.js';
+import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway/index.js';
 import { FAST_SETTINGS, type Backends } from '../e2e/support.js';
 
 export const REPORT_JOB = 'dashboard.report';

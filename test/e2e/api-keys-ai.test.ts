@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { startSimulatedProvider } from '../../examples/llm-sim/index.js';
 import { readSpendState, spendWindowStart, type RateRule } from '../../src/ai/index.js';
 import { defineApp } from '../../src/gateway/app.js';
-import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
+import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { FakeClock } from '../../src/core/index.js';
 import { createApiKeys } from '../../src/http/keys/index.js';
 import { openStore } from '../../src/store/index.js';

@@ -7,7 +7,7 @@ import type { APIError } from 'openai';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { defineApp } from '../../src/gateway/app.js';
-import { startGateway } from '../../src/gateway/gateway.js';
+import { startGateway } from '../../src/gateway/index.js';
 import { SIM_KEY, ask, startSim, tempDb, until, useCleanups } from '../ai/support.js';
 
 const defer = useCleanups();

@@ -9,7 +9,7 @@
  * ticks; from the moment the job waits, time moves by exact amounts.
  */
 import { describe, expect, it } from 'vitest';
-import type { Gateway } from '../../src/gateway/gateway.js';
+import type { Gateway } from '../../src/gateway/index.js';
 import { FakeClock } from '../../src/core/index.js';
 import type { Upstream } from '../../src/upstream/index.js';
 import {

@@ -9,7 +9,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { loadCatalog, recommendGifts } from '../../examples/giftgenius/services/index.js';
-import type { Gateway } from '../../src/gateway/gateway.js';
+import type { Gateway } from '../../src/gateway/index.js';
 import {
   connect,
   gate,

@@ -8,7 +8,7 @@
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { loadCatalog, recommendGifts } from '../../examples/giftgenius/services/index.js';
-import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
+import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { createUpstream } from '../../src/entries/upstream.js';
 import { defineApp } from '../../src/entries/gateway.js';
 import { openStore, type JobRecord } from '../../src/entries/jobs.js';

@@ -5,7 +5,7 @@
  * refresh (1 s), which then answers `circuit_open` without a request to the service.
  */
 import { describe, expect, it } from 'vitest';
-import type { Gateway } from '../../src/gateway/gateway.js';
+import type { Gateway } from '../../src/gateway/index.js';
 import { connect, startBackends, startGiftGenius, tempDb, until, useCleanups } from './support.js';
 
 const defer = useCleanups();

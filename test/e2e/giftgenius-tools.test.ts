@@ -5,7 +5,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { loadCatalog, recommendGifts } from '../../examples/giftgenius/services/index.js';
-import type { Gateway } from '../../src/gateway/gateway.js';
+import type { Gateway } from '../../src/gateway/index.js';
 import {
   connect,
   getJson,

@@ -14,7 +14,7 @@ import {
   startGiftGeniusServices,
   type GiftGeniusServices,
 } from '../../examples/giftgenius/services/index.js';
-import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway/gateway.js';
+import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway/index.js';
 import { tempDb as sharedTempDb } from '../support/cleanups.js';
 
 /**

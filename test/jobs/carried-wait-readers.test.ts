@@ -10,7 +10,7 @@
 import { createServer, type Server } from 'node:http';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
+import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { defineApp } from '../../src/gateway/app.js';
 import { FakeClock } from '../../src/core/index.js';
 import { jobTool } from '../../src/mcp/index.js';

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
+import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { createApiKeys } from '../../src/http/keys/index.js';
 import { tempDb, useCleanups } from '../support/cleanups.js';
 

@@ -4,7 +4,7 @@
  * `/metrics` and the dashboard, leaves the audit log verifying, and stops with the gateway.
  */
 import { describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
+import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { FakeClock } from '../../src/core/index.js';
 import { verifyAudit } from '../../src/operations/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';

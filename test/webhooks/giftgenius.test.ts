@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createGiftGeniusApp } from '../../examples/giftgenius/app.js';
 import { startGiftGeniusServices } from '../../examples/giftgenius/services/index.js';
 import { DEMO_WEBHOOK_SECRET, paymentDelivery } from '../../examples/giftgenius/webhooks.js';
-import { startGateway, type Gateway } from '../../src/gateway/gateway.js';
+import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { post, tempDb, until, useCleanups } from './support.js';
 
 /**

@@ -8,7 +8,7 @@ import {
   startGiftGeniusServices,
   type GiftGeniusServices,
 } from '../../../examples/giftgenius/services/index.js';
-import { startGateway, type Gateway } from '../../../src/gateway/gateway.js';
+import { startGateway, type Gateway } from '../../../src/gateway/index.js';
 import type { JobRecord } from '../../../src/entries/jobs.js';
 import {
   connect,
