@@ -69,19 +69,12 @@ export interface AiGateway {
  * without one, in this process's memory. `rateLimitStore` and `spendStore` override either (Redis:
  * `createRedisLimits`).
  *
- * @throws RangeError naming the option when an option is invalid, a price names an unknown provider, or an
- *   `apiKeyEnv` variable is not set.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createAiGateway`) listing every bad option:
+ *   an invalid value, a price of an unknown provider, an `apiKeyEnv` variable that is not set.
  */
 export function createAiGateway(options: AiGatewayOptions): AiGateway {
   const o = resolveAiOptions(options);
   const providers = new ProviderRegistry(o.data.providers, options.env ?? process.env);
-  for (const key of Object.keys(o.data.prices ?? {})) {
-    const provider = key.slice(0, key.indexOf('/'));
-    if (providers.get(provider) === undefined) {
-      void providers.close();
-      throw new RangeError(`createAiGateway: prices.${key}: names no configured provider`);
-    }
-  }
   const prices = new PriceTable(o.data.prices);
   const counters = options.store?.counters ?? new MemoryCounterStore(o.clock);
   const rateStore =

@@ -1,16 +1,17 @@
 /**
- * The gateway's options, their defaults and their validation (zod 4 for the data; plain checks for the
- * objects: clock, store, logger). A bad option fails at startup with a RangeError naming it:
- * `createAiGateway: spendRules.2.budgetUsd: must be > 0`.
+ * The gateway's options, their defaults and their validation (zod 4 for the data; the options model's
+ * schemas for the objects: clock, stores, logger). Bad options fail at startup, all at once, in one
+ * `OptionsError` naming each: `createAiGateway: spendRules.2.budgetUsd must be a number > 0, got 0; …`.
  */
 import { z } from 'zod';
-import { clockOption, optionalFn, type Clock } from '../core/index.js';
+import { o, OptionsError, type Clock, type OptionProblem } from '../core/index.js';
 import type { RateLimitStore } from '../policy/index.js';
 import type { CounterStore } from '../store/index.js';
 import type { RateRule, SpendRule } from './limits/limits.js';
 import type { SpendStore } from './limits/spend-store.js';
 import type { PriceTableInput } from './pricing.js';
-import type { ProviderConfig } from './providers.js';
+import { zodProblems } from './option-problems.js';
+import { providerProblems, type ProviderConfig } from './providers.js';
 import {
   nameSchema,
   rateRuleFields,
@@ -98,14 +99,19 @@ const schema = z.strictObject({
           .string()
           .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
           .optional(),
-        headers: z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/), z.string()).optional(),
+        headers: z
+          .record(
+            z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name'),
+            z.string(),
+          )
+          .optional(),
         maxConnections: z.number().int().min(1).max(10_000).optional(),
       }),
     )
-    .refine((p) => Object.keys(p).length > 0, { message: 'must name at least one provider' }),
+    .refine((p) => Object.keys(p).length > 0, { message: 'must be an object naming at least one provider' }),
   prices: z
     .record(
-      z.string().regex(/^[^/]+\/.+$/, 'keys must be "<provider>/<model>"'),
+      z.string().regex(/^[^/]+\/.+$/, 'must be a "<provider>/<model>" key'),
       z.strictObject({ inputPerMTok: usd, outputPerMTok: usd, cachedInputPerMTok: usd.optional() }),
     )
     .optional(),
@@ -131,17 +137,23 @@ const schema = z.strictObject({
   maxResponseBytes: z.number().int().min(1).optional(),
 });
 
-/** Keys checked by hand rather than by the schema. */
-const OBJECT_OPTIONS = [
-  'store',
-  'rateLimitStore',
-  'spendStore',
-  'routes',
-  'logger',
-  'env',
-  'clock',
-  'random',
-] as const;
+/** The object options, checked with the options model's schemas rather than zod. */
+const objectSchemas = {
+  store: o
+    .custom<{ readonly counters: CounterStore }>(
+      (v) => typeof (v as { counters?: { update?: unknown } })?.counters?.update === 'function',
+      'an object with counters (a CounterStore)',
+    )
+    .optional(),
+  rateLimitStore: o.methods<RateLimitStore>('a RateLimitStore', 'consume').optional(),
+  spendStore: o.methods<SpendStore>('a SpendStore', 'reserve', 'settle').optional(),
+  routes: o.fn<AiRouteResolver>().optional(),
+  logger: o.methods<AiLogger>('an object with an info(line, message) method', 'info').optional(),
+  env: o.record<Readonly<Record<string, string | undefined>>>().optional(),
+  clock: o.clock(),
+  random: o.fn<() => number>().optional(),
+};
+const OBJECT_OPTIONS = Object.keys(objectSchemas);
 
 /** The options with defaults applied. */
 export interface ResolvedAiOptions {
@@ -157,48 +169,47 @@ export interface ResolvedAiOptions {
 
 /**
  * Validates `options` and fills in defaults.
- * @throws RangeError `createAiGateway: <path>: <rule>` for the first bad option (also two rules of one kind
- *   with the same name).
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createAiGateway`) listing every bad option:
+ *   zod's issues (path joined with `.`), two rules of one kind with the same name (`rateRules.1.name`), a
+ *   bad object option, a provider's `baseUrl` or unset `apiKeyEnv` (see `providerProblems`), a price of no
+ *   configured provider (`prices.<key>`).
  */
 export function resolveAiOptions(options: AiGatewayOptions): ResolvedAiOptions {
   const owner = 'createAiGateway';
   if (typeof options !== 'object' || options === null)
-    throw new RangeError(`${owner}: options must be an object`);
+    throw new OptionsError(owner, [{ option: 'options', rule: 'an object', value: options }]);
   const data: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(options)) {
-    if (!(OBJECT_OPTIONS as readonly string[]).includes(key) && value !== undefined) data[key] = value;
+    if (!OBJECT_OPTIONS.includes(key) && value !== undefined) data[key] = value;
   }
   const parsed = schema.safeParse(data);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const path = issue.path.map(String).join('.');
-    // A record key that fails its rule: say the rule ("must be 1 to 64 of …"), not just "Invalid key".
-    const inner = issue.code === 'invalid_key' ? issue.issues[0]?.message : undefined;
-    throw new RangeError(`${owner}: ${path === '' ? 'options' : path}: ${inner ?? issue.message}`);
-  }
+  const problems: OptionProblem[] = parsed.success ? [] : zodProblems(parsed.error.issues, data);
   for (const kind of ['rateRules', 'spendRules'] as const) {
-    const seen = new Set<string>();
-    for (const rule of parsed.data[kind] ?? []) {
-      if (seen.has(rule.name)) throw new RangeError(`${owner}: ${kind}: two rules are named "${rule.name}"`);
-      seen.add(rule.name);
+    const rules: unknown = options[kind];
+    if (!Array.isArray(rules)) continue;
+    const seen = new Set<unknown>();
+    rules.forEach((rule: unknown, i) => {
+      const name = (rule as { name?: unknown } | null)?.name;
+      if (typeof name !== 'string') return;
+      if (seen.has(name))
+        problems.push({ option: `${kind}.${i}.name`, rule: 'a name no other rule has', value: name });
+      seen.add(name);
+    });
+  }
+  const objects = {} as { [K in keyof typeof objectSchemas]: unknown };
+  for (const key of Object.keys(objectSchemas) as (keyof typeof objectSchemas)[]) {
+    objects[key] = objectSchemas[key].check(options[key], key, problems);
+  }
+  if (parsed.success) {
+    // A bad `env` is reported above; the variables are then not looked up.
+    const env = options.env === undefined ? process.env : isRecord(options.env) ? options.env : undefined;
+    problems.push(...providerProblems(parsed.data.providers, env));
+    for (const key of Object.keys(parsed.data.prices ?? {})) {
+      if (!Object.hasOwn(parsed.data.providers, key.slice(0, key.indexOf('/'))))
+        problems.push({ option: `prices.${key}`, rule: 'the price of a configured provider', value: key });
     }
   }
-  const store = options.store;
-  if (store !== undefined && typeof store?.counters?.update !== 'function') {
-    throw new RangeError(`${owner}: store must have counters (a CounterStore)`);
-  }
-  if (options.rateLimitStore !== undefined && typeof options.rateLimitStore?.consume !== 'function') {
-    throw new RangeError(`${owner}: rateLimitStore must be a RateLimitStore`);
-  }
-  const spend = options.spendStore;
-  if (spend !== undefined && (typeof spend?.reserve !== 'function' || typeof spend.settle !== 'function')) {
-    throw new RangeError(`${owner}: spendStore must be a SpendStore`);
-  }
-  optionalFn(owner, 'routes', options.routes);
-  optionalFn(owner, 'random', options.random);
-  if (options.logger !== undefined && typeof options.logger?.info !== 'function') {
-    throw new RangeError(`${owner}: logger must have an info(line, message) method`);
-  }
+  if (problems.length > 0 || !parsed.success) throw new OptionsError(owner, problems);
   const d = AI_GATEWAY_DEFAULTS;
   return {
     data: parsed.data,
@@ -207,10 +218,12 @@ export function resolveAiOptions(options: AiGatewayOptions): ResolvedAiOptions {
     bodyLimitBytes: parsed.data.bodyLimitBytes ?? d.bodyLimitBytes,
     answerTimeoutMs: parsed.data.answerTimeoutMs ?? d.answerTimeoutMs,
     maxResponseBytes: parsed.data.maxResponseBytes ?? d.maxResponseBytes,
-    clock: clockOption(owner, options.clock),
-    random: options.random ?? Math.random,
+    clock: objects.clock as Clock,
+    random: (objects.random as (() => number) | undefined) ?? Math.random,
   };
 }
+
+const isRecord = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;

@@ -4,6 +4,7 @@
  * module builds: it is never logged and never part of an error.
  */
 import { Pool, type Dispatcher } from 'undici';
+import { OptionsError, type OptionProblem } from '../core/index.js';
 import { ConnectionSlots } from './connection-slots.js';
 
 /** A provider as configured. */
@@ -47,6 +48,47 @@ export interface ProviderPoolOptions {
   connections?: number;
 }
 
+/**
+ * What is wrong with shape-checked provider configs, every provider at once: a `baseUrl` that is not an
+ * http(s) URL without query or fragment (`providers.<name>.baseUrl`), an `apiKeyEnv` that names a variable
+ * unset or empty in `env` (`providers.<name>.apiKeyEnv`; the problem holds the name, never a value; not
+ * looked up without `env`).
+ */
+export function providerProblems(
+  configs: Readonly<Record<string, ProviderConfig>>,
+  env: Readonly<Record<string, string | undefined>> | undefined,
+): OptionProblem[] {
+  const problems: OptionProblem[] = [];
+  for (const [name, config] of Object.entries(configs)) {
+    let url: URL | undefined;
+    try {
+      url = new URL(config.baseUrl);
+    } catch {
+      url = undefined;
+    }
+    if (
+      url === undefined ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.search !== '' ||
+      url.hash !== ''
+    ) {
+      problems.push({
+        option: `providers.${name}.baseUrl`,
+        rule: 'an http(s) URL without query or fragment',
+        value: config.baseUrl,
+      });
+    }
+    if (env !== undefined && config.apiKeyEnv !== undefined && (env[config.apiKeyEnv] ?? '') === '') {
+      problems.push({
+        option: `providers.${name}.apiKeyEnv`,
+        rule: 'the name of an environment variable that is set',
+        value: config.apiKeyEnv,
+      });
+    }
+  }
+  return problems;
+}
+
 /** Providers by name. */
 export class ProviderRegistry {
   private readonly providers = new Map<string, Provider>();
@@ -54,37 +96,24 @@ export class ProviderRegistry {
   /**
    * @param configs already shape-checked.
    * @param env where keys are read (default `process.env`).
-   * @throws RangeError when a base URL is not http(s), or an `apiKeyEnv` names an unset or empty variable
-   *   (the message names the variable, never a value).
+   * @throws OptionsError (`RangeError`, `invalid_options`, owner `createAiGateway`) listing every
+   *   {@link providerProblems} (the message names a variable, never its value).
    */
   constructor(
     configs: Readonly<Record<string, ProviderConfig>>,
     env: Readonly<Record<string, string | undefined>> = process.env,
     pool: ProviderPoolOptions = {},
   ) {
+    const problems = providerProblems(configs, env);
+    if (problems.length > 0) throw new OptionsError('createAiGateway', problems);
     for (const [name, config] of Object.entries(configs)) {
-      let url: URL;
-      try {
-        url = new URL(config.baseUrl);
-      } catch {
-        throw new RangeError(`createAiGateway: providers.${name}.baseUrl must be an http(s) URL`);
-      }
-      if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '') {
-        throw new RangeError(
-          `createAiGateway: providers.${name}.baseUrl must be an http(s) URL without query or fragment`,
-        );
-      }
+      const url = new URL(config.baseUrl);
       const headers: Record<string, string> = {};
       for (const [key, value] of Object.entries(config.headers ?? {})) headers[key.toLowerCase()] = value;
       headers['content-type'] = 'application/json';
       let secret = '';
       if (config.apiKeyEnv !== undefined) {
         secret = env[config.apiKeyEnv] ?? '';
-        if (secret === '') {
-          throw new RangeError(
-            `createAiGateway: providers.${name}.apiKeyEnv names ${config.apiKeyEnv}, which is not set`,
-          );
-        }
         headers['authorization'] = `Bearer ${secret}`;
       }
       const basePath = url.pathname.replace(/\/+$/, '');

@@ -1,17 +1,18 @@
 import { SpanKind } from '@opentelemetry/api';
-import { BreakwaterError, EventSource, finite, NON_NEGATIVE, PrincipalContext } from '../core/index.js';
+import {
+  BreakwaterError,
+  EventSource,
+  finite,
+  NON_NEGATIVE,
+  OptionsError,
+  PrincipalContext,
+} from '../core/index.js';
 import { failSpan, tracer } from '../core/trace.js';
 import type { JobEvent } from '../store/index.js';
 import { publicRecord, withCarrier } from './carrier.js';
 import { followJob, jobEvents, type FollowDeps } from './follow.js';
-import {
-  JOBS_DEFAULTS,
-  type JobRunEndedEvent,
-  type JobStartedEvent,
-  type Jobs,
-  type JobsOptions,
-} from './types.js';
-import { resolveJobsOptions, resolveJobType, toNewJob, type JobType } from './validate.js';
+import { type JobRunEndedEvent, type JobStartedEvent, type Jobs, type JobsOptions } from './types.js';
+import { parseStopOptions, resolveJobsOptions, resolveJobType, toNewJob, type JobType } from './validate.js';
 import { Worker } from './worker.js';
 
 /**
@@ -34,7 +35,8 @@ import { Worker } from './worker.js';
  * to handlers nor returned by this API). A run's log lines carry `job_id`, `job_type` and the carried fields;
  * its end is logged through the `logger` option or the process logger.
  *
- * @throws RangeError naming the option when an option is invalid (`createJobs: leaseMs must be ...`).
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createJobs`) naming every bad option
+ *   (`createJobs: leaseMs must be ...`).
  */
 export function createJobs(options: JobsOptions): Jobs {
   const resolved = resolveJobsOptions(options);
@@ -55,9 +57,9 @@ export function createJobs(options: JobsOptions): Jobs {
     defineJob(type, handler, jobOptions) {
       const jobType = resolveJobType(type, handler as never, jobOptions);
       if (types.has(type)) {
-        throw new RangeError(
-          `defineJob: type must be a type not defined yet, got '${type}' (defined already)`,
-        );
+        throw new OptionsError('defineJob', [
+          { option: 'type', rule: 'a type not defined yet', value: type },
+        ]);
       }
       types.set(type, jobType);
       worker.wake();
@@ -126,9 +128,8 @@ export function createJobs(options: JobsOptions): Jobs {
 
     start: () => worker.start(),
 
-    stop(stopOptions = {}) {
-      const graceMs = finite('stop', 'graceMs', stopOptions.graceMs ?? JOBS_DEFAULTS.graceMs, NON_NEGATIVE);
-      return worker.stop(graceMs);
+    stop(stopOptions) {
+      return worker.stop(parseStopOptions(stopOptions).graceMs);
     },
   };
 }

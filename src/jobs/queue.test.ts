@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BreakwaterError, FakeClock } from '../core/index.js';
+import { BreakwaterError, FakeClock, OptionsError } from '../core/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { type JobStore } from '../store/index.js';
 import { createJobs } from './jobs.js';
@@ -125,11 +125,11 @@ describe('jobs queue', () => {
     });
   });
 
-  it('defineJob rejects a second definition and bad options with a RangeError naming them', async () => {
+  it('defineJob rejects a second definition and bad options with an OptionsError naming them', async () => {
     h = await harness();
     h.jobs.defineJob('email', () => undefined);
     expect(() => h.jobs.defineJob('email', () => undefined)).toThrow(
-      new RangeError("defineJob: type must be a type not defined yet, got 'email' (defined already)"),
+      new RangeError("defineJob: type must be a type not defined yet, got 'email'"),
     );
     expect(() => h.jobs.defineJob('', () => undefined)).toThrow(
       "defineJob: type must be a non-empty string, got ''",
@@ -137,16 +137,72 @@ describe('jobs queue', () => {
     expect(() => h.jobs.defineJob('a', () => undefined, { concurrency: 0 })).toThrow(
       'defineJob: concurrency must be an integer >= 1, got 0',
     );
-    expect(() => h.jobs.defineJob('a', () => undefined, { timeoutMs: -5 })).toThrow(/defineJob: timeoutMs/);
+    expect(() => h.jobs.defineJob('a', () => undefined, { timeoutMs: -5 })).toThrow(
+      'defineJob: timeoutMs must be an integer > 0, got -5',
+    );
     expect(() => h.jobs.defineJob('a', () => undefined, { maxAttempts: 0 })).toThrow(
-      /defineJob: maxAttempts/,
+      'defineJob: maxAttempts must be an integer in [1, 2147483647], got 0',
     );
     expect(() => h.jobs.defineJob('a', () => undefined, { backoff: {} as never })).toThrow(
-      /defineJob: backoff/,
+      'defineJob: backoff must be a Backoff with next(retry, previousMs), got an object',
     );
-    expect(() => h.jobs.defineJob('a', 'x' as never)).toThrow(/defineJob: handler/);
+    expect(() => h.jobs.defineJob('a', 'x' as never)).toThrow(
+      "defineJob: handler must be a function, got 'x'",
+    );
+    expect(() => h.jobs.defineJob('a', () => undefined, 'x' as never)).toThrow(
+      "defineJob: options must be an object or left out, got 'x'",
+    );
+    // Nothing was defined by a refused call.
+    h.jobs.defineJob('a', () => undefined);
+  });
+
+  it('defineJob reports every bad argument and option at once', async () => {
+    h = await harness();
+    const error = errorOf(() =>
+      h.jobs.defineJob('', 'x' as never, {
+        concurrency: 1.5,
+        timeoutMs: 0,
+        maxAttempts: 2 ** 31,
+        backoff: { next: 1 } as never,
+        maxRetryWaitMs: -1,
+      }),
+    );
+    expect([error.code, error.owner, error.name]).toEqual(['invalid_options', 'defineJob', 'RangeError']);
+    expect(error.problems).toEqual([
+      { option: 'type', rule: 'a non-empty string', value: '' },
+      { option: 'handler', rule: 'a function', value: 'x' },
+      { option: 'concurrency', rule: 'an integer >= 1', value: 1.5 },
+      { option: 'timeoutMs', rule: 'an integer > 0', value: 0 },
+      { option: 'maxAttempts', rule: 'an integer in [1, 2147483647]', value: 2 ** 31 },
+      { option: 'backoff', rule: 'a Backoff with next(retry, previousMs)', value: { next: 1 } },
+      { option: 'maxRetryWaitMs', rule: 'an integer >= 0', value: -1 },
+    ]);
+    expect(error.message).toBe(
+      "defineJob: type must be a non-empty string, got ''; handler must be a function, got 'x'; " +
+        'concurrency must be an integer >= 1, got 1.5; timeoutMs must be an integer > 0, got 0; ' +
+        'maxAttempts must be an integer in [1, 2147483647], got 2147483648; backoff must be a Backoff with ' +
+        'next(retry, previousMs), got an object; maxRetryWaitMs must be an integer >= 0, got -1',
+    );
+  });
+
+  it('stop refuses a bad graceMs, naming it', async () => {
+    h = await harness();
+    expect(() => h.jobs.stop({ graceMs: -1 })).toThrow(
+      new RangeError('stop: graceMs must be a finite number >= 0, got -1'),
+    );
+    expect(() => h.jobs.stop({ graceMs: Infinity })).toThrow('stop: graceMs must be a finite number >= 0');
   });
 });
+
+function errorOf(make: () => unknown): OptionsError {
+  try {
+    make();
+  } catch (error) {
+    expect(error).toBeInstanceOf(OptionsError);
+    return error as OptionsError;
+  }
+  throw new Error('expected an OptionsError');
+}
 
 describe('createJobs options', () => {
   let store: JobStore;
@@ -162,10 +218,50 @@ describe('createJobs options', () => {
     );
     expect(make({ pollMs: NaN })).toThrow('createJobs: pollMs must be an integer > 0, got NaN');
     expect(make({ owner: '' })).toThrow("createJobs: owner must be a non-empty string, got ''");
-    expect(make({ clock: {} })).toThrow(/createJobs: clock/);
+    expect(make({ clock: {} })).toThrow(
+      'createJobs: clock must be a Clock with now(), setTimeout() and clearTimeout(), got an object',
+    );
+    expect(make({ logger: { info() {} } })).toThrow(
+      'createJobs: logger must be a pino-compatible logger with info, warn and error methods, got an object',
+    );
     expect(() => createJobs({ store: undefined as never })).toThrow(
       'createJobs: store must be a JobStore, got undefined',
     );
+    expect(() => createJobs(7 as never)).toThrow('createJobs: options must be an object, got 7');
     expect(make({})).not.toThrow();
+  });
+
+  it('a heartbeat left out is a third of the lease, which must then be at least 3 ms', async () => {
+    const clock = new FakeClock();
+    store = await openSqliteStore({ path: ':memory:', clock });
+    expect(() => createJobs({ store, clock, leaseMs: 2 })).toThrow(
+      new RangeError('createJobs: leaseMs must be an integer >= 3 when heartbeatMs is left out, got 2'),
+    );
+    expect(() => createJobs({ store, clock, leaseMs: 2, heartbeatMs: 1 })).not.toThrow();
+    expect(() => createJobs({ store, clock, leaseMs: 3 })).not.toThrow();
+  });
+
+  it('reports every bad option at once, naming createJobs', async () => {
+    const clock = new FakeClock();
+    store = await openSqliteStore({ path: ':memory:', clock });
+    let error: unknown;
+    try {
+      createJobs({ store: {} as never, clock, owner: '', leaseMs: 1000, heartbeatMs: 1000, pollMs: 0 });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(OptionsError);
+    const e = error as OptionsError;
+    expect([e.code, e.owner]).toEqual(['invalid_options', 'createJobs']);
+    expect(e.problems).toEqual([
+      { option: 'store', rule: 'a JobStore', value: {} },
+      { option: 'owner', rule: 'a non-empty string', value: '' },
+      { option: 'pollMs', rule: 'an integer > 0', value: 0 },
+      { option: 'heartbeatMs', rule: 'an integer in (0, 999]', value: 1000 },
+    ]);
+    expect(e.message).toBe(
+      "createJobs: store must be a JobStore, got an object; owner must be a non-empty string, got ''; " +
+        'pollMs must be an integer > 0, got 0; heartbeatMs must be an integer in (0, 999], got 1000',
+    );
   });
 });

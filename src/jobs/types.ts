@@ -2,7 +2,10 @@ import type { Clock, Disposable, Listener, Logger } from '../core/index.js';
 import type { Backoff } from '../policy/index.js';
 import type { JobEvent, JobFilter, JobRecord, JobStats, JobStore } from '../store/index.js';
 
-/** Options of {@link createJobs}; validated at construction (a RangeError names the bad option). */
+/**
+ * Options of {@link createJobs}; validated at construction (an `OptionsError`, a RangeError with code
+ * `invalid_options` and owner `createJobs`, names every bad option).
+ */
 export interface JobsOptions {
   /** Where jobs and their events live (SQLite or PostgreSQL, see `store/`). Required. */
   store: JobStore;
@@ -72,7 +75,7 @@ export interface JobContext<P = unknown> {
 /** Runs one job; its resolved value (JSON, `undefined` stored as null) becomes the result. */
 export type JobHandler<P = unknown> = (context: JobContext<P>) => unknown;
 
-/** Options of {@link Jobs.defineJob}; validated (RangeError naming the option). */
+/** Options of {@link Jobs.defineJob}; validated (an `OptionsError`, owner `defineJob`, names every bad option). */
 export interface DefineJobOptions {
   /** Most runs of this type at once in this process (integer >= 1, default 1). */
   concurrency?: number;
@@ -126,7 +129,10 @@ export interface EnqueueOptions {
 
 /** Options of {@link Jobs.stop}. */
 export interface StopOptions {
-  /** How long running handlers may finish before they are aborted and their leases released (ms, default 10 000). */
+  /**
+   * How long running handlers may finish before they are aborted and their leases released (ms, finite >= 0,
+   * default 10 000).
+   */
   graceMs?: number;
 }
 
@@ -143,7 +149,8 @@ export interface SubscribeOptions {
 export interface Jobs {
   /**
    * Registers the handler of `type` (once per type).
-   * @throws RangeError naming the option for a bad option, or `type` when it is empty or already defined.
+   * @throws OptionsError (`RangeError`, `invalid_options`, owner `defineJob`) naming every bad option, and
+   *   `type` when it is empty or already defined.
    */
   defineJob<P = unknown>(type: string, handler: JobHandler<P>, options?: DefineJobOptions): void;
   /**
@@ -210,6 +217,7 @@ export interface Jobs {
    * Stops claiming, lets running handlers finish for up to `graceMs`, then aborts the rest (signal reason
    * BreakwaterError `canceled`) and releases their leases (the run is not counted). Resolves when every run
    * has settled or was abandoned (a handler that ignores its signal, see the worker's docs).
+   * @throws OptionsError (`RangeError`, `invalid_options`, owner `stop`) for a bad `graceMs`.
    */
   stop(options?: StopOptions): Promise<void>;
 }

@@ -2,16 +2,13 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import {
   BreakwaterError,
-  POSITIVE_INTEGER,
+  OptionsError,
   checkedJson,
-  clockOption,
-  finite,
-  invalidOption,
+  defineOptions,
   Log,
-  loggerOption,
-  nonEmptyString,
+  o,
   type Clock,
-  type NumberRule,
+  type Logger,
 } from '../core/index.js';
 import { ExponentialBackoff, type Backoff } from '../policy/index.js';
 import { MAX_OWNER_LENGTH, type JobStore, type NewJob } from '../store/index.js';
@@ -21,6 +18,7 @@ import {
   type EnqueueOptions,
   type JobHandler,
   type JobsOptions,
+  type StopOptions,
 } from './types.js';
 
 /** Largest value of the stores' 32-bit integer columns (priority, max_attempts). */
@@ -29,9 +27,6 @@ const INT32_MAX = 2_147_483_647;
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 /** Longest ordering key accepted. */
 export const MAX_ORDERING_KEY_LENGTH = 255;
-
-/** A whole number of ms > 0. */
-const POSITIVE_MS: NumberRule = { min: 0, exclusiveMin: true, integer: true };
 
 /** {@link JobsOptions} with every default applied. */
 export interface ResolvedJobsOptions {
@@ -46,33 +41,59 @@ export interface ResolvedJobsOptions {
 }
 
 /**
+ * Checks {@link JobsOptions} and applies {@link JOBS_DEFAULTS}; `heartbeatMs` (default `leaseMs / 3` rounded
+ * down) and `owner` (default made per runtime) are resolved by {@link resolveJobsOptions}.
+ */
+const parseJobsOptions = defineOptions<JobsOptions>()(
+  'createJobs',
+  {
+    store: o.methods<JobStore>('a JobStore', 'claim'),
+    clock: o.clock(),
+    owner: o.string().min(1).optional(),
+    leaseMs: o.number().int().positive().default(JOBS_DEFAULTS.leaseMs),
+    heartbeatMs: o.number().int().positive().optional(),
+    pollMs: o.number().int().positive().default(JOBS_DEFAULTS.pollMs),
+    logger: o
+      .methods<Logger>('a pino-compatible logger with info, warn and error methods', 'info', 'warn', 'error')
+      .optional(),
+  },
+  (p, report) => {
+    const { leaseMs, heartbeatMs } = p;
+    if (!(Number.isInteger(leaseMs) && leaseMs > 0)) return;
+    if (heartbeatMs === undefined) {
+      // The default heartbeat, a third of the lease, must be a whole ms > 0.
+      if (leaseMs < 3) report('leaseMs', 'an integer >= 3 when heartbeatMs is left out', leaseMs);
+    } else if (heartbeatMs >= leaseMs) {
+      report('heartbeatMs', `an integer in (0, ${leaseMs - 1}]`, heartbeatMs);
+    }
+  },
+);
+
+/**
  * Validates {@link JobsOptions} and fills in the defaults.
- * @throws RangeError naming the option (`createJobs: leaseMs must be ...`).
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createJobs`) naming every bad option.
  */
 export function resolveJobsOptions(options: JobsOptions): ResolvedJobsOptions {
-  const owner = 'createJobs';
-  if (typeof options !== 'object' || options === null) {
-    throw invalidOption(owner, 'options', 'an object { store, ... }', options);
-  }
-  const store = options.store as Partial<JobStore> | undefined;
-  if (typeof store !== 'object' || store === null || typeof store.claim !== 'function') {
-    throw invalidOption(owner, 'store', 'a JobStore', store);
-  }
-  const clock = clockOption(owner, options.clock);
-  const leaseMs = finite(owner, 'leaseMs', options.leaseMs ?? JOBS_DEFAULTS.leaseMs, POSITIVE_MS);
-  const heartbeatMs = finite(owner, 'heartbeatMs', options.heartbeatMs ?? Math.floor(leaseMs / 3), {
-    ...POSITIVE_MS,
-    max: leaseMs - 1,
-  });
-  const pollMs = finite(owner, 'pollMs', options.pollMs ?? JOBS_DEFAULTS.pollMs, POSITIVE_MS);
-  const name = nonEmptyString(owner, 'owner', options.owner ?? defaultOwner());
-  const log = new Log(loggerOption(owner, 'logger', options.logger));
-  return { store: options.store, clock, owner: name, leaseMs, heartbeatMs, pollMs, log };
+  const p = parseJobsOptions(options);
+  return {
+    store: p.store,
+    clock: p.clock,
+    owner: p.owner ?? defaultOwner(),
+    leaseMs: p.leaseMs,
+    heartbeatMs: p.heartbeatMs ?? Math.floor(p.leaseMs / 3),
+    pollMs: p.pollMs,
+    log: new Log(p.logger),
+  };
 }
 
 function defaultOwner(): string {
   return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 }
+
+/** Checks {@link StopOptions} and applies `JOBS_DEFAULTS.graceMs`. */
+export const parseStopOptions = defineOptions<StopOptions>()('stop', {
+  graceMs: o.number().min(0).default(JOBS_DEFAULTS.graceMs),
+});
 
 /** A defined job type with its options resolved. */
 export interface JobType {
@@ -88,43 +109,43 @@ export interface JobType {
   spanNames: { enqueue: string; run: string };
 }
 
+/** `defineJob`'s arguments as one object, so that a bad type, handler and options are reported at once. */
+interface DefineJobArguments extends DefineJobOptions {
+  type: string;
+  handler: JobHandler;
+}
+
+/** Checks `defineJob`'s arguments and applies {@link JOBS_DEFAULTS} (but the default backoff). */
+const parseJobType = defineOptions<DefineJobArguments>()('defineJob', {
+  type: o.string().min(1),
+  handler: o.fn<JobHandler>(),
+  concurrency: o.number().int().min(1).default(JOBS_DEFAULTS.concurrency),
+  timeoutMs: o.number().int().positive().optional(),
+  maxAttempts: o.number().int().min(1).max(INT32_MAX).default(JOBS_DEFAULTS.maxAttempts),
+  backoff: o.methods<Backoff>('a Backoff with next(retry, previousMs)', 'next').optional(),
+  maxRetryWaitMs: o.number().int().min(0).default(JOBS_DEFAULTS.maxRetryWaitMs),
+});
+
 /**
  * Validates `defineJob`'s arguments (not whether the type is already defined).
- * @throws RangeError naming the option.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `defineJob`) naming every bad argument and
+ *   option; only `options` when it is not an object.
  */
 export function resolveJobType(type: string, handler: JobHandler, options: DefineJobOptions = {}): JobType {
-  const owner = 'defineJob';
-  nonEmptyString(owner, 'type', type);
-  if (typeof handler !== 'function') throw invalidOption(owner, 'handler', 'a function', handler);
-  if (typeof options !== 'object' || options === null) {
-    throw invalidOption(owner, 'options', 'an object or left out', options);
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new OptionsError('defineJob', [
+      { option: 'options', rule: 'an object or left out', value: options },
+    ]);
   }
-  const backoff = options.backoff as Partial<Backoff> | undefined;
-  if (backoff !== undefined && (typeof backoff !== 'object' || typeof backoff?.next !== 'function')) {
-    throw invalidOption(owner, 'backoff', 'a Backoff with next(retry, previousMs)', backoff);
-  }
+  const p = parseJobType({ ...options, type, handler });
   return {
-    type,
-    handler,
-    concurrency: finite(
-      owner,
-      'concurrency',
-      options.concurrency ?? JOBS_DEFAULTS.concurrency,
-      POSITIVE_INTEGER,
-    ),
-    timeoutMs:
-      options.timeoutMs === undefined
-        ? undefined
-        : finite(owner, 'timeoutMs', options.timeoutMs, POSITIVE_MS),
-    maxAttempts: finite(owner, 'maxAttempts', options.maxAttempts ?? JOBS_DEFAULTS.maxAttempts, {
-      ...POSITIVE_INTEGER,
-      max: INT32_MAX,
-    }),
-    backoff: (backoff as Backoff | undefined) ?? new ExponentialBackoff(JOBS_DEFAULTS.backoff),
-    maxRetryWaitMs: finite(owner, 'maxRetryWaitMs', options.maxRetryWaitMs ?? JOBS_DEFAULTS.maxRetryWaitMs, {
-      min: 0,
-      integer: true,
-    }),
+    type: p.type,
+    handler: p.handler,
+    concurrency: p.concurrency,
+    timeoutMs: p.timeoutMs,
+    maxAttempts: p.maxAttempts,
+    backoff: p.backoff ?? new ExponentialBackoff(JOBS_DEFAULTS.backoff),
+    maxRetryWaitMs: p.maxRetryWaitMs,
     spanNames: { enqueue: `enqueue ${type}`, run: `job ${type}` },
   };
 }

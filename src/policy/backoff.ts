@@ -4,7 +4,7 @@
  * can be shared by any number of concurrent executions: the per-execution state is the two numbers passed to
  * {@link Backoff.next} (which retry this is, and the previous delay), kept by the caller.
  */
-import { defineOptions, finite, o, NON_NEGATIVE } from '../core/index.js';
+import { defineOptions, o } from '../core/index.js';
 
 /** A source of uniform random numbers in `[0, 1)`, like `Math.random`; inject a fixed one in tests. */
 export type RandomSource = () => number;
@@ -54,13 +54,17 @@ const parseDecorrelated = defineOptions<DecorrelatedJitterBackoffOptions>()('Dec
   random: o.fn<RandomSource>().optional(),
 });
 
+const parseConstant = defineOptions<{ delayMs: number }>()('ConstantBackoff', {
+  delayMs: o.number().nonnegative(),
+});
+
 /** Waits the same `delayMs` before every retry. */
 export class ConstantBackoff implements Backoff {
   readonly delayMs: number;
 
-  /** @throws RangeError if `delayMs` is not a finite number >= 0. */
+  /** @throws OptionsError (`RangeError`, `invalid_options`) if `delayMs` is not a finite number >= 0. */
   constructor(delayMs: number) {
-    this.delayMs = finite('ConstantBackoff', 'delayMs', delayMs, NON_NEGATIVE);
+    ({ delayMs: this.delayMs } = parseConstant({ delayMs }));
   }
 
   next(_retry: number, _previousMs: number): number {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConsecutiveWindow, CountWindow, TimeWindow, WINDOW_DEFAULTS } from './breaker-windows.js';
+import { OptionsError } from '../core/index.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -156,5 +157,68 @@ describe('TimeWindow', () => {
     expect(() => new TimeWindow({ windowMs: 10_000, bucketMs: 3000 })).toThrow(/bucketMs/);
     expect(() => new TimeWindow({ windowMs: 10_000, minimumCalls: 0 })).toThrow(/minimumCalls/);
     expect(new TimeWindow({ windowMs: 400 }).bucketMs).toBe(400);
+  });
+});
+
+describe('window options are reported all at once, naming the window', () => {
+  function errorOf(make: () => unknown): OptionsError {
+    try {
+      make();
+    } catch (error) {
+      expect(error).toBeInstanceOf(OptionsError);
+      return error as OptionsError;
+    }
+    throw new Error('expected an OptionsError');
+  }
+
+  it('CountWindow: every bad option, then the rules across options', () => {
+    const e = errorOf(
+      () =>
+        new CountWindow({ size: 1.5, failureRateThreshold: 2, slowCallRateThreshold: 0, minimumCalls: 0 }),
+    );
+    expect([e.code, e.owner]).toEqual(['invalid_options', 'CountWindow']);
+    expect(e.problems).toEqual([
+      { option: 'size', rule: 'an integer >= 1', value: 1.5 },
+      { option: 'failureRateThreshold', rule: 'a fraction in (0, 1] or false', value: 2 },
+      { option: 'slowCallRateThreshold', rule: 'a fraction in (0, 1]', value: 0 },
+      { option: 'minimumCalls', rule: 'an integer >= 1', value: 0 },
+      {
+        option: 'slowCallDurationMs',
+        rule: 'set with failureRateThreshold false or a slowCallRateThreshold',
+        value: undefined,
+      },
+    ]);
+    expect(e.message).toBe(
+      'CountWindow: size must be an integer >= 1, got 1.5; failureRateThreshold must be a fraction in ' +
+        '(0, 1] or false, got 2; slowCallRateThreshold must be a fraction in (0, 1], got 0; minimumCalls ' +
+        'must be an integer >= 1, got 0; slowCallDurationMs must be set with failureRateThreshold false or ' +
+        'a slowCallRateThreshold, got undefined',
+    );
+    expect(errorOf(() => new CountWindow({ size: 5, minimumCalls: 6 })).message).toBe(
+      'CountWindow: minimumCalls must be an integer in [1, 5], got 6',
+    );
+  });
+
+  it('TimeWindow: the default bucket must divide windowMs too', () => {
+    const e = errorOf(() => new TimeWindow({ windowMs: 1500, slowCallDurationMs: 0, minimumCalls: 2.5 }));
+    expect([e.code, e.owner]).toEqual(['invalid_options', 'TimeWindow']);
+    expect(e.message).toBe(
+      'TimeWindow: slowCallDurationMs must be a finite number > 0, got 0; minimumCalls must be an integer ' +
+        '>= 1, got 2.5; bucketMs must be an integer > 0 that divides windowMs (1500), got 1000',
+    );
+    expect(errorOf(() => new TimeWindow({ windowMs: 0, bucketMs: -1 })).problems).toEqual([
+      { option: 'windowMs', rule: 'an integer >= 1', value: 0 },
+      { option: 'bucketMs', rule: 'an integer > 0', value: -1 },
+    ]);
+    expect(new TimeWindow({ windowMs: 1500, bucketMs: 500 }).bucketMs).toBe(500);
+  });
+
+  it('ConsecutiveWindow: a number or an options object', () => {
+    expect(errorOf(() => new ConsecutiveWindow({ threshold: '3' as never })).message).toBe(
+      "ConsecutiveWindow: threshold must be an integer >= 1, got '3'",
+    );
+    expect(errorOf(() => new ConsecutiveWindow(0)).problems).toEqual([
+      { option: 'threshold', rule: 'an integer >= 1', value: 0 },
+    ]);
   });
 });

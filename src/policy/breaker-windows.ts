@@ -10,7 +10,7 @@
  * Every strategy keeps fixed-size counters (typed-array ring buffers): recording a call allocates nothing.
  * One window instance belongs to one breaker; do not share it.
  */
-import { finite, fraction, invalidOption, POSITIVE, POSITIVE_INTEGER } from '../core/index.js';
+import { defineOptions, o, type Report } from '../core/index.js';
 
 /** What a window currently judges on, as plain JSON. */
 export interface WindowStats {
@@ -72,7 +72,8 @@ export const WINDOW_DEFAULTS = {
  * Opens after `threshold` failures in a row; any counted success resets the run.
  * `new ConsecutiveWindow(5)` or `new ConsecutiveWindow({ threshold: 5 })`; default threshold 5.
  *
- * @throws RangeError at construction when `threshold` is not an integer >= 1.
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction when `threshold` is not an
+ *   integer >= 1.
  */
 export class ConsecutiveWindow implements BreakerWindow {
   readonly threshold: number;
@@ -80,9 +81,9 @@ export class ConsecutiveWindow implements BreakerWindow {
   private failures = 0;
 
   constructor(options: number | { threshold?: number } = {}) {
-    const threshold =
-      (typeof options === 'number' ? options : options.threshold) ?? WINDOW_DEFAULTS.consecutiveFailures;
-    this.threshold = finite('ConsecutiveWindow', 'threshold', threshold, POSITIVE_INTEGER);
+    ({ threshold: this.threshold } = parseConsecutive(
+      typeof options === 'number' ? { threshold: options } : options,
+    ));
   }
 
   recordSuccess(): void {
@@ -130,36 +131,84 @@ interface Thresholds {
   minimumCalls: number;
 }
 
-function rateOptions(owner: string, options: RateWindowOptions, maxMinimum: number | undefined): Thresholds {
-  const failure = options.failureRateThreshold ?? WINDOW_DEFAULTS.failureRateThreshold;
-  const slowMs = options.slowCallDurationMs;
-  if (slowMs !== undefined) finite(owner, 'slowCallDurationMs', slowMs, POSITIVE);
-  else if (failure === false || options.slowCallRateThreshold !== undefined) {
-    throw invalidOption(
-      owner,
+const parseConsecutive = defineOptions<{ threshold?: number }>()('ConsecutiveWindow', {
+  threshold: o.number().int().min(1).default(WINDOW_DEFAULTS.consecutiveFailures),
+});
+
+/** The schema of {@link RateWindowOptions}, shared by the count and time windows. */
+const rateShape = {
+  failureRateThreshold: o
+    .custom<number | false>(
+      (v) => v === false || (typeof v === 'number' && v > 0 && v <= 1),
+      'a fraction in (0, 1] or false',
+    )
+    .default(WINDOW_DEFAULTS.failureRateThreshold),
+  slowCallDurationMs: o.number().positive().optional(),
+  slowCallRateThreshold: o.fraction().optional(),
+  minimumCalls: o.number().int().min(1).optional(),
+};
+
+/** Judging the slow-call rate alone, or with its own threshold, needs slow calls to be measured. */
+function checkRates(
+  p: { failureRateThreshold: number | false; slowCallDurationMs?: number; slowCallRateThreshold?: number },
+  report: Report,
+): void {
+  if (
+    p.slowCallDurationMs === undefined &&
+    (p.failureRateThreshold === false || p.slowCallRateThreshold !== undefined)
+  ) {
+    report(
       'slowCallDurationMs',
       'set with failureRateThreshold false or a slowCallRateThreshold',
-      slowMs,
+      p.slowCallDurationMs,
     );
   }
-  const minimumCalls = finite(
-    owner,
-    'minimumCalls',
-    options.minimumCalls ?? Math.min(WINDOW_DEFAULTS.minimumCalls, maxMinimum ?? Infinity),
-    { ...POSITIVE_INTEGER, max: maxMinimum },
-  );
+}
+
+const parseCount = defineOptions<RateWindowOptions & { size: number }>()(
+  'CountWindow',
+  { size: o.number().int().min(1), ...rateShape },
+  (p, report) => {
+    checkRates(p, report);
+    const { size, minimumCalls } = p;
+    if (minimumCalls !== undefined && Number.isInteger(size) && size >= 1 && minimumCalls > size)
+      report('minimumCalls', `an integer in [1, ${size}]`, minimumCalls);
+  },
+);
+
+/** `bucketMs` as given, else `min(1 s, windowMs)`. */
+const bucketOf = (windowMs: number, bucketMs: number | undefined): number =>
+  bucketMs ?? Math.min(WINDOW_DEFAULTS.bucketMs, windowMs);
+
+const parseTime = defineOptions<RateWindowOptions & { windowMs: number; bucketMs?: number }>()(
+  'TimeWindow',
+  { windowMs: o.number().int().min(1), bucketMs: o.number().int().gt(0).optional(), ...rateShape },
+  (p, report) => {
+    checkRates(p, report);
+    const { windowMs } = p;
+    const bucketMs = bucketOf(windowMs, p.bucketMs);
+    if (Number.isInteger(windowMs) && windowMs >= 1 && windowMs % bucketMs !== 0)
+      report('bucketMs', `an integer > 0 that divides windowMs (${windowMs})`, bucketMs);
+  },
+);
+
+/** Thresholds of valid (parsed) options; `maxMinimum` caps the default `minimumCalls`. */
+function thresholds(
+  p: {
+    failureRateThreshold: number | false;
+    slowCallDurationMs?: number;
+    slowCallRateThreshold?: number;
+    minimumCalls?: number;
+  },
+  maxMinimum: number,
+): Thresholds {
+  const slowMs = p.slowCallDurationMs;
   return {
-    failureRate: failure === false ? Infinity : fraction(owner, 'failureRateThreshold', failure),
+    failureRate: p.failureRateThreshold === false ? Infinity : p.failureRateThreshold,
     slowRate:
-      slowMs === undefined
-        ? Infinity
-        : fraction(
-            owner,
-            'slowCallRateThreshold',
-            options.slowCallRateThreshold ?? WINDOW_DEFAULTS.slowCallRateThreshold,
-          ),
+      slowMs === undefined ? Infinity : (p.slowCallRateThreshold ?? WINDOW_DEFAULTS.slowCallRateThreshold),
     slowMs,
-    minimumCalls,
+    minimumCalls: p.minimumCalls ?? Math.min(WINDOW_DEFAULTS.minimumCalls, maxMinimum),
   };
 }
 
@@ -182,7 +231,8 @@ const SLOW = 2;
  * Opens when at least `minimumCalls` calls are held (default `min(10, size)`) and either rate reaches its
  * threshold; see {@link RateWindowOptions}.
  *
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option;
+ *   `minimumCalls` must be at most `size`.
  */
 export class CountWindow implements BreakerWindow {
   readonly size: number;
@@ -196,9 +246,10 @@ export class CountWindow implements BreakerWindow {
   private reason = 'failure_rate';
 
   constructor(options: RateWindowOptions & { size: number }) {
-    const size = finite('CountWindow', 'size', options.size, POSITIVE_INTEGER);
+    const p = parseCount(options);
+    const size = p.size;
     this.size = size;
-    this.t = rateOptions('CountWindow', options, size);
+    this.t = thresholds(p, size);
     this.slowCallDurationMs = this.t.slowMs;
     this.ring = new Uint8Array(size);
   }
@@ -256,8 +307,8 @@ export class CountWindow implements BreakerWindow {
  * between `windowMs − bucketMs` and `windowMs` of history. Opens when it holds at least `minimumCalls` calls
  * (default 10) and either rate reaches its threshold; see {@link RateWindowOptions}.
  *
- * @throws RangeError at construction for a bad option (names the option); `windowMs` must be a multiple
- *   of `bucketMs`.
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option;
+ *   `windowMs` must be a multiple of `bucketMs`.
  */
 export class TimeWindow implements BreakerWindow {
   readonly windowMs: number;
@@ -277,16 +328,13 @@ export class TimeWindow implements BreakerWindow {
   private reason = 'failure_rate';
 
   constructor(options: RateWindowOptions & { windowMs: number; bucketMs?: number }) {
-    const owner = 'TimeWindow';
-    const windowMs = finite(owner, 'windowMs', options.windowMs, POSITIVE_INTEGER);
-    const bucketMs = options.bucketMs ?? Math.min(WINDOW_DEFAULTS.bucketMs, windowMs);
-    if (!(Number.isInteger(bucketMs) && bucketMs > 0 && windowMs % bucketMs === 0)) {
-      throw invalidOption(owner, 'bucketMs', `an integer > 0 that divides windowMs (${windowMs})`, bucketMs);
-    }
+    const p = parseTime(options);
+    const windowMs = p.windowMs;
+    const bucketMs = bucketOf(windowMs, p.bucketMs);
     this.windowMs = windowMs;
     this.bucketMs = bucketMs;
     this.buckets = windowMs / bucketMs;
-    this.t = rateOptions(owner, options, undefined);
+    this.t = thresholds(p, Infinity);
     this.slowCallDurationMs = this.t.slowMs;
     this.callCounts = new Uint32Array(this.buckets);
     this.failureCounts = new Uint32Array(this.buckets);

@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BreakwaterError, FakeClock, isBreakwaterError, toProblem } from '../core/index.js';
+import { BreakwaterError, FakeClock, OptionsError, isBreakwaterError, toProblem } from '../core/index.js';
 import { constantBackoff } from './backoff.js';
 import { bulkhead } from './bulkhead.js';
 import { circuitBreaker } from './circuit-breaker.js';
@@ -115,7 +115,26 @@ describe('pipeline', () => {
     await expect(result).rejects.toBe(bug);
     expect(limit.timers.size).toBe(0);
     expect(() => pipeline(limit, undefined as unknown as Policy)).toThrow(
-      'pipeline: argument 2 is not a policy',
+      new RangeError('pipeline: argument 2 must be a policy (with a run method), got undefined'),
+    );
+    let caught: unknown;
+    try {
+      pipeline(1 as unknown as Policy, limit, {} as Policy);
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(OptionsError);
+    expect([(caught as OptionsError).code, (caught as OptionsError).owner]).toEqual([
+      'invalid_options',
+      'pipeline',
+    ]);
+    expect((caught as OptionsError).problems).toEqual([
+      { option: 'argument 1', rule: 'a policy (with a run method)', value: 1 },
+      { option: 'argument 3', rule: 'a policy (with a run method)', value: {} },
+    ]);
+    expect((caught as OptionsError).message).toBe(
+      'pipeline: argument 1 must be a policy (with a run method), got 1; argument 3 must be a policy ' +
+        '(with a run method), got an object',
     );
   });
 

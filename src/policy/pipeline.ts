@@ -1,3 +1,4 @@
+import { OptionsError, type OptionProblem } from '../core/index.js';
 import { executeAll, runLayer } from './invoke.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 
@@ -11,13 +12,18 @@ import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
 export class Pipeline implements Policy {
   readonly policies: readonly Policy[];
 
-  /** @throws RangeError when an element is not a policy (names its position). */
+  /**
+   * @throws OptionsError (`RangeError`, `invalid_options`, owner `pipeline`) naming every element that is
+   *   not a policy by its position (`argument 2`).
+   */
   constructor(policies: readonly Policy[]) {
+    const problems: OptionProblem[] = [];
     policies.forEach((p, i) => {
       if (typeof (p as Partial<Policy> | undefined)?.run !== 'function') {
-        throw new RangeError(`pipeline: argument ${i + 1} is not a policy (it has no run method)`);
+        problems.push({ option: `argument ${i + 1}`, rule: 'a policy (with a run method)', value: p });
       }
     });
+    if (problems.length > 0) throw new OptionsError('pipeline', problems);
     // Flatten nested pipelines: fewer hops per call, same semantics.
     this.policies = policies.flatMap((p) => (p instanceof Pipeline ? p.policies : [p]));
   }

@@ -1,29 +1,28 @@
 import {
   EventSource,
-  POSITIVE,
-  clockOption,
-  finite,
-  fraction,
-  invalidOption,
-  optionalFn,
+  defineOptions,
+  o,
   type Clock,
   type Disposable,
   type TimerHandle,
 } from '../core/index.js';
 import {
-  PRUNE_BATCH,
-  retentionPolicy,
+  batchSizeOption,
+  retentionOption,
   type PruneReport,
   type RetentionPolicy,
   type StoreSize,
 } from './retention.js';
 import type { Store } from './store.js';
-import { vacuumMode, type VacuumMode } from './vacuum.js';
+import { vacuumOption, type VacuumMode } from './vacuum.js';
 
 /** What a {@link Pruner} prunes and measures: a store's retention facet, its counters and its watches. */
 export type PrunedStore = Pick<Store, 'retention' | 'counters' | 'pruneWatches'>;
 
-/** Options of {@link startPruner}; checked at start (a RangeError names the option). */
+/**
+ * Options of {@link startPruner}; checked at start (an `OptionsError`, owner `startPruner`, names every bad
+ * option).
+ */
 export interface PrunerOptions {
   store: PrunedStore;
   /** Times the rounds and measures the ages (default the system clock; the gateway passes its own). */
@@ -50,8 +49,26 @@ export interface PrunerOptions {
   onError?: (error: unknown) => void;
 }
 
-/** Defaults of {@link PrunerOptions}. */
+/** Defaults of {@link PrunerOptions} (`batchSize`: `PRUNE_BATCH.default`; `vacuum`: `VACUUM_DEFAULT`). */
 export const PRUNER_DEFAULTS = { everyMs: 300_000, jitter: 0.1 } as const;
+
+const ignore = (): void => undefined;
+
+/** Checks {@link PrunerOptions} and applies their defaults. */
+const parseOptions = defineOptions<PrunerOptions>()('startPruner', {
+  store: o.custom<PrunedStore>(
+    (store) => typeof (store as Partial<PrunedStore> | null | undefined)?.retention?.prune === 'function',
+    'a Store',
+  ),
+  clock: o.clock(),
+  everyMs: o.number().positive().default(PRUNER_DEFAULTS.everyMs),
+  jitter: o.fraction(true).default(PRUNER_DEFAULTS.jitter),
+  retention: retentionOption,
+  batchSize: batchSizeOption,
+  vacuum: vacuumOption,
+  random: o.fn<() => number>().default(Math.random),
+  onError: o.fn<(error: unknown) => void>().default(ignore),
+});
 
 /** A background pruner: see {@link startPruner}. */
 export interface Pruner {
@@ -77,26 +94,11 @@ export interface Pruner {
  * then `retention.size()`; a failing step is passed to
  * `onError` and the round goes on. The size is measured once at start too, so it is known before the first
  * round. Rounds never overlap.
- * @throws RangeError naming a bad option.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `startPruner`) naming every bad option.
  */
 export function startPruner(options: PrunerOptions): Pruner {
-  const owner = 'startPruner';
-  const store = options.store;
-  if (typeof store?.retention?.prune !== 'function') {
-    throw invalidOption(owner, 'store', 'a Store', store);
-  }
-  const clock = clockOption(owner, options.clock);
-  const everyMs = finite(owner, 'everyMs', options.everyMs ?? PRUNER_DEFAULTS.everyMs, POSITIVE);
-  const jitter = fraction(owner, 'jitter', options.jitter ?? PRUNER_DEFAULTS.jitter, true);
-  const retention = retentionPolicy(owner, options.retention);
-  const batchSize = finite(owner, 'batchSize', options.batchSize ?? PRUNE_BATCH.default, {
-    integer: true,
-    min: PRUNE_BATCH.min,
-    max: PRUNE_BATCH.max,
-  });
-  const vacuum = vacuumMode(owner, options.vacuum);
-  const random = optionalFn(owner, 'random', options.random) ?? Math.random;
-  const onError = optionalFn(owner, 'onError', options.onError) ?? (() => undefined);
+  const { store, clock, everyMs, jitter, retention, batchSize, vacuum, random, onError } =
+    parseOptions(options);
 
   const reports = new EventSource<PruneReport>();
   const stop = new AbortController();

@@ -1,11 +1,4 @@
-import {
-  NON_NEGATIVE,
-  finite,
-  invalidOption,
-  optionalObject,
-  type Clock,
-  type NumberRule,
-} from '../core/index.js';
+import { OptionsError, Schema, defineOptions, o, type Clock, type OptionProblem } from '../core/index.js';
 import { STREAM_EVENT_RETENTION_MS } from './stream-events.js';
 import { prunedTables, vacuumMode, type VacuumMode } from './vacuum.js';
 
@@ -156,8 +149,8 @@ export interface RetentionStore {
    * Never removes a job that is `pending` or `in_progress` or any of its events, a delivery whose job is
    * unfinished, an unsettled operation, or anything of the audit log. Rows another transaction holds are
    * skipped (PostgreSQL: `SKIP LOCKED`) and left for the next prune.
-   * @throws RangeError naming the option for a bad option (nothing read); the backend's error when a batch
-   *   fails (the batches before it stay committed).
+   * @throws OptionsError (`RangeError`, `invalid_options`, owner `retention.prune`) naming every bad option
+   *   (nothing read); the backend's error when a batch fails (the batches before it stay committed).
    */
   prune(options?: PruneOptions): Promise<PruneReport>;
 
@@ -240,7 +233,46 @@ export interface RetentionBackend {
   vacuum?(tables: readonly string[], mode: Exclude<VacuumMode, 'never'>): Promise<string[]>;
 }
 
-const RETENTION_RULE: NumberRule = { ...NON_NEGATIVE, integer: true, infinity: true };
+/** One retention: whole ms, or `Infinity` for never. */
+const RETENTION_MS = o.number().int().min(0).orInfinity();
+
+/**
+ * The `retention` option of a component (`startPruner`, `retention.prune`): overrides of
+ * {@link RETENTION_DEFAULTS}, each a whole number of ms >= 0 or `Infinity` (`undefined` keeps the default);
+ * a key that is not a retention is refused, since a misspelt one would silently keep the default. Gives the
+ * full policy.
+ */
+export const retentionOption = new Schema<RetentionPolicy, Partial<RetentionPolicy> | undefined>(
+  (value, option, problems) => {
+    const policy = { ...RETENTION_DEFAULTS };
+    if (value === undefined) return policy;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      problems.push({ option, rule: 'an object or left out', value });
+      return policy;
+    }
+    for (const [key, ms] of Object.entries(value)) {
+      const name = `${option}.${key}`;
+      if (!Object.hasOwn(RETENTION_DEFAULTS, key)) {
+        problems.push({
+          option: name,
+          rule: `one of ${Object.keys(RETENTION_DEFAULTS).join(', ')}`,
+          value: key,
+        });
+      } else if (ms !== undefined) {
+        policy[key as keyof RetentionPolicy] = RETENTION_MS.check(ms, name, problems);
+      }
+    }
+    return policy;
+  },
+);
+
+/** The `batchSize` option of a component: see {@link PRUNE_BATCH}. */
+export const batchSizeOption = o
+  .number()
+  .int()
+  .min(PRUNE_BATCH.min)
+  .max(PRUNE_BATCH.max)
+  .default(PRUNE_BATCH.default);
 
 /**
  * The cutoff of a retention of `Infinity`: before every time a store holds (times are ms since the epoch),
@@ -249,28 +281,17 @@ const RETENTION_RULE: NumberRule = { ...NON_NEGATIVE, integer: true, infinity: t
 export const NEVER = Number.MIN_SAFE_INTEGER;
 
 /**
- * A full policy from `overrides` over the defaults.
- * @throws RangeError naming `owner` and the option when a retention is not an integer >= 0 or Infinity, or an
- *   unknown key is given (a misspelt retention would silently keep the default).
+ * A full policy from `overrides` over the defaults (see {@link retentionOption}).
+ * @throws OptionsError (`RangeError`, `invalid_options`) naming `owner` and every bad retention: one that is
+ *   not an integer >= 0 or Infinity, or an unknown key (a misspelt retention would silently keep the default).
  */
 export function retentionPolicy(
   owner: string,
   overrides: Partial<RetentionPolicy> | undefined,
 ): RetentionPolicy {
-  const given = optionalObject<Partial<RetentionPolicy>>(owner, 'retention', overrides) ?? {};
-  const policy = { ...RETENTION_DEFAULTS };
-  for (const [key, value] of Object.entries(given)) {
-    if (!(key in RETENTION_DEFAULTS)) {
-      throw invalidOption(
-        owner,
-        `retention.${key}`,
-        `one of ${Object.keys(RETENTION_DEFAULTS).join(', ')}`,
-        key,
-      );
-    }
-    if (value === undefined) continue;
-    policy[key as keyof RetentionPolicy] = finite(owner, `retention.${key}`, value, RETENTION_RULE);
-  }
+  const problems: OptionProblem[] = [];
+  const policy = retentionOption.check(overrides, 'retention', problems);
+  if (problems.length > 0) throw new OptionsError(owner, problems);
   return policy;
 }
 
@@ -323,27 +344,18 @@ export function createRetention(
   };
 }
 
-async function prune(
-  backend: RetentionBackend,
-  clock: Clock,
-  options: PruneOptions = {},
-): Promise<PruneReport> {
-  const owner = 'retention.prune';
-  const given = optionalObject<PruneOptions>(owner, 'options', options) ?? {};
-  const now =
-    given.now === undefined ? clock.now() : finite(owner, 'now', given.now, { integer: true, min: 0 });
-  const batchSize = finite(owner, 'batchSize', given.batchSize ?? PRUNE_BATCH.default, {
-    integer: true,
-    min: PRUNE_BATCH.min,
-    max: PRUNE_BATCH.max,
-  });
-  const dryRun = given.dryRun ?? false;
-  if (typeof dryRun !== 'boolean') throw invalidOption(owner, 'dryRun', 'a boolean', dryRun);
-  const signal = given.signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw invalidOption(owner, 'signal', 'an AbortSignal', signal);
-  }
-  const cutoffs = pruneCutoffs(retentionPolicy(owner, given.retention), now);
+/** Checks {@link PruneOptions} and applies their defaults (`now` is the clock's at the call). */
+const parsePruneOptions = defineOptions<PruneOptions>()('retention.prune', {
+  now: o.number().int().min(0).optional(),
+  dryRun: o.boolean().default(false),
+  batchSize: batchSizeOption,
+  retention: retentionOption,
+  signal: o.custom<AbortSignal>((signal) => signal instanceof AbortSignal, 'an AbortSignal').optional(),
+});
+
+async function prune(backend: RetentionBackend, clock: Clock, options?: PruneOptions): Promise<PruneReport> {
+  const { now = clock.now(), dryRun, batchSize, retention, signal } = parsePruneOptions(options);
+  const cutoffs = pruneCutoffs(retention, now);
   const report: PruneReport = {
     dryRun,
     now,

@@ -1,4 +1,4 @@
-import { invalidOption } from '../core/index.js';
+import { invalidOption, o, type Schema } from '../core/index.js';
 import type { PruneKind } from './retention.js';
 
 /**
@@ -45,14 +45,22 @@ export function prunedTables(removed: Readonly<Record<PruneKind, number>>): stri
   return [...tables];
 }
 
+const isVacuumMode = (mode: unknown): mode is VacuumMode =>
+  (VACUUM_MODES as readonly unknown[]).includes(mode);
+const VACUUM_RULE = `one of ${VACUUM_MODES.join(', ')}`;
+
+/** The `vacuum` option of a component: a {@link VacuumMode}, default {@link VACUUM_DEFAULT}. */
+export const vacuumOption: Schema<VacuumMode, VacuumMode | undefined> = o
+  .custom<VacuumMode>(isVacuumMode, VACUUM_RULE)
+  .default(VACUUM_DEFAULT);
+
 /**
- * `mode` checked: a {@link VacuumMode}, or {@link VACUUM_DEFAULT} when undefined.
- * @throws RangeError naming `owner` and the option otherwise.
+ * `mode` checked, as an argument of a call (`retention.vacuum`): a {@link VacuumMode}, or
+ * {@link VACUUM_DEFAULT} when undefined.
+ * @throws OptionsError (`RangeError`, `invalid_options`) naming `owner` and the option otherwise.
  */
 export function vacuumMode(owner: string, mode: unknown): VacuumMode {
   if (mode === undefined) return VACUUM_DEFAULT;
-  if (typeof mode === 'string' && (VACUUM_MODES as readonly string[]).includes(mode)) {
-    return mode as VacuumMode;
-  }
-  throw invalidOption(owner, 'vacuum', `one of ${VACUUM_MODES.join(', ')}`, mode);
+  if (isVacuumMode(mode)) return mode;
+  throw invalidOption(owner, 'vacuum', VACUUM_RULE, mode);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock, type Principal } from '../../core/index.js';
+import { FakeClock, OptionsError, type Principal } from '../../core/index.js';
 import { MemoryRateLimitStore } from '../../policy/index.js';
 import { PriceTable } from '../pricing.js';
 import { callerRules, parsePrincipalAiLimits } from './caller-rules.js';
@@ -63,13 +63,51 @@ describe('callerRules', () => {
   it('limits out of bounds are refused, naming the field', () => {
     expect(() =>
       parsePrincipalAiLimits({ budgets: [{ limitUsd: 0, windowMs: DAY }] }, 'keys create'),
-    ).toThrow('keys create: budgets.0.limitUsd: Too small: expected number to be >0');
+    ).toThrow('keys create: budgets.0.limitUsd must be a number > 0, got 0');
     expect(() => parsePrincipalAiLimits({ rateRules: [{ limit: 1.5, windowMs: MINUTE }] })).toThrow(
       /rateRules\.0\.limit/,
     );
     expect(() => parsePrincipalAiLimits({ rateRules: [{ limit: 1, windowMs: 0 }] })).toThrow(/windowMs/);
     expect(() => parsePrincipalAiLimits({ allowedModels: [''] })).toThrow(/allowedModels\.0/);
     expect(() => parsePrincipalAiLimits({ budget: [] })).toThrow(/budget/);
+  });
+
+  it('every bad field at once, in one OptionsError', () => {
+    let caught: unknown;
+    try {
+      parsePrincipalAiLimits(
+        {
+          allowedModels: [''],
+          budgets: [{ limitUsd: -1, windowMs: DAY, window: 'rolling' }],
+          rateRules: [{ limit: 1.5, windowMs: 0 }],
+          budget: [],
+        },
+        'keys create',
+      );
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(OptionsError);
+    const e = caught as OptionsError;
+    expect([e.code, e.owner, e.problems.map((p) => p.option)]).toEqual([
+      'invalid_options',
+      'keys create',
+      [
+        'allowedModels.0',
+        'budgets.0.limitUsd',
+        'budgets.0.window',
+        'rateRules.0.limit',
+        'rateRules.0.windowMs',
+        'budget',
+      ],
+    ]);
+    expect(e.message).toBe(
+      "keys create: allowedModels.0 must be a non-empty string, got ''; budgets.0.limitUsd must be a number " +
+        "> 0, got -1; budgets.0.window must be 'fixed' or 'sliding', got 'rolling'; rateRules.0.limit must " +
+        'be an integer, got 1.5; rateRules.0.windowMs must be a number >= 1, got 0; budget must be left out ' +
+        '(not an option), got []',
+    );
+    expect(() => parsePrincipalAiLimits(5)).toThrow(new RangeError('ai: ai must be an object, got 5'));
   });
 });
 

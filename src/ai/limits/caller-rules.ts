@@ -8,7 +8,8 @@
  * current window; two rules of one key with the same window are one rule, the lower limit.
  */
 import { z } from 'zod';
-import type { PrincipalAiLimits } from '../../core/index.js';
+import { OptionsError, type PrincipalAiLimits } from '../../core/index.js';
+import { zodProblems } from '../option-problems.js';
 import { windowMsSchema } from '../schema-parts.js';
 import type { RateRule, SpendRule } from './limits.js';
 
@@ -42,14 +43,13 @@ export const principalAiLimitsSchema = z.strictObject({
 /**
  * Checks a key's AI limits (for the code that creates keys: refuse a bad one when it is made, not when it is
  * used).
- * @throws RangeError `<owner>: <path>: <rule>` for the first bad field.
+ * @throws OptionsError (`RangeError`, `invalid_options`, `owner` as given) listing every bad field:
+ *   `<owner>: <path> must be <rule>, got <value>; …` (`ai` names the whole value).
  */
 export function parsePrincipalAiLimits(value: unknown, owner = 'ai'): PrincipalAiLimits {
   const parsed = principalAiLimitsSchema.safeParse(value);
   if (parsed.success) return parsed.data as PrincipalAiLimits;
-  const issue = parsed.error.issues[0]!;
-  const path = issue.path.map(String).join('.');
-  throw new RangeError(`${owner}: ${path === '' ? 'ai' : path}: ${issue.message}`);
+  throw new OptionsError(owner, zodProblems(parsed.error.issues, value, 'ai'));
 }
 
 /** The rules of a key, named and deduplicated as the file's comment says. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BreakwaterError } from '../../core/index.js';
-import { FakeClock } from '../../core/index.js';
+import { FakeClock, OptionsError } from '../../core/index.js';
 import { MemoryRateLimitStore } from '../../policy/index.js';
 import { UNCHANGED } from '../../store/index.js';
 import { PriceTable } from '../pricing.js';
@@ -193,5 +193,35 @@ describe('spend steps', () => {
       spentMicroUsd: 10,
       reservedMicroUsd: 0,
     });
+  });
+});
+
+describe('AiLimits: its config', () => {
+  it('refuses a bad share and key prefix at once, as an OptionsError', () => {
+    const clock = new FakeClock();
+    const config = {
+      rateRules: [],
+      spendRules: [],
+      rateStore: new MemoryRateLimitStore(),
+      counters: new MemoryCounterStore(clock),
+      prices: PRICES,
+      ceilingMicroUsd: undefined,
+      clock,
+    };
+    let caught: unknown;
+    try {
+      new AiLimits({ ...config, keyPrefix: 1 as never, maxReservedShare: 0 });
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(OptionsError);
+    expect([(caught as OptionsError).code, (caught as OptionsError).owner]).toEqual([
+      'invalid_options',
+      'AiLimits',
+    ]);
+    expect((caught as OptionsError).message).toBe(
+      'AiLimits: keyPrefix must be a string, got 1; maxReservedShare must be a fraction in (0, 1], got 0',
+    );
+    expect(new AiLimits({ ...config, maxReservedShare: 1 }).empty).toBe(true);
   });
 });

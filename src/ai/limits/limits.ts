@@ -7,7 +7,7 @@
  * requests with a large `max_tokens` (and leaves them hanging) locks only its own share, never the budget
  * other callers need.
  */
-import { BreakwaterError, type Clock, type Principal } from '../../core/index.js';
+import { BreakwaterError, defineOptions, o, type Clock, type Principal } from '../../core/index.js';
 import {
   FixedWindow,
   SlidingWindow,
@@ -144,6 +144,25 @@ export const NO_GRANT: LimitGrant = {
 /** Longest encoded principal id kept as it is in a share key (the rest of the key has its own bounds). */
 const MAX_PLAIN_PRINCIPAL = 64;
 
+/**
+ * The config's one declaration: the rules, stores, prices and clock come validated (by `createAiGateway`,
+ * `createRouteResolver` or `callerRules`) and pass as they are; the share and the key prefix are checked
+ * here and take their defaults.
+ */
+const parseConfig = defineOptions<AiLimitsConfig>()('AiLimits', {
+  rateRules: o.any<readonly RateRule[]>(),
+  spendRules: o.any<readonly SpendRule[]>(),
+  rateStore: o.any<RateLimitStore>(),
+  counters: o.any<CounterStore>(),
+  spendStore: o.any<SpendStore | undefined>(),
+  prices: o.any<PriceTable>(),
+  ceilingMicroUsd: o.any<number | undefined>(),
+  clock: o.any<Clock>(),
+  keyPrefix: o.string().default('ai'),
+  maxReservedShare: o.fraction().default(AI_LIMITS_DEFAULTS.maxReservedShare),
+  onBudget: o.any<((event: BudgetEvent) => void) | undefined>(),
+});
+
 /** The compiled rules over their stores. */
 export class AiLimits {
   private readonly rate: { rule: RateRule; algorithm: RateLimitAlgorithm }[];
@@ -153,8 +172,10 @@ export class AiLimits {
   /** Each principal's own rules (`Principal.ai`), compiled once per limits object the principal carries. */
   private readonly callers = new WeakMap<object, AiLimits | undefined>();
 
+  /** @throws OptionsError (`RangeError`, `invalid_options`, owner `AiLimits`) for a bad share or key prefix. */
   constructor(private readonly config: AiLimitsConfig) {
-    this.prefix = config.keyPrefix ?? 'ai';
+    const { keyPrefix, maxReservedShare: share } = parseConfig(config);
+    this.prefix = keyPrefix;
     this.spendStore = config.spendStore ?? counterSpendStore(config.counters);
     this.rate = config.rateRules.map((rule) => ({
       rule,
@@ -163,10 +184,6 @@ export class AiLimits {
           ? new FixedWindow({ limit: rule.limit, windowMs: rule.windowMs })
           : new SlidingWindow({ limit: rule.limit, windowMs: rule.windowMs }),
     }));
-    const share = config.maxReservedShare ?? AI_LIMITS_DEFAULTS.maxReservedShare;
-    if (!(share > 0 && share <= 1)) {
-      throw new RangeError(`AiLimits: maxReservedShare must be a number > 0 and <= 1, got ${String(share)}`);
-    }
     this.spend = config.spendRules.map((rule) => {
       const budgetMicroUsd = usdToMicro(rule.budgetUsd);
       // A rule of one caller has no one to share with; a share of 1 is no cap.

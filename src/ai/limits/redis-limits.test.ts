@@ -6,7 +6,7 @@ import {
   unreachableRedis,
   useRedis,
 } from '../../../test/support/redis.js';
-import { FakeClock, type BreakwaterError } from '../../core/index.js';
+import { FakeClock, OptionsError, type BreakwaterError } from '../../core/index.js';
 import { createAiGateway, type AiGatewayOptions } from '../index.js';
 import { PriceTable } from '../pricing.js';
 import { AiLimits, type RateRule, type SpendRule } from './limits.js';
@@ -158,8 +158,34 @@ describe('createRedisLimits when Redis is unreachable', () => {
   });
 
   it('rejects bad options naming them', async () => {
-    expect(() => createRedisLimits({} as never)).toThrow('give exactly one of url and redis');
-    expect(() => createRedisLimits({ url: 'http://x' })).toThrow(/url must start with redis:/);
+    expect(() => createRedisLimits({} as never)).toThrow(
+      new RangeError('createRedisLimits: url and redis must be exactly one given, got []'),
+    );
+    expect(() => createRedisLimits({ url: 'http://x' })).toThrow(
+      new RangeError("createRedisLimits: url must be a redis:// or rediss:// URL, got 'http://x'"),
+    );
+    let error: unknown;
+    try {
+      createRedisLimits({
+        url: 'redis://127.0.0.1:1',
+        redis: {} as never,
+        keyPrefix: 1 as never,
+        timeoutMs: 0,
+        onError: 'log' as never,
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(OptionsError);
+    expect([(error as OptionsError).code, (error as OptionsError).owner]).toEqual([
+      'invalid_options',
+      'createRedisLimits',
+    ]);
+    expect((error as OptionsError).message).toBe(
+      'createRedisLimits: redis must be an ioredis client, got an object; keyPrefix must be a string, got 1; ' +
+        "timeoutMs must be an integer >= 1, got 0; onError must be a function, got 'log'; url and redis must " +
+        "be exactly one given, got ['url', 'redis']",
+    );
     const client = await unreachableRedis();
     try {
       expect(() => createRedisLimits({ redis: client, onUnavailable: 'open' as never })).toThrow(

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type * as IoRedis from 'ioredis';
 import type { Redis } from 'ioredis';
-import { POSITIVE_INTEGER, finite, oneOf, optionalFn } from '../../core/index.js';
+import { defineOptions, o } from '../../core/index.js';
 import {
   REDIS_RATE_LIMIT_STORE_DEFAULTS,
   RedisRateLimitStore,
@@ -53,6 +53,24 @@ function redisClient(): typeof Redis {
   return (require('ioredis') as typeof IoRedis).Redis;
 }
 
+const parseOptions = defineOptions<RedisLimitsOptions>()(
+  'createRedisLimits',
+  {
+    url: o
+      .custom<string>((v) => typeof v === 'string' && /^rediss?:\/\//.test(v), 'a redis:// or rediss:// URL')
+      .optional(),
+    redis: o.methods<Redis>('an ioredis client', 'evalsha', 'eval').optional(),
+    keyPrefix: o.string().optional(),
+    onUnavailable: o.enum(['deny', 'allow'] as const).default(REDIS_RATE_LIMIT_STORE_DEFAULTS.onUnavailable),
+    timeoutMs: o.number().int().min(1).default(REDIS_RATE_LIMIT_STORE_DEFAULTS.timeoutMs),
+    onError: o.fn<(error: unknown, key: string) => void>().optional(),
+  },
+  (_p, report, input) => {
+    const given = (['url', 'redis'] as const).filter((k) => input[k] !== undefined);
+    if (given.length !== 1) report('url and redis', 'exactly one given', given);
+  },
+);
+
 /**
  * The AI gateway's hot counters in Redis (docs/architecture.md#storage, `REDIS_URL`): a
  * {@link RedisRateLimitStore} and a {@link RedisSpendStore} over one client, sharing `keyPrefix` and
@@ -65,32 +83,17 @@ function redisClient(): typeof Redis {
  * command timeouts are `timeoutMs`; its `error` events go to `onError` (key `''`) instead of ioredis's
  * console warning.
  *
- * @throws RangeError naming the option when one is invalid (neither or both of `url` and `redis`).
+ * @throws OptionsError (`RangeError`, `invalid_options`) naming every bad option, and `url and redis`
+ *   unless exactly one of them is given.
  */
 export function createRedisLimits(options: RedisLimitsOptions): RedisLimits {
-  const owner = 'createRedisLimits';
-  if ((options?.url === undefined) === (options?.redis === undefined)) {
-    throw new RangeError(`${owner}: give exactly one of url and redis`);
-  }
-  if (options.url !== undefined && (typeof options.url !== 'string' || !/^rediss?:\/\//.test(options.url))) {
-    throw new RangeError(`${owner}: url must start with redis:// or rediss://`);
-  }
-  const timeoutMs = finite(
-    owner,
-    'timeoutMs',
-    options.timeoutMs ?? REDIS_RATE_LIMIT_STORE_DEFAULTS.timeoutMs,
-    POSITIVE_INTEGER,
-  );
-  oneOf(owner, 'onUnavailable', options.onUnavailable ?? 'deny', ['deny', 'allow'] as const);
-  if (options.keyPrefix !== undefined && typeof options.keyPrefix !== 'string') {
-    throw new RangeError(`${owner}: keyPrefix must be a string`);
-  }
-  optionalFn(owner, 'onError', options.onError);
-  const shared = { keyPrefix: options.keyPrefix, timeoutMs, onError: options.onError };
-  const owned = options.url !== undefined;
+  const p = parseOptions(options);
+  const { timeoutMs, onError } = p;
+  const shared = { keyPrefix: p.keyPrefix, timeoutMs, onError };
+  const owned = p.url !== undefined;
   const redis =
-    options.redis ??
-    new (redisClient())(options.url!, {
+    p.redis ??
+    new (redisClient())(p.url!, {
       maxRetriesPerRequest: 1,
       enableOfflineQueue: false,
       connectTimeout: timeoutMs,
@@ -99,7 +102,7 @@ export function createRedisLimits(options: RedisLimitsOptions): RedisLimits {
   if (owned) {
     redis.on('error', (error: unknown) => {
       try {
-        options.onError?.(error, '');
+        onError?.(error, '');
       } catch {
         // a failing listener changes nothing
       }
@@ -108,7 +111,7 @@ export function createRedisLimits(options: RedisLimitsOptions): RedisLimits {
   const rateLimitStore = new RedisRateLimitStore({
     ...shared,
     redis,
-    onUnavailable: options.onUnavailable,
+    onUnavailable: p.onUnavailable,
   });
   const spendStore = new RedisSpendStore({ ...shared, redis });
   let closing: Promise<void> | undefined;

@@ -1,8 +1,9 @@
-import { BreakwaterError } from '../../core/index.js';
+import { BreakwaterError, defineOptions } from '../../core/index.js';
 import {
   RedisScript,
   redisDeadline,
-  redisStoreSettings,
+  redisErrorReporter,
+  redisStoreShape,
   type RedisScriptClient,
 } from '../../policy/index.js';
 import type { SpendState } from './spend.js';
@@ -28,6 +29,11 @@ export const REDIS_SPEND_STORE_DEFAULTS = {
   timeoutMs: 1_000,
   unavailableRetryAfterMs: 1_000,
 } as const;
+
+const parseOptions = defineOptions<RedisSpendStoreOptions>()(
+  'RedisSpendStore',
+  redisStoreShape(REDIS_SPEND_STORE_DEFAULTS),
+);
 
 const HELPERS = `
 local function num(x) return string.format('%.17g', x) end
@@ -79,7 +85,7 @@ return { num(spent), num(reserved) }
  * budget under-used, never overshot). `settle` rejects with the client's error; the gateway ignores it, which
  * leaves the reservation counted until the window ends (conservative).
  *
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class RedisSpendStore implements SpendStore {
   readonly keyPrefix: string;
@@ -89,14 +95,12 @@ export class RedisSpendStore implements SpendStore {
   private readonly report: (error: unknown, key: string) => void;
 
   constructor(options: RedisSpendStoreOptions) {
-    const owner = 'RedisSpendStore';
-    const d = REDIS_SPEND_STORE_DEFAULTS;
-    const settings = redisStoreSettings(owner, options, d);
-    this.redis = settings.redis;
-    this.keyPrefix = settings.keyPrefix;
-    this.timeoutMs = settings.timeoutMs;
-    this.unavailableRetryAfterMs = settings.unavailableRetryAfterMs;
-    this.report = settings.report;
+    const p = parseOptions(options);
+    this.redis = p.redis;
+    this.keyPrefix = p.keyPrefix;
+    this.timeoutMs = p.timeoutMs;
+    this.unavailableRetryAfterMs = p.unavailableRetryAfterMs;
+    this.report = redisErrorReporter(p.onError);
   }
 
   async reserve(

@@ -3,7 +3,7 @@
  * and cached; a deploy or rollback from any process sharing the store takes effect within `refreshMs`,
  * without a restart.
  */
-import { BreakwaterError, clockOption, type Clock } from '../../core/index.js';
+import { BreakwaterError, defineOptions, o, type Clock } from '../../core/index.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../../policy/index.js';
 import type { CounterStore, RouteStore, RouteVersion } from '../../store/index.js';
 import type { BudgetEvent } from '../limits/budget-events.js';
@@ -67,6 +67,19 @@ export interface RouteResolver {
 /** Defaults of {@link RouteResolverOptions}. */
 export const ROUTE_RESOLVER_DEFAULTS = { refreshMs: 1_000 } as const;
 
+const parseOptions = defineOptions<RouteResolverOptions>()('createRouteResolver', {
+  routes: o.methods<RouteStore>('a RouteStore (store.routes)', 'deployed', 'revision'),
+  counters: o.methods<CounterStore>('a CounterStore', 'update').optional(),
+  rateLimitStore: o.methods<RateLimitStore>('a RateLimitStore', 'consume').optional(),
+  spendStore: o.methods<SpendStore>('a SpendStore', 'reserve', 'settle').optional(),
+  maxRequestCostUsd: o.number().positive().optional(),
+  maxReservedShare: o.fraction().optional(),
+  refreshMs: o.number().int().min(0).max(3_600_000).default(ROUTE_RESOLVER_DEFAULTS.refreshMs),
+  clock: o.clock(),
+  onError: o.fn<(error: unknown, route: string | undefined) => void>().optional(),
+  onBudget: o.fn<(event: BudgetEvent) => void>().optional(),
+});
+
 /** A cached route: its deployed flow, none (unknown or nothing deployed), or a definition that failed. */
 interface Entry {
   readonly version: number | null;
@@ -90,43 +103,27 @@ interface Entry {
  * definition is invalid (written around the admin API) answers 500 `internal_error` until another version is
  * deployed.
  *
- * @throws RangeError naming the option when one is invalid.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `createRouteResolver`) naming every bad
+ *   option.
  */
 export function createRouteResolver(options: RouteResolverOptions): RouteResolver {
-  const owner = 'createRouteResolver';
-  if (typeof options?.routes?.deployed !== 'function' || typeof options.routes.revision !== 'function') {
-    throw new RangeError(`${owner}: routes must be a RouteStore (store.routes)`);
-  }
-  const refreshMs = options.refreshMs ?? ROUTE_RESOLVER_DEFAULTS.refreshMs;
-  if (!Number.isInteger(refreshMs) || refreshMs < 0 || refreshMs > 3_600_000) {
-    throw new RangeError(
-      `${owner}: refreshMs must be an integer from 0 to 3600000, got ${String(refreshMs)}`,
-    );
-  }
-  const cost = options.maxRequestCostUsd;
-  if (cost !== undefined && !(Number.isFinite(cost) && cost > 0)) {
-    throw new RangeError(`${owner}: maxRequestCostUsd must be a number > 0, got ${String(cost)}`);
-  }
-  const share = options.maxReservedShare;
-  if (share !== undefined && !(share > 0 && share <= 1)) {
-    throw new RangeError(`${owner}: maxReservedShare must be a number > 0 and <= 1, got ${String(share)}`);
-  }
-  const clock = clockOption(owner, options.clock);
-  const store = options.routes;
-  const counters = options.counters ?? new MemoryCounterStore(clock);
+  const p = parseOptions(options);
+  const { refreshMs, clock, maxRequestCostUsd: cost, maxReservedShare: share, onError, onBudget } = p;
+  const store = p.routes;
+  const counters = p.counters ?? new MemoryCounterStore(clock);
   const stores: RouteLimitStores = {
     counters,
     rateStore:
-      options.rateLimitStore ??
-      (options.counters === undefined ? new MemoryRateLimitStore() : counterRateLimitStore(counters)),
-    spendStore: options.spendStore,
+      p.rateLimitStore ??
+      (p.counters === undefined ? new MemoryRateLimitStore() : counterRateLimitStore(counters)),
+    spendStore: p.spendStore,
     ceilingMicroUsd: cost === undefined ? undefined : usdToMicro(cost),
     ...(share === undefined ? {} : { maxReservedShare: share }),
-    ...(options.onBudget === undefined ? {} : { onBudget: options.onBudget }),
+    ...(onBudget === undefined ? {} : { onBudget }),
   };
   const report = (error: unknown, route: string | undefined): void => {
     try {
-      options.onError?.(error, route);
+      onError?.(error, route);
     } catch {
       // a failing listener changes nothing
     }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { OptionsError } from '../../core/index.js';
 import {
   FixedWindow,
   SlidingWindow,
@@ -321,6 +322,45 @@ describe('rateLimitAlgorithm and validation', () => {
       /refillTokens/,
     );
     expect(() => new TokenBucket({ capacity: 1, refillIntervalMs: Infinity })).toThrow(/refillIntervalMs/);
+  });
+
+  it('reports every bad option at once, naming the algorithm', () => {
+    const errorOf = (make: () => unknown): OptionsError => {
+      try {
+        make();
+      } catch (error) {
+        expect(error).toBeInstanceOf(OptionsError);
+        return error as OptionsError;
+      }
+      throw new Error('expected an OptionsError');
+    };
+    const fixed = errorOf(() => new FixedWindow({ limit: 0, windowMs: 2.5 }));
+    expect([fixed.code, fixed.owner, fixed.problems]).toEqual([
+      'invalid_options',
+      'FixedWindow',
+      [
+        { option: 'limit', rule: 'an integer >= 1', value: 0 },
+        { option: 'windowMs', rule: 'an integer >= 1', value: 2.5 },
+      ],
+    ]);
+    expect(fixed.message).toBe(
+      'FixedWindow: limit must be an integer >= 1, got 0; windowMs must be an integer >= 1, got 2.5',
+    );
+    expect(errorOf(() => new SlidingWindow({ limit: '5' as never, windowMs: -1 })).message).toBe(
+      "SlidingWindow: limit must be an integer >= 1, got '5'; windowMs must be an integer >= 1, got -1",
+    );
+    const bucket = errorOf(
+      () => new TokenBucket({ capacity: 0, refillTokens: -1, refillIntervalMs: Infinity }),
+    );
+    expect([bucket.owner, bucket.problems.map((p) => p.option)]).toEqual([
+      'TokenBucket',
+      ['capacity', 'refillTokens', 'refillIntervalMs'],
+    ]);
+    expect(bucket.message).toBe(
+      'TokenBucket: capacity must be a finite number > 0, got 0; refillTokens must be a finite number > 0, ' +
+        'got -1; refillIntervalMs must be a finite number > 0, got Infinity',
+    );
+    expect(new TokenBucket({ capacity: 3, refillIntervalMs: 1000 }).refillTokens).toBe(3);
   });
 
   it('rejects a cost that could never pass or is not a count', () => {

@@ -11,7 +11,7 @@
  * - A state of the wrong shape (another algorithm's, or corrupt) is treated as `undefined`.
  * - Times are ms since the epoch; `retryAfterMs` and `resetMs` are whole ms, rounded up.
  */
-import { finite, invalidOption, oneOf, POSITIVE, POSITIVE_INTEGER } from '../../core/index.js';
+import { defineOptions, invalidOption, o, oneOf } from '../../core/index.js';
 
 /** The answer to "may this request go ahead?". */
 export interface RateLimitDecision {
@@ -115,6 +115,16 @@ const ALGORITHM_TYPES: readonly RateLimitConfig['type'][] = [
   'token_bucket',
 ];
 
+/** A window's shape: both a count and a length are whole numbers >= 1. */
+const windowShape = { limit: o.number().int().min(1), windowMs: o.number().int().min(1) };
+const parseFixed = defineOptions<Omit<FixedWindowConfig, 'type'>>()('FixedWindow', windowShape);
+const parseSliding = defineOptions<Omit<SlidingWindowConfig, 'type'>>()('SlidingWindow', windowShape);
+const parseTokenBucket = defineOptions<Omit<TokenBucketConfig, 'type'>>()('TokenBucket', {
+  capacity: o.number().positive(),
+  refillTokens: o.number().positive().optional(),
+  refillIntervalMs: o.number().positive(),
+});
+
 /**
  * Fixed window. Counts cost per window `[k·windowMs, (k+1)·windowMs)`; the count starts over at each boundary.
  *
@@ -129,10 +139,9 @@ export class FixedWindow implements RateLimitAlgorithm<FixedWindowState> {
   readonly limit: number;
   readonly windowMs: number;
 
-  /** @throws RangeError naming `limit` or `windowMs` when invalid. */
+  /** @throws OptionsError (`RangeError`, `invalid_options`) naming `limit` and/or `windowMs` when invalid. */
   constructor(config: Omit<FixedWindowConfig, 'type'>) {
-    this.limit = finite('FixedWindow', 'limit', config.limit, POSITIVE_INTEGER);
-    this.windowMs = finite('FixedWindow', 'windowMs', config.windowMs, POSITIVE_INTEGER);
+    ({ limit: this.limit, windowMs: this.windowMs } = parseFixed(config));
     this.config = { type: 'fixed_window', limit: this.limit, windowMs: this.windowMs };
   }
 
@@ -181,10 +190,9 @@ export class SlidingWindow implements RateLimitAlgorithm<SlidingWindowState> {
   readonly limit: number;
   readonly windowMs: number;
 
-  /** @throws RangeError naming `limit` or `windowMs` when invalid. */
+  /** @throws OptionsError (`RangeError`, `invalid_options`) naming `limit` and/or `windowMs` when invalid. */
   constructor(config: Omit<SlidingWindowConfig, 'type'>) {
-    this.limit = finite('SlidingWindow', 'limit', config.limit, POSITIVE_INTEGER);
-    this.windowMs = finite('SlidingWindow', 'windowMs', config.windowMs, POSITIVE_INTEGER);
+    ({ limit: this.limit, windowMs: this.windowMs } = parseSliding(config));
     this.config = { type: 'sliding_window', limit: this.limit, windowMs: this.windowMs };
   }
 
@@ -261,12 +269,15 @@ export class TokenBucket implements RateLimitAlgorithm<TokenBucketState> {
   readonly refillTokens: number;
   readonly refillIntervalMs: number;
 
-  /** @throws RangeError naming `capacity`, `refillTokens` or `refillIntervalMs` when invalid. */
+  /**
+   * @throws OptionsError (`RangeError`, `invalid_options`) naming each of `capacity`, `refillTokens`,
+   *   `refillIntervalMs` that is invalid.
+   */
   constructor(config: Omit<TokenBucketConfig, 'type'>) {
-    const owner = 'TokenBucket';
-    this.capacity = finite(owner, 'capacity', config.capacity, POSITIVE);
-    this.refillTokens = finite(owner, 'refillTokens', config.refillTokens ?? this.capacity, POSITIVE);
-    this.refillIntervalMs = finite(owner, 'refillIntervalMs', config.refillIntervalMs, POSITIVE);
+    const p = parseTokenBucket(config);
+    this.capacity = p.capacity;
+    this.refillTokens = p.refillTokens ?? p.capacity;
+    this.refillIntervalMs = p.refillIntervalMs;
     this.limit = this.capacity;
     this.config = {
       type: 'token_bucket',

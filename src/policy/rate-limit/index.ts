@@ -38,8 +38,9 @@ export {
 export {
   RedisScript,
   redisDeadline,
-  redisStoreSettings,
+  redisErrorReporter,
+  redisStoreShape,
   type RedisScriptClient,
+  type RedisStoreDefaults,
   type RedisStoreOptions,
-  type RedisStoreSettings,
 } from './redis-script.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { POSITIVE_INTEGER, finite, optionalFn } from '../../core/index.js';
+import { o } from '../../core/index.js';
 
 /**
  * What a Redis-backed store needs of an ioredis client: `EVALSHA`, `EVAL` and `DEL`. A `Redis` (or `Cluster`,
@@ -69,48 +69,37 @@ export interface RedisStoreOptions {
   onError?: (error: unknown, key: string) => void;
 }
 
-/** {@link RedisStoreOptions} checked, with defaults applied. */
-export interface RedisStoreSettings {
-  redis: RedisScriptClient;
-  keyPrefix: string;
-  timeoutMs: number;
-  unavailableRetryAfterMs: number;
-  /** Calls `onError` (if any) for a failed or late command; a listener that throws changes nothing. */
-  report(error: unknown, key: string): void;
+/** The defaults a Redis-backed store gives {@link redisStoreShape}. */
+export interface RedisStoreDefaults {
+  readonly keyPrefix: string;
+  readonly timeoutMs: number;
+  readonly unavailableRetryAfterMs: number;
 }
 
 /**
- * Checks a Redis store's common options and applies `defaults`.
- * @throws RangeError naming `owner` and the option: `redis` that is not an ioredis client, a non-string
- *   `keyPrefix`, `timeoutMs` / `unavailableRetryAfterMs` that are not integers ≥ 1, an `onError` that is not a function.
+ * The schemas of {@link RedisStoreOptions} with a store's `defaults`, for the store's own `defineOptions`:
+ * `redis` an ioredis client (`evalsha` and `eval`), `keyPrefix` a string, `timeoutMs` and
+ * `unavailableRetryAfterMs` integers >= 1, `onError` a function or left out.
  */
-export function redisStoreSettings(
-  owner: string,
-  options: RedisStoreOptions,
-  defaults: { keyPrefix: string; timeoutMs: number; unavailableRetryAfterMs: number },
-): RedisStoreSettings {
-  if (typeof options?.redis?.evalsha !== 'function' || typeof options.redis.eval !== 'function') {
-    throw new RangeError(`${owner}: redis must be an ioredis client`);
-  }
-  const keyPrefix = options.keyPrefix ?? defaults.keyPrefix;
-  if (typeof keyPrefix !== 'string') throw new RangeError(`${owner}: keyPrefix must be a string`);
-  const onError = optionalFn(owner, 'onError', options.onError);
+export function redisStoreShape(defaults: RedisStoreDefaults) {
   return {
-    redis: options.redis,
-    keyPrefix,
-    timeoutMs: finite(owner, 'timeoutMs', options.timeoutMs ?? defaults.timeoutMs, POSITIVE_INTEGER),
-    unavailableRetryAfterMs: finite(
-      owner,
-      'unavailableRetryAfterMs',
-      options.unavailableRetryAfterMs ?? defaults.unavailableRetryAfterMs,
-      POSITIVE_INTEGER,
-    ),
-    report(error, key) {
-      try {
-        onError?.(error, key);
-      } catch {
-        // a failing listener changes nothing
-      }
-    },
+    redis: o.methods<RedisScriptClient>('an ioredis client', 'evalsha', 'eval'),
+    keyPrefix: o.string().default(defaults.keyPrefix),
+    timeoutMs: o.number().int().min(1).default(defaults.timeoutMs),
+    unavailableRetryAfterMs: o.number().int().min(1).default(defaults.unavailableRetryAfterMs),
+    onError: o.fn<(error: unknown, key: string) => void>().optional(),
+  };
+}
+
+/** Calls `onError` (if any) for a failed or late command; a listener that throws changes nothing. */
+export function redisErrorReporter(
+  onError: ((error: unknown, key: string) => void) | undefined,
+): (error: unknown, key: string) => void {
+  return (error, key) => {
+    try {
+      onError?.(error, key);
+    } catch {
+      // a failing listener changes nothing
+    }
   };
 }

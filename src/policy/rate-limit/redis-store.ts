@@ -1,8 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { oneOf } from '../../core/index.js';
+import { defineOptions, o } from '../../core/index.js';
 import type { RateLimitAlgorithm, RateLimitDecision } from './algorithms.js';
 import { FIXED_WINDOW_LUA, SLIDING_WINDOW_LUA, TOKEN_BUCKET_LUA } from './redis-lua.js';
-import { RedisScript, redisDeadline, redisStoreSettings, type RedisScriptClient } from './redis-script.js';
+import {
+  RedisScript,
+  redisDeadline,
+  redisErrorReporter,
+  redisStoreShape,
+  type RedisScriptClient,
+} from './redis-script.js';
 import type { RateLimitStore } from './store.js';
 
 /** What a decision is when Redis cannot give one: `deny` refuses the request, `allow` lets it through. */
@@ -31,6 +37,11 @@ export const REDIS_RATE_LIMIT_STORE_DEFAULTS = {
   timeoutMs: 1_000,
   unavailableRetryAfterMs: 1_000,
 } as const;
+
+const parseOptions = defineOptions<RedisRateLimitStoreOptions>()('RedisRateLimitStore', {
+  ...redisStoreShape(REDIS_RATE_LIMIT_STORE_DEFAULTS),
+  onUnavailable: o.enum(['deny', 'allow'] as const).default(REDIS_RATE_LIMIT_STORE_DEFAULTS.onUnavailable),
+});
 
 const SCRIPTS = {
   fixed_window: new RedisScript(FIXED_WINDOW_LUA),
@@ -66,7 +77,7 @@ const SCRIPTS = {
  * `consume` rejects (nothing sent) with a RangeError for an invalid `cost` or an empty key, and a TypeError for
  * an algorithm of another type. `reset` deletes the key, and rejects with the client's error on failure.
  *
- * @throws RangeError at construction for a bad option (names the option).
+ * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
 export class RedisRateLimitStore implements RateLimitStore {
   readonly keyPrefix: string;
@@ -77,18 +88,13 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly report: (error: unknown, key: string) => void;
 
   constructor(options: RedisRateLimitStoreOptions) {
-    const owner = 'RedisRateLimitStore';
-    const d = REDIS_RATE_LIMIT_STORE_DEFAULTS;
-    const settings = redisStoreSettings(owner, options, d);
-    this.redis = settings.redis;
-    this.keyPrefix = settings.keyPrefix;
-    this.timeoutMs = settings.timeoutMs;
-    this.unavailableRetryAfterMs = settings.unavailableRetryAfterMs;
-    this.report = settings.report;
-    this.onUnavailable = oneOf(owner, 'onUnavailable', options.onUnavailable ?? d.onUnavailable, [
-      'deny',
-      'allow',
-    ] as const);
+    const p = parseOptions(options);
+    this.redis = p.redis;
+    this.keyPrefix = p.keyPrefix;
+    this.timeoutMs = p.timeoutMs;
+    this.unavailableRetryAfterMs = p.unavailableRetryAfterMs;
+    this.report = redisErrorReporter(p.onError);
+    this.onUnavailable = p.onUnavailable;
   }
 
   async consume(

@@ -1,14 +1,5 @@
 import pg from 'pg';
-import {
-  EventSource,
-  POSITIVE_INTEGER,
-  clockOption,
-  finite,
-  invalidOption,
-  nonEmptyString,
-  type Clock,
-  type Disposable,
-} from '../../core/index.js';
+import { EventSource, defineOptions, o, type Clock, type Disposable } from '../../core/index.js';
 import type {
   Claim,
   JobError,
@@ -56,7 +47,7 @@ import {
   type InboxDb,
 } from './webhooks.js';
 
-/** Options of {@link openPostgresStore}; validated at open. */
+/** Options of {@link openPostgresStore}; validated at open (defaults: {@link POSTGRES_STORE_DEFAULTS}). */
 export interface PostgresStoreOptions {
   /**
    * A libpq connection URL, e.g. `postgres://user:pass@host:5432/db` (docs/architecture.md#storage:
@@ -81,6 +72,23 @@ export const POSTGRES_STORE_DEFAULTS = { schema: 'breakwater', poolSize: 10 } as
 /** Longest schema name: PostgreSQL identifiers hold 63 bytes, and the channel adds `_jobs`. */
 const MAX_SCHEMA_BYTES = 63 - '_jobs'.length;
 
+/** Checks {@link PostgresStoreOptions} and applies {@link POSTGRES_STORE_DEFAULTS}. */
+const parseOptions = defineOptions<PostgresStoreOptions>()('openPostgresStore', {
+  url: o.string().min(1),
+  clock: o.clock(),
+  schema: o
+    .custom<string>(
+      (schema) =>
+        typeof schema === 'string' &&
+        schema.length > 0 &&
+        !schema.includes('\0') &&
+        Buffer.byteLength(schema) <= MAX_SCHEMA_BYTES,
+      `a non-empty name of at most ${MAX_SCHEMA_BYTES} bytes without NUL`,
+    )
+    .default(POSTGRES_STORE_DEFAULTS.schema),
+  poolSize: o.number().int().min(1).default(POSTGRES_STORE_DEFAULTS.poolSize),
+});
+
 /**
  * Opens the PostgreSQL {@link JobStore} (docs/architecture.md#storage, distributed mode): migrates the
  * schema (safe when several processes start at once), then starts listening for notifications before it
@@ -90,28 +98,12 @@ const MAX_SCHEMA_BYTES = 63 - '_jobs'.length;
  * LISTEN/NOTIFY to every process, the sender included (a lone process hears its own, shortly after the
  * commit). Each operation is one statement or one transaction; times come from `clock` as BIGINT ms.
  *
- * @throws RangeError for a bad option (names it); the connection's error when the database is unreachable
- * or the migration fails (nothing is left open then).
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `openPostgresStore`) naming every bad option;
+ *   the connection's error when the database is unreachable or the migration fails (nothing is left open
+ *   then).
  */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
-  const owner = 'openPostgresStore';
-  const url = nonEmptyString(owner, 'url', options.url);
-  const clock = clockOption(owner, options.clock);
-  const schema = options.schema ?? POSTGRES_STORE_DEFAULTS.schema;
-  if (
-    typeof schema !== 'string' ||
-    schema.length === 0 ||
-    schema.includes('\0') ||
-    Buffer.byteLength(schema) > MAX_SCHEMA_BYTES
-  ) {
-    throw invalidOption(owner, 'schema', `a non-empty name of at most ${MAX_SCHEMA_BYTES} bytes`, schema);
-  }
-  const poolSize = finite(
-    owner,
-    'poolSize',
-    options.poolSize ?? POSTGRES_STORE_DEFAULTS.poolSize,
-    POSITIVE_INTEGER,
-  );
+  const { url, clock, schema, poolSize } = parseOptions(options);
 
   const pool = new pg.Pool({ connectionString: url, max: poolSize, types: storeTypes });
   // An idle pooled connection that fails (server restart) emits 'error' on the pool; unhandled, that would

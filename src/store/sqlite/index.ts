@@ -4,14 +4,12 @@ import Database from 'better-sqlite3';
 import {
   EventSource,
   NON_NEGATIVE,
-  clockOption,
+  defineOptions,
   finite,
-  invalidOption,
   newId,
-  nonEmptyString,
+  o,
   type Clock,
   type Disposable,
-  type NumberRule,
 } from '../../core/index.js';
 import { SQLITE_STORE_DEFAULTS } from './defaults.js';
 import type {
@@ -75,7 +73,7 @@ import {
   type PreparedAccept,
 } from './webhooks.js';
 
-/** Options of {@link openSqliteStore}; validated when the store opens. */
+/** Options of {@link openSqliteStore}; validated when the store opens (defaults: {@link SQLITE_STORE_DEFAULTS}). */
 export interface SqliteStoreOptions {
   /** The database file (default `./data/breakwater.db`; its folder is created). `':memory:'` for a private one. */
   path?: string;
@@ -83,7 +81,7 @@ export interface SqliteStoreOptions {
   clock?: Clock;
   /**
    * How long an operation waits for another connection's lock before failing with `SQLITE_BUSY`, in ms
-   * (default 5000). better-sqlite3 is synchronous: the wait blocks the thread, so keep it short.
+   * (integer >= 0, default 5000). better-sqlite3 is synchronous: the wait blocks the thread, so keep it short.
    */
   busyTimeoutMs?: number;
   /**
@@ -103,10 +101,16 @@ export interface SqliteStoreOptions {
   checkpointWorker?: boolean;
 }
 
-/** A whole number of ms, zero allowed. */
-const WHOLE_MS: NumberRule = { ...NON_NEGATIVE, integer: true };
-
 export { SQLITE_STORE_DEFAULTS };
+
+/** Checks {@link SqliteStoreOptions} and applies {@link SQLITE_STORE_DEFAULTS}. */
+const parseOptions = defineOptions<SqliteStoreOptions>()('openSqliteStore', {
+  path: o.string().min(1).default(SQLITE_STORE_DEFAULTS.path),
+  clock: o.clock(),
+  busyTimeoutMs: o.number().int().min(0).default(SQLITE_STORE_DEFAULTS.busyTimeoutMs),
+  watchMs: o.number().int().min(0).default(SQLITE_STORE_DEFAULTS.watchMs),
+  checkpointWorker: o.boolean().default(SQLITE_STORE_DEFAULTS.checkpointWorker),
+});
 
 /**
  * Opens the embedded job store (docs/architecture.md#storage): one SQLite file in WAL mode, migrated to
@@ -126,24 +130,11 @@ export { SQLITE_STORE_DEFAULTS };
  * kept. On a file, every answer (and notification) waits until the log is synced after the commits it
  * reports (`wal-sync.ts`), a claim excepted. `close()` commits queued work and waits for its sync first;
  * after it, operations reject with an Error.
- * @throws RangeError naming the option when an option is invalid; the driver's error when the file cannot be
- *   opened or migrated.
+ * @throws OptionsError (`RangeError`, `invalid_options`, owner `openSqliteStore`) naming every bad option;
+ *   the driver's error when the file cannot be opened or migrated.
  */
 export async function openSqliteStore(options: SqliteStoreOptions = {}): Promise<Store> {
-  const owner = 'openSqliteStore';
-  const path = nonEmptyString(owner, 'path', options.path ?? SQLITE_STORE_DEFAULTS.path);
-  const clock = clockOption(owner, options.clock);
-  const busyTimeoutMs = finite(
-    owner,
-    'busyTimeoutMs',
-    options.busyTimeoutMs ?? SQLITE_STORE_DEFAULTS.busyTimeoutMs,
-    WHOLE_MS,
-  );
-  const watchMs = finite(owner, 'watchMs', options.watchMs ?? SQLITE_STORE_DEFAULTS.watchMs, WHOLE_MS);
-  const checkpointWorker = options.checkpointWorker ?? SQLITE_STORE_DEFAULTS.checkpointWorker;
-  if (typeof checkpointWorker !== 'boolean') {
-    throw invalidOption(owner, 'checkpointWorker', 'a boolean', checkpointWorker);
-  }
+  const { path, clock, busyTimeoutMs, watchMs, checkpointWorker } = parseOptions(options);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   // `timeout` is SQLite's busy timeout: how long a statement waits for another connection's lock.
   const db = new Database(path, { timeout: busyTimeoutMs });
