@@ -4,12 +4,12 @@
  * about the run's lifecycle.
  */
 import { SpanKind, SpanStatusCode, type Context, type Span } from '@opentelemetry/api';
-import { errorFields, isBreakwaterError, type Log, type LogFields } from '../core/index.js';
+import { errorFields, isBreakwaterError, type EventSource, type Log, type LogFields } from '../core/index.js';
 import { tracer } from '../core/trace.js';
 import { classifyRunFailure } from './run-failure.js';
 import type { JobRecord } from '../store/index.js';
 import { readCarrier, runParent } from './carrier.js';
-import type { JobRunOutcome } from './types.js';
+import type { JobRunEndedEvent, JobRunOutcome, JobStartedEvent } from './types.js';
 import type { JobType } from './validate.js';
 
 const CONSUMER = { kind: SpanKind.CONSUMER } as const;
@@ -38,6 +38,29 @@ export function observeRun(
     tool: carrier?.tool,
   };
   return { span, parent, fields };
+}
+
+/** Tells `Jobs.onStarted` listeners that a run of `job` started at `startedAt` (ms, the runtime's clock). */
+export function emitStarted(starts: EventSource<JobStartedEvent>, job: JobRecord, startedAt: number): void {
+  starts.emit({
+    jobId: job.id,
+    type: job.type,
+    attempt: job.attempts,
+    runAt: job.runAt,
+    createdAt: job.createdAt,
+    startedAt,
+  });
+}
+
+/** Tells `Jobs.onRunEnded` listeners how a run of `job` ended (`durationMs`: the handler's run time). */
+export function emitRunEnded(
+  runEnds: EventSource<JobRunEndedEvent>,
+  job: JobRecord,
+  outcome: JobRunOutcome,
+  startedAt: number,
+  durationMs: number,
+): void {
+  runEnds.emit({ jobId: job.id, type: job.type, attempt: job.attempts, outcome, startedAt, durationMs });
 }
 
 /** Ends the run's span: its outcome, and an error status for a failure that failed or will retry. */

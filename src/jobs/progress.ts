@@ -3,6 +3,7 @@
  * call `progress` thousands of times; only calls that tell a watcher something new become `job.progress`
  * events.
  */
+import { BreakwaterError } from '../core/index.js';
 
 /** Smallest change of `step / total` that is written even when `step` did not change. */
 export const PROGRESS_MIN_DELTA = 0.1;
@@ -12,6 +13,22 @@ export interface ProgressPayload {
   step: number;
   total: number;
   message?: string;
+}
+
+/**
+ * Why a handler's `progress(step, total, message)` is refused: BreakwaterError `invalid_payload` unless
+ * `step` is finite and >= 0, `total` finite and > 0, and `message` undefined or a string; else undefined.
+ */
+export function progressError(step: number, total: number, message: unknown): BreakwaterError | undefined {
+  if (!(Number.isFinite(step) && step >= 0 && Number.isFinite(total) && total > 0)) {
+    return new BreakwaterError('invalid_payload', {
+      message: `progress needs a finite step >= 0 and total > 0, got ${step} / ${total}.`,
+    });
+  }
+  if (message !== undefined && typeof message !== 'string') {
+    return new BreakwaterError('invalid_payload', { message: 'progress message must be a string.' });
+  }
+  return undefined;
 }
 
 /**

@@ -12,6 +12,7 @@
  */
 import type { Clock, EventSource, Log } from '../core/index.js';
 import type { JobEvent, JobRecord, JobStore, LeaseRef } from '../store/index.js';
+import type { Running, Stopped } from './run-state.js';
 import type { JobRunOutcome } from './types.js';
 
 /**
@@ -59,8 +60,8 @@ export async function renewBeforeStart(
 }
 
 /**
- * Ends a run whose handler was never called, in a known state: a lost lease is left to its new owner; a
- * cancel request ends the job `canceled` (`job.canceled`, told to `ends`); otherwise the lease is released
+ * Ends a run whose handler was never called, by what stopped it (`stop`): a lost lease is left to its new
+ * owner; a cancel request ends the job `canceled` (`job.canceled`, told to `ends`); otherwise the lease is released
  * (`pending`, due now, the attempt not counted). A store failure here leaves the lease to lapse (a reclaim
  * then counts an attempt). Logs one `job run not started` line (`info` for a cancel, else `warn`) with
  * `job_id`, `job_type`, `attempt`, `outcome` and `reason`; emits no run event (no handler ran).
@@ -75,13 +76,14 @@ export async function endUnstarted(
   },
   job: JobRecord,
   lease: LeaseRef,
-  state: { leaseLost: boolean; cancelRequested: boolean; reason: NotStartedReason },
+  stop: Running | Stopped,
+  reason: NotStartedReason,
 ): Promise<JobRunOutcome> {
   const { store, ends, log } = deps;
   let outcome: JobRunOutcome = 'lost';
-  if (!state.leaseLost) {
+  if (stop.kind !== 'lost') {
     try {
-      if (state.cancelRequested) {
+      if (stop.kind === 'canceled') {
         const event = await store.finishCanceled(lease);
         if (event !== undefined) {
           outcome = 'canceled';
@@ -96,7 +98,7 @@ export async function endUnstarted(
   }
   log.write(
     outcome === 'canceled' ? 'info' : 'warn',
-    { job_id: job.id, job_type: job.type, attempt: job.attempts, outcome, reason: state.reason },
+    { job_id: job.id, job_type: job.type, attempt: job.attempts, outcome, reason },
     'job run not started',
   );
   return outcome;

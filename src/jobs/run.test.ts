@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { isBreakwaterError } from '../core/index.js';
+import { BreakwaterError, isBreakwaterError } from '../core/index.js';
 import type { JobStore } from '../store/index.js';
 import {
   HEARTBEAT_MS,
@@ -114,6 +114,72 @@ describe('a run: cancel, timeout, lost lease, shutdown', () => {
     await h.clock.tickAsync(500);
     await flush(h.clock);
     expect(await h.jobs.get(id)).toMatchObject({ status: 'completed', attempts: 2, result: 'fast enough' });
+  });
+
+  it('a cancel after the timeout outranks it: the run ends canceled, its signal keeps the timeout', async () => {
+    h = await harness();
+    let reason: unknown;
+    const release = deferred<void>();
+    h.jobs.defineJob(
+      'slow',
+      async (ctx) => {
+        reason = await aborted(ctx.signal);
+        await release.promise;
+        throw new Error('gave up');
+      },
+      { timeoutMs: 2_000, backoff: fixedBackoff(500) },
+    );
+    h.jobs.start();
+    const id = await h.jobs.enqueue('slow', {});
+    await flush(h.clock);
+    await h.clock.tickAsync(2_000);
+    await flush(h.clock);
+    expect(reason).toMatchObject({ code: 'timeout' });
+    await h.jobs.cancel(id);
+    await flush(h.clock);
+    release.resolve();
+    await flush(h.clock);
+    expect(reason).toMatchObject({ code: 'timeout' });
+    expect(await h.jobs.get(id)).toMatchObject({ status: 'canceled', attempts: 1, error: null });
+  });
+
+  it('a cancel seen while the end is written changes nothing: its log line keeps the failure written', async () => {
+    const base = await harness();
+    await base.jobs.stop();
+    const gate = deferred<void>();
+    const failing = { started: false };
+    const slow: JobStore = Object.assign(Object.create(base.store) as JobStore, {
+      fail: async (...args: Parameters<JobStore['fail']>) => {
+        failing.started = true;
+        await gate.promise;
+        return base.store.fail(...args);
+      },
+    });
+    const lines: [string, Record<string, unknown>][] = [];
+    const write = (fields: object, message: string) =>
+      void lines.push([message, fields as Record<string, unknown>]);
+    h = await harness({ clock: base.clock, logger: { info: write, warn: write, error: write } }, slow);
+    h.jobs.defineJob(
+      'flaky',
+      () => {
+        throw new BreakwaterError('upstream_unavailable', { message: 'The dependency is down.' });
+      },
+      { backoff: fixedBackoff(500) },
+    );
+    h.jobs.start();
+    const id = await h.jobs.enqueue('flaky', {});
+    await flush(h.clock);
+    expect(failing.started).toBe(true);
+    // The store's fail ends a job with a cancel request `canceled`; the run's line still names what it wrote.
+    await h.jobs.cancel(id);
+    await flush(h.clock);
+    gate.resolve();
+    await flush(h.clock);
+    expect(lines.find(([message]) => message === 'job run ended')?.[1]).toMatchObject({
+      job_id: id,
+      outcome: 'canceled',
+      code: 'upstream_unavailable',
+    });
   });
 
   it('a signal first read after the timeout is already aborted, with the timeout as its reason', async () => {

@@ -11,10 +11,21 @@ import {
 import { withSpan } from '../core/trace.js';
 import type { Claim, JobEvent, JobStore, LeaseRef } from '../store/index.js';
 import { withoutCarrier } from './carrier.js';
-import { endRunSpan, logRunEnd, observeRun } from './observe-run.js';
-import { ProgressThrottle } from './progress.js';
-import { failureOf } from './run-failure.js';
+import { emitRunEnded, emitStarted, endRunSpan, logRunEnd, observeRun } from './observe-run.js';
+import { ProgressThrottle, progressError } from './progress.js';
+import { failureOf as planFailure } from './run-failure.js';
 import { endUnstarted, leaseIsLive, renewBeforeStart, type NotStartedReason } from './run-start.js';
+import {
+  abortOf,
+  failureOf,
+  RUNNING,
+  stopRun,
+  type BeforeLoss as Held,
+  type HandlerOutcome,
+  type RunState,
+  type Running,
+  type Stopped,
+} from './run-state.js';
 import type { JobContext, JobRunEndedEvent, JobRunOutcome, JobStartedEvent } from './types.js';
 import type { JobType } from './validate.js';
 
@@ -41,7 +52,7 @@ export interface RunDeps {
  * requests, and settles the lease in the store only after the handler has settled, so the next attempt never
  * starts while this one still runs.
  *
- * How a run ends, by what stopped it (the first that applies):
+ * How a run ends, by what stopped it (the first that applies; `run-state.ts` holds the order):
  * - lease lost (a heartbeat answered `ok: false`: another claim took the job): the handler's signal aborts
  *   (`canceled`) and nothing is written; the run that replaced it owns the job.
  * - cancel requested (seen on a heartbeat or a `cancel_requested` notification): the signal aborts with
@@ -95,17 +106,9 @@ export class JobRun {
    * handlers never read their signal.
    */
   private controller: AbortController | undefined;
-  /** Why the run was aborted, once it was (the signal, made before or after, carries it). */
-  private abortReason: BreakwaterError | undefined;
+  /** What stopped the run, or is stopping it, and whether its handler settled (`run-state.ts`). */
+  private state: RunState = RUNNING;
   private readonly throttle = new ProgressThrottle();
-  private abortedAt: number | undefined;
-  private leaseLost = false;
-  private cancelRequested = false;
-  private timeoutError: BreakwaterError | undefined;
-  private shutdown = false;
-  /** Set when a shutdown gave the lease back without writing an end (see {@link writeEnd}). */
-  private releasedLease = false;
-  private settled = false;
   /** When the handler started, on the runtime's clock (one clock read per run, for the run events). */
   private startedAt = 0;
   /** The run's span (the API's no-op span when no SDK records). */
@@ -151,16 +154,7 @@ export class JobRun {
     }
     this.scheduleHeartbeat();
     this.startedAt = now;
-    if (starts.hasListeners) {
-      starts.emit({
-        jobId: job.id,
-        type: job.type,
-        attempt: job.attempts,
-        runAt: job.runAt,
-        createdAt: job.createdAt,
-        startedAt: now,
-      });
-    }
+    if (starts.hasListeners) emitStarted(starts, job, now);
   }
 
   /**
@@ -170,50 +164,65 @@ export class JobRun {
    */
   private async renewThenExecute(): Promise<void> {
     const renewal = await renewBeforeStart(this.deps, this.lease, this.deps.warn);
-    if (renewal.kind === 'lost') this.leaseLost = true;
+    if (renewal.kind === 'lost') this.loseLease();
     else if (renewal.cancelRequested) this.requestCancel();
-    if (renewal.kind === 'renewed' && this.abortReason === undefined) {
+    if (renewal.kind === 'renewed' && this.state === RUNNING) {
       this.begin(this.deps.clock.now());
       return this.execute();
     }
-    this.settled = true;
+    const stop = this.settle();
     this.resolveHandlerSettled();
     const reason: NotStartedReason =
-      renewal.kind !== 'renewed' ? NOT_RENEWED[renewal.kind] : this.cancelRequested ? 'canceled' : 'shutdown';
-    const outcome = await endUnstarted(this.deps, this.claim.job, this.lease, {
-      leaseLost: this.leaseLost,
-      cancelRequested: this.cancelRequested,
-      reason,
-    });
+      renewal.kind !== 'renewed'
+        ? NOT_RENEWED[renewal.kind]
+        : stop.kind === 'canceled'
+          ? 'canceled'
+          : 'shutdown';
+    const outcome = await endUnstarted(this.deps, this.claim.job, this.lease, stop, reason);
     endRunSpan(this.span, outcome, undefined);
   }
 
   /** A cancel request reached this process: abort the handler (it ends `canceled`). */
   requestCancel(): void {
-    this.cancelRequested = true;
-    this.abort(new BreakwaterError('canceled', { message: 'The job was canceled.' }));
+    this.stop('canceled', new BreakwaterError('canceled', { message: 'The job was canceled.' }));
   }
 
   /** The worker's grace period ran out: abort the handler, then release the lease. */
   abortForShutdown(): void {
-    this.shutdown = true;
-    this.abort(new BreakwaterError('canceled', { message: 'The worker is shutting down.' }));
+    this.stop('shutdown', new BreakwaterError('canceled', { message: 'The worker is shutting down.' }));
   }
 
   private onTimeout(timeoutMs: number): void {
     this.timeoutTimer = undefined;
-    this.timeoutError = new BreakwaterError('timeout', {
+    const error = new BreakwaterError('timeout', {
       message: `The job ran longer than its timeout of ${timeoutMs} ms.`,
       details: { timeout_ms: timeoutMs },
     });
-    this.abort(this.timeoutError);
+    this.stop('timeout', error);
   }
 
-  private abort(reason: BreakwaterError): void {
-    if (this.settled || this.abortReason !== undefined) return;
-    this.abortedAt = this.deps.clock.now();
-    this.abortReason = reason;
-    this.controller?.abort(reason);
+  /** Another claim holds the job now: abort the handler; nothing of this run is written any more. */
+  private loseLease(): void {
+    this.stop(
+      'lost',
+      new BreakwaterError('canceled', { message: "The job's lease was lost to another run." }),
+    );
+  }
+
+  /** `kind` stopped the run (`run-state.ts` says whether it counts); the first stop aborts the signal. */
+  private stop(kind: Stopped['kind'], reason: BreakwaterError): void {
+    const before = this.state;
+    if (before.kind === 'settled') return;
+    this.state = stopRun(before, kind, reason, this.deps.clock.now());
+    if (before === RUNNING && this.state !== RUNNING) this.controller?.abort(reason);
+  }
+
+  /** Fixes the run's end: later stops change nothing. Resolves the stop it ends with. */
+  private settle(): Running | Stopped {
+    const stop = this.state;
+    if (stop.kind === 'settled') return stop.stop;
+    this.state = stop === RUNNING ? SETTLED_RUNNING : { kind: 'settled', stop };
+    return stop;
   }
 
   private scheduleHeartbeat(): void {
@@ -222,12 +231,13 @@ export class JobRun {
 
   private async beat(): Promise<void> {
     this.heartbeatTimer = undefined;
-    if (this.settled || this.leaseLost) return;
+    const state = this.state;
+    if (state.kind === 'settled' || state.kind === 'lost') return;
     const { store, clock, leaseMs } = this.deps;
     let extendMs = leaseMs;
-    if (this.abortedAt !== undefined) {
+    if (state.kind !== 'running') {
       // The handler ignores its signal: hold the lease at most leaseMs past the abort, then give it up.
-      extendMs = this.abortedAt + leaseMs - clock.now();
+      extendMs = state.abort.at + leaseMs - clock.now();
       if (extendMs <= 0) {
         this.resolveReleased();
         return;
@@ -235,10 +245,9 @@ export class JobRun {
     }
     try {
       const answer = await store.heartbeat(this.lease, extendMs);
-      if (this.settled) return;
+      if (this.state.kind === 'settled') return;
       if (!answer.ok) {
-        this.leaseLost = true;
-        this.abort(new BreakwaterError('canceled', { message: "The job's lease was lost to another run." }));
+        this.loseLease();
         this.resolveReleased();
         return;
       }
@@ -247,14 +256,15 @@ export class JobRun {
       // The fencing token protects the job; keep trying until the lease is given up.
       this.deps.warn(`heartbeat of job ${this.jobId} failed`, error);
     }
-    if (!this.settled) this.scheduleHeartbeat();
+    if (this.state.kind !== 'settled') this.scheduleHeartbeat();
   }
 
   /** The handler's signal: aborted at once when made after the abort. */
   private get signal(): AbortSignal {
     if (this.controller === undefined) {
       this.controller = new AbortController();
-      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
+      const abort = abortOf(this.state);
+      if (abort !== undefined) this.controller.abort(abort.reason);
     }
     return this.controller.signal;
   }
@@ -275,18 +285,8 @@ export class JobRun {
   }
 
   private progress(step: number, total: number, message?: string): Promise<void> {
-    if (!(Number.isFinite(step) && step >= 0 && Number.isFinite(total) && total > 0)) {
-      return Promise.reject(
-        new BreakwaterError('invalid_payload', {
-          message: `progress needs a finite step >= 0 and total > 0, got ${step} / ${total}.`,
-        }),
-      );
-    }
-    if (message !== undefined && typeof message !== 'string') {
-      return Promise.reject(
-        new BreakwaterError('invalid_payload', { message: 'progress message must be a string.' }),
-      );
-    }
+    const refused = progressError(step, total, message);
+    if (refused !== undefined) return Promise.reject(refused);
     const payload = this.throttle.next(step, total, message);
     return payload === undefined ? Promise.resolve() : this.write('job.progress', payload);
   }
@@ -302,7 +302,7 @@ export class JobRun {
 
   private write(type: 'job.progress' | 'job.partial', payload: unknown): Promise<void> {
     const write = this.writes.then(async () => {
-      if (this.settled || this.leaseLost) return;
+      if (this.state.kind === 'settled' || this.state.kind === 'lost') return;
       try {
         await this.deps.store.appendRunEvent(this.lease, type, payload);
       } catch (error) {
@@ -314,7 +314,7 @@ export class JobRun {
   }
 
   private async execute(): Promise<void> {
-    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+    let outcome: HandlerOutcome;
     try {
       outcome = { ok: true, value: await this.jobType.handler(this.context()) };
     } catch (error) {
@@ -326,59 +326,41 @@ export class JobRun {
     // Read only when someone listens: the hot path reads no clock here.
     const durationMs = runEnds.hasListeners || logged ? clock.now() - this.startedAt : 0;
     await this.writes;
-    this.settled = true;
+    const stop = this.settle();
     if (this.timeoutTimer !== undefined) clock.clearTimeout(this.timeoutTimer);
     if (this.heartbeatTimer !== undefined) clock.clearTimeout(this.heartbeatTimer);
     let ended: JobRunOutcome = 'lost';
-    if (!this.leaseLost) {
+    if (stop.kind !== 'lost') {
       try {
-        ended = await this.settle(outcome);
+        ended = await this.writeEnd(stop, outcome);
       } catch (error) {
         // The job stays leased until its lease lapses; a reclaim then runs it again.
         this.deps.warn(`settling job ${this.jobId} failed`, error);
       }
     }
-    if (runEnds.hasListeners) {
-      const job = this.claim.job;
-      runEnds.emit({
-        jobId: job.id,
-        type: job.type,
-        attempt: job.attempts,
-        outcome: ended,
-        startedAt: this.startedAt,
-        durationMs,
-      });
-    }
-    const failure = this.failureOf(outcome);
+    if (runEnds.hasListeners) emitRunEnded(runEnds, this.claim.job, ended, this.startedAt, durationMs);
+    const failure = failureOf(stop, outcome);
     endRunSpan(this.span, ended, failure);
     if (logged) logRunEnd(log, this.claim.job, ended, durationMs, failure);
   }
 
-  /** What the run failed with, as its end was written: undefined for a completed or canceled run. */
-  private failureOf(outcome: { ok: true; value: unknown } | { ok: false; error: unknown }): unknown {
-    if (this.cancelRequested) return undefined;
-    if (this.timeoutError !== undefined) return this.timeoutError;
-    return outcome.ok ? undefined : outcome.error;
-  }
-
   /** Writes the run's end and tells `Jobs.onSettled` listeners; resolves what the run ended with. */
-  private async settle(
-    outcome: { ok: true; value: unknown } | { ok: false; error: unknown },
-  ): Promise<JobRunOutcome> {
-    const event = await this.writeEnd(outcome);
+  private async writeEnd(stop: Held, outcome: HandlerOutcome): Promise<JobRunOutcome> {
+    const event = await this.endEvent(stop, outcome);
+    if (event === 'released') return event;
     const ends = this.deps.ends;
     if (event !== undefined && ends.hasListeners && TERMINAL_EVENTS.has(event.type)) ends.emit(event);
-    if (event === undefined) return this.releasedLease ? 'released' : 'lost';
-    return RUN_OUTCOMES[event.type] ?? 'lost';
+    return event === undefined ? 'lost' : (RUN_OUTCOMES[event.type] ?? 'lost');
   }
 
-  /** Writes the run's end; resolves the event written (undefined for a release or a stale lease). */
-  private async writeEnd(
-    outcome: { ok: true; value: unknown } | { ok: false; error: unknown },
-  ): Promise<JobEvent | undefined> {
+  /**
+   * Writes the run's end by what stopped it (the order in the class docstring); resolves the event written,
+   * `released` for a lease given back, undefined for a stale lease.
+   */
+  private async endEvent(stop: Held, outcome: HandlerOutcome): Promise<JobEvent | 'released' | undefined> {
     const { store } = this.deps;
-    if (this.cancelRequested) return store.finishCanceled(this.lease);
-    if (this.timeoutError !== undefined) return this.fail(this.timeoutError);
+    if (stop.kind === 'canceled') return store.finishCanceled(this.lease);
+    if (stop.kind === 'timeout') return this.fail(stop.error);
     if (outcome.ok) {
       const result = outcome.value === undefined ? null : outcome.value;
       try {
@@ -389,20 +371,20 @@ export class JobRun {
       }
       return store.complete(this.lease, result);
     }
-    if (this.shutdown) {
-      this.releasedLease = await store.release(this.lease);
-      return undefined;
-    }
+    if (stop.kind === 'shutdown') return (await store.release(this.lease)) ? 'released' : undefined;
     return this.fail(outcome.error);
   }
 
   private async fail(cause: unknown): Promise<JobEvent | undefined> {
     const { store, clock } = this.deps;
     const { attempts, maxAttempts } = this.claim.job;
-    const { error, runAt } = failureOf(cause, attempts, maxAttempts, this.jobType, clock.now());
+    const { error, runAt } = planFailure(cause, attempts, maxAttempts, this.jobType, clock.now());
     return runAt === undefined ? store.fail(this.lease, error) : store.fail(this.lease, error, runAt);
   }
 }
+
+/** The end of a run that nothing stopped. */
+const SETTLED_RUNNING: RunState = Object.freeze({ kind: 'settled', stop: RUNNING });
 
 /** Why a renewal before the start did not start the handler. */
 const NOT_RENEWED = { lost: 'lease_lost', failed: 'renewal_failed', late: 'renewal_late' } as const;

@@ -17,6 +17,17 @@ import type { BodySource, ChunkReader, FirstBytes } from './attempt.js';
 import type { CallAbort } from './call-abort.js';
 import type { SlotWaiter } from '../connection-slots.js';
 import {
+  ENDED_WHOLE,
+  newStream,
+  type Ended,
+  type Failed,
+  type Phase,
+  type Slot,
+  type Stream,
+  type Streaming,
+  type Waiting,
+} from './call-phase.js';
+import {
   ERROR_BODY_LIMIT,
   ProviderHttpError,
   errorObject,
@@ -34,11 +45,6 @@ const ENDED: BodySource = {
 };
 
 type Headers = Record<string, string | string[] | undefined>;
-
-/** Waiting for the first byte (or, whole, for the end); then streaming; then over (nothing more happens). */
-const WAITING = 0;
-const STREAMING = 1;
-const OVER = 2;
 
 /**
  * Sends `payload` and resolves as `callProvider` documents: with `maxBytes`, once the whole answer is read;
@@ -70,29 +76,14 @@ export function dispatchCall(
 class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter {
   private controller: Dispatcher.DispatchController | undefined = undefined;
   private readonly started: number;
-  private readonly timer: unknown;
-  private timedOut = false;
-  private phase = WAITING;
+  private phase: Phase;
   private status = 0;
   private headers: Headers = {};
+  /** A whole answer's body, an error answer's first bytes, or a stream's chunks waiting for the reader. */
   private readonly chunks: Buffer[] = [];
   private size = 0;
   private firstAt = 0;
-  // Streaming: the reader, what waits for it in `chunks`, and how the stream ended.
-  private reader: ChunkReader | undefined = undefined;
-  /** The reader's last `onChunk` answered false, and it has not resumed. */
-  private readerFull = false;
-  /** The reader got its `onEnd`: nothing more goes to it. */
-  private readerDone = false;
-  private queued = 0;
-  private paused = false;
-  private ended = false;
-  private failed = false;
-  private failure: unknown = undefined;
-  /** Holds one of the provider's connection slots, from its dispatch to undici's last callback. */
-  private holdsSlot = false;
-  /** Waiting for a connection slot (see connection-slots.ts). */
-  private waitingForSlot = false;
+  private slot: Slot = 'none';
 
   constructor(
     private readonly provider: Provider,
@@ -106,12 +97,17 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
     private readonly reject: (error: unknown) => void,
   ) {
     this.started = clock.now();
-    this.timer = clock.setTimeout(this.onTimeout, timeoutMs);
+    this.phase = { kind: 'waiting', timer: clock.setTimeout(this.onTimeout, timeoutMs), timedOut: false };
   }
 
   /** Still to be sent or answered (a waiter for a connection slot that was aborted is skipped). */
   get live(): boolean {
-    return this.phase !== OVER;
+    return this.phase.kind === 'waiting' || this.phase.kind === 'streaming';
+  }
+
+  /** The stream handed over as the body: only its reader calls what reads it (BodySource). */
+  private get stream(): Stream {
+    return (this.phase as Streaming | Ended | Failed).stream!;
   }
 
   /**
@@ -121,13 +117,12 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
   begin(): void {
     const slots = this.provider.slots;
     if (slots === undefined || slots.acquire(this)) this.start();
-    else this.waitingForSlot = true;
+    else this.slot = 'waiting';
   }
 
   /** Sends the request (its slot, if the provider has a cap, taken). */
   start(): void {
-    this.waitingForSlot = false;
-    this.holdsSlot = this.provider.slots !== undefined;
+    this.slot = this.provider.slots !== undefined ? 'held' : 'none';
     try {
       this.provider.dispatcher.dispatch(
         {
@@ -148,14 +143,14 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
 
   /** undici is done with this call (its last callback): its connection slot, if any, goes to the next. */
   private freeSlot(): void {
-    if (!this.holdsSlot) return;
-    this.holdsSlot = false;
+    if (this.slot !== 'held') return;
+    this.slot = 'none';
     this.provider.slots!.release();
   }
 
   /** The first-byte timer fired: the call is aborted with the timeout as its reason. */
   private readonly onTimeout = (): void => {
-    this.timedOut = true;
+    if (this.phase.kind === 'waiting') this.phase.timedOut = true;
     this.link.abort(firstByteTimeout(this.provider.name, this.timeoutMs));
   };
 
@@ -172,7 +167,7 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.phase === OVER && !this.ended) controller.abort(this.link.reason as Error);
+    if (this.phase.kind === 'failed') controller.abort(this.link.reason as Error);
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: Headers): void {
@@ -201,7 +196,8 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.phase === OVER) return;
+    const phase = this.phase;
+    if (phase.kind === 'ended' || phase.kind === 'failed') return;
     const status = this.status;
     if (status < 200 || status >= 300) {
       const room = ERROR_BODY_LIMIT - this.size;
@@ -225,48 +221,49 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
       } else this.chunks.push(chunk);
       return;
     }
-    if (this.phase === WAITING) {
+    if (phase.kind === 'waiting') {
       this.firstByte();
-      this.phase = STREAMING;
+      this.phase = { kind: 'streaming', stream: newStream(chunk.length) };
       this.chunks.push(chunk);
-      this.queued = chunk.length;
       const firstByteMs = this.firstAt - this.started;
       const closeDelimited = this.closeDelimited();
       this.resolve({ status, body: this, link: this.link, firstByteMs, raw: undefined, closeDelimited });
       return;
     }
-    const reader = this.reader;
-    if (reader !== undefined && !this.readerFull && this.chunks.length === 0) {
+    const stream = phase.stream;
+    const reader = stream.reader;
+    if (reader !== undefined && !stream.readerFull && this.chunks.length === 0) {
       // The common case: straight to the reader.
-      if (!reader.onChunk(chunk)) this.full(controller);
+      if (!reader.onChunk(chunk)) this.full(stream, controller);
       return;
     }
     this.chunks.push(chunk);
-    this.queued += chunk.length;
-    if (this.queued > HIGH_WATER_BYTES && !this.paused) {
-      this.paused = true;
+    stream.queued += chunk.length;
+    if (stream.queued > HIGH_WATER_BYTES && !stream.paused) {
+      stream.paused = true;
       controller.pause();
     }
   }
 
   /** Attaches the stream's reader and pushes it what came meanwhile (see BodySource). */
   read(reader: ChunkReader): void {
-    this.reader = reader;
+    this.stream.reader = reader;
     this.flush();
   }
 
   resume(): void {
-    if (this.reader === undefined || this.readerDone || !this.readerFull) return;
-    this.readerFull = false;
+    const stream = this.stream;
+    if (stream.reader === undefined || stream.readerDone || !stream.readerFull) return;
+    stream.readerFull = false;
     this.flush();
   }
 
   /** The reader is full: the connection pauses until it resumes (unless `onChunk` ended the reader). */
-  private full(controller: Dispatcher.DispatchController | undefined): void {
-    if (this.readerDone) return;
-    this.readerFull = true;
-    if (this.paused) return;
-    this.paused = true;
+  private full(stream: Stream, controller: Dispatcher.DispatchController | undefined): void {
+    if (stream.readerDone) return;
+    stream.readerFull = true;
+    if (stream.paused) return;
+    stream.paused = true;
     controller?.pause();
   }
 
@@ -275,20 +272,21 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
    * else the connection resumes. Safe against a reader that ends the call from inside `onChunk`.
    */
   private flush(): void {
-    const reader = this.reader!;
+    const stream = this.stream;
+    const reader = stream.reader!;
     const chunks = this.chunks;
-    while (chunks.length > 0 && !this.readerFull && !this.readerDone) {
+    while (chunks.length > 0 && !stream.readerFull && !stream.readerDone) {
       const chunk = chunks.shift()!;
-      this.queued -= chunk.length;
-      if (!reader.onChunk(chunk)) this.full(this.controller);
+      stream.queued -= chunk.length;
+      if (!reader.onChunk(chunk)) this.full(stream, this.controller);
     }
-    if (this.readerDone || chunks.length > 0) return;
-    if (this.ended || this.failed) {
+    if (stream.readerDone || chunks.length > 0) return;
+    if (this.phase.kind !== 'streaming') {
       this.endReader();
       return;
     }
-    if (this.paused && !this.readerFull) {
-      this.paused = false;
+    if (stream.paused && !stream.readerFull) {
+      stream.paused = false;
       this.controller?.resume();
     }
   }
@@ -298,35 +296,36 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
    * (an abort does not wait for them) go to the reader's `onDropped` first.
    */
   private endReader(): void {
-    if (this.readerDone) return;
-    this.readerDone = true;
-    const reader = this.reader!;
+    const stream = this.stream;
+    if (stream.readerDone) return;
+    stream.readerDone = true;
+    const reader = stream.reader!;
     if (reader.onDropped !== undefined) for (const chunk of this.chunks) reader.onDropped(chunk);
     this.chunks.length = 0;
-    this.queued = 0;
-    reader.onEnd(this.failed ? this.failure : undefined);
+    stream.queued = 0;
+    const phase = this.phase;
+    reader.onEnd(phase.kind === 'failed' ? phase.error : undefined);
   }
 
   onResponseEnd(): void {
     this.freeSlot();
-    if (this.phase === OVER) return;
+    const phase = this.phase;
+    if (phase.kind === 'ended' || phase.kind === 'failed') return;
     const status = this.status;
     if (status < 200 || status >= 300) {
       this.fail(this.httpError());
       return;
     }
-    if (this.phase === STREAMING) {
-      this.phase = OVER;
-      this.ended = true;
-      this.release();
-      if (this.reader !== undefined) this.flush();
+    if (phase.kind === 'streaming') {
+      this.phase = { kind: 'ended', stream: phase.stream };
+      this.release(phase);
+      if (phase.stream.reader !== undefined) this.flush();
       return;
     }
     // Whole, or a stream whose body was empty.
     if (this.chunks.length === 0) this.firstByte();
-    this.phase = OVER;
-    this.ended = true;
-    this.release();
+    this.phase = ENDED_WHOLE;
+    this.release(phase);
     this.link.dispose();
     const firstByteMs = this.firstAt - this.started;
     if (this.maxBytes === undefined) {
@@ -360,22 +359,21 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
    * already queued, or at once with `dropQueued` (an abort). Once over, nothing happens.
    */
   fail(error: unknown, dropQueued = false): void {
-    if (this.phase === OVER) return;
-    const streaming = this.phase === STREAMING;
-    this.phase = OVER;
-    this.release();
-    if (this.waitingForSlot) {
-      this.waitingForSlot = false;
+    const phase = this.phase;
+    if (phase.kind === 'ended' || phase.kind === 'failed') return;
+    const stream = phase.kind === 'streaming' ? phase.stream : undefined;
+    this.phase = { kind: 'failed', error, stream };
+    this.release(phase);
+    if (this.slot === 'waiting') {
+      this.slot = 'none';
       this.provider.slots!.abandoned();
     }
-    if (!streaming) {
+    if (phase.kind === 'waiting') {
       this.link.dispose();
-      this.reject(this.timedOut ? this.timeoutError() : error);
+      this.reject(phase.timedOut ? this.timeoutError() : error);
       return;
     }
-    this.failed = true;
-    this.failure = error;
-    if (this.reader === undefined) return;
+    if (phase.stream.reader === undefined) return;
     if (dropQueued) this.endReader();
     else this.flush();
   }
@@ -389,8 +387,9 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
     return this.status >= 300 ? this.httpError() : firstByteTimeout(this.provider.name, this.timeoutMs);
   }
 
+  /** Called only while waiting: the first byte stops the first-byte timer. */
   private firstByte(): void {
-    this.clock.clearTimeout(this.timer);
+    this.clock.clearTimeout((this.phase as Waiting).timer);
     this.firstAt = this.clock.now();
   }
 
@@ -400,8 +399,8 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
   }
 
   /** The timer and the abort listener go. A stream's link stays attached to the client until its reader is done. */
-  private release(): void {
-    this.clock.clearTimeout(this.timer);
+  private release(phase: Waiting | Streaming): void {
+    if (phase.kind === 'waiting') this.clock.clearTimeout(phase.timer);
     this.link.removeListener('abort', this.onAbort);
   }
 }
