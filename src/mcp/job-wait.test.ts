@@ -6,7 +6,7 @@
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { BreakwaterError, FakeClock } from '../core/index.js';
+import { BreakwaterError, Deadline, FakeClock } from '../core/index.js';
 import type { Jobs } from '../jobs/index.js';
 import { jobTool } from './job-tools.js';
 import {
@@ -194,6 +194,41 @@ describe('a plain call of a job tool with a progress token', () => {
     await untilEnded(id);
     expect((await gw.jobs.get(id))?.status).toBe('completed');
     expect(call.seen).toEqual([{ progress: 1, total: 4, message: 'reading the catalog' }]);
+  });
+
+  it("answers with the handle at the request's deadline when it is sooner than the tool's", async () => {
+    // A front that gives each request 1 s (core's Deadline, as an HTTP edge would).
+    const edge = await startGateway({
+      tools,
+      defineJobs,
+      server: { clock },
+      configure: (app) =>
+        app.addHook('onRequest', (_request, _reply, done) => Deadline.run(1_000, done, clock)),
+    });
+    const client = await connectClient(edge.mcpUrl);
+    try {
+      const first = gate();
+      const result = client.client.callTool(
+        { name: 'deep_analysis', arguments: { recipient: 'aunt' } },
+        undefined,
+        {
+          onprogress: () => first.open(),
+        },
+      );
+      await first.promise;
+      clock.tick(999);
+      let settled = false;
+      void result.then(() => (settled = true));
+      await client.client.ping();
+      expect(settled).toBe(false);
+      clock.tick(1);
+      const id = ranJob!;
+      expect((await result).structuredContent).toMatchObject({ job_id: id, message: STILL_RUNNING(id) });
+    } finally {
+      release.open();
+      await client.close();
+      await edge.close();
+    }
   });
 
   it('stops waiting, not the job, when the client cancels the call', async () => {

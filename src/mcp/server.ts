@@ -131,7 +131,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     if (!settled.ok || scope.progressToken === undefined)
       return finish(tool, scope, settled, (job) => successResult(jobHandle(deps!, job)));
     const job = settled.value;
-    const end = await waitForJob({ jobs: deps!.jobs, jobId: job.id, clock, until, scope });
+    await waitForJob({ jobs: deps!.jobs, jobId: job.id, clock, until, scope });
     let latest: JobRecord = job;
     try {
       latest = (await deps!.jobs.get(job.id)) ?? job;
@@ -139,10 +139,12 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       // The job was enqueued: its handle is still the honest answer.
       report(error, { tool: tool.name, correlationId: scope.correlationId });
     }
-    return finish(tool, scope, { ok: true, value: latest }, (current) =>
-      end === 'ended'
-        ? (finishedResult(deps!, current) ?? successResult(jobHandle(deps!, current, true)))
-        : successResult(jobHandle(deps!, current, true)),
+    // A job that ended just as the deadline came still answers with its outcome.
+    return finish(
+      tool,
+      scope,
+      { ok: true, value: latest },
+      (current) => finishedResult(deps!, current) ?? successResult(jobHandle(deps!, current, true)),
     );
   }
 
