@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { OptionsError } from '../core/index.js';
 import { createAiGateway, type AiGatewayOptions } from './index.js';
+import { optionsErrorOf } from '../../test/support/options.js';
 
 const base: AiGatewayOptions = { providers: { openai: { baseUrl: 'http://127.0.0.1:1/v1' } } };
 
@@ -161,8 +161,7 @@ describe('createAiGateway options', () => {
   });
 
   it('reports every bad option at once, as an OptionsError naming createAiGateway', () => {
-    let caught: unknown;
-    try {
+    const e = optionsErrorOf(() =>
       createAiGateway({
         providers: { p: { baseUrl: 'ftp://x', apiKeyEnv: 'MISSING_KEY', headers: { 'a b': 'x' } } },
         prices: { 'nope/m': { inputPerMTok: 1, outputPerMTok: 1 } },
@@ -174,12 +173,8 @@ describe('createAiGateway options', () => {
         logger: {} as never,
         random: 1 as never,
         env: {},
-      });
-    } catch (e) {
-      caught = e;
-    }
-    expect(caught).toBeInstanceOf(OptionsError);
-    const e = caught as OptionsError;
+      }),
+    );
     expect([e.code, e.owner]).toEqual(['invalid_options', 'createAiGateway']);
     expect(e.problems).toEqual([
       { option: 'providers.p.headers.a b', rule: 'an HTTP header name', value: 'a b' },

@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BreakwaterError, FakeClock, OptionsError } from '../core/index.js';
+import { BreakwaterError, FakeClock } from '../core/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { type JobStore } from '../store/index.js';
 import { createJobs } from './jobs.js';
 import { harness, type Harness } from './test-support.js';
+import { optionsErrorOf } from '../../test/support/options.js';
 
 describe('jobs queue', () => {
   let h: Harness;
@@ -158,7 +159,7 @@ describe('jobs queue', () => {
 
   it('defineJob reports every bad argument and option at once', async () => {
     h = await harness();
-    const error = errorOf(() =>
+    const error = optionsErrorOf(() =>
       h.jobs.defineJob('', 'x' as never, {
         concurrency: 1.5,
         timeoutMs: 0,
@@ -193,16 +194,6 @@ describe('jobs queue', () => {
     expect(() => h.jobs.stop({ graceMs: Infinity })).toThrow('stop: graceMs must be a finite number >= 0');
   });
 });
-
-function errorOf(make: () => unknown): OptionsError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(OptionsError);
-    return error as OptionsError;
-  }
-  throw new Error('expected an OptionsError');
-}
 
 describe('createJobs options', () => {
   let store: JobStore;
@@ -244,14 +235,9 @@ describe('createJobs options', () => {
   it('reports every bad option at once, naming createJobs', async () => {
     const clock = new FakeClock();
     store = await openSqliteStore({ path: ':memory:', clock });
-    let error: unknown;
-    try {
-      createJobs({ store: {} as never, clock, owner: '', leaseMs: 1000, heartbeatMs: 1000, pollMs: 0 });
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(OptionsError);
-    const e = error as OptionsError;
+    const e = optionsErrorOf(() =>
+      createJobs({ store: {} as never, clock, owner: '', leaseMs: 1000, heartbeatMs: 1000, pollMs: 0 }),
+    );
     expect([e.code, e.owner]).toEqual(['invalid_options', 'createJobs']);
     expect(e.problems).toEqual([
       { option: 'store', rule: 'a JobStore', value: {} },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConsecutiveWindow, CountWindow, TimeWindow, WINDOW_DEFAULTS } from './breaker-windows.js';
-import { OptionsError } from '../core/index.js';
+import { optionsErrorOf } from '../../test/support/options.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -161,18 +161,8 @@ describe('TimeWindow', () => {
 });
 
 describe('window options are reported all at once, naming the window', () => {
-  function errorOf(make: () => unknown): OptionsError {
-    try {
-      make();
-    } catch (error) {
-      expect(error).toBeInstanceOf(OptionsError);
-      return error as OptionsError;
-    }
-    throw new Error('expected an OptionsError');
-  }
-
   it('CountWindow: every bad option, then the rules across options', () => {
-    const e = errorOf(
+    const e = optionsErrorOf(
       () =>
         new CountWindow({ size: 1.5, failureRateThreshold: 2, slowCallRateThreshold: 0, minimumCalls: 0 }),
     );
@@ -194,19 +184,21 @@ describe('window options are reported all at once, naming the window', () => {
         'must be an integer >= 1, got 0; slowCallDurationMs must be set with failureRateThreshold false or ' +
         'a slowCallRateThreshold, got undefined',
     );
-    expect(errorOf(() => new CountWindow({ size: 5, minimumCalls: 6 })).message).toBe(
+    expect(optionsErrorOf(() => new CountWindow({ size: 5, minimumCalls: 6 })).message).toBe(
       'CountWindow: minimumCalls must be an integer in [1, 5], got 6',
     );
   });
 
   it('TimeWindow: the default bucket must divide windowMs too', () => {
-    const e = errorOf(() => new TimeWindow({ windowMs: 1500, slowCallDurationMs: 0, minimumCalls: 2.5 }));
+    const e = optionsErrorOf(
+      () => new TimeWindow({ windowMs: 1500, slowCallDurationMs: 0, minimumCalls: 2.5 }),
+    );
     expect([e.code, e.owner]).toEqual(['invalid_options', 'TimeWindow']);
     expect(e.message).toBe(
       'TimeWindow: slowCallDurationMs must be a finite number > 0, got 0; minimumCalls must be an integer ' +
         '>= 1, got 2.5; bucketMs must be an integer > 0 that divides windowMs (1500), got 1000',
     );
-    expect(errorOf(() => new TimeWindow({ windowMs: 0, bucketMs: -1 })).problems).toEqual([
+    expect(optionsErrorOf(() => new TimeWindow({ windowMs: 0, bucketMs: -1 })).problems).toEqual([
       { option: 'windowMs', rule: 'an integer >= 1', value: 0 },
       { option: 'bucketMs', rule: 'an integer > 0', value: -1 },
     ]);
@@ -214,10 +206,10 @@ describe('window options are reported all at once, naming the window', () => {
   });
 
   it('ConsecutiveWindow: a number or an options object', () => {
-    expect(errorOf(() => new ConsecutiveWindow({ threshold: '3' as never })).message).toBe(
+    expect(optionsErrorOf(() => new ConsecutiveWindow({ threshold: '3' as never })).message).toBe(
       "ConsecutiveWindow: threshold must be an integer >= 1, got '3'",
     );
-    expect(errorOf(() => new ConsecutiveWindow(0)).problems).toEqual([
+    expect(optionsErrorOf(() => new ConsecutiveWindow(0)).problems).toEqual([
       { option: 'threshold', rule: 'an integer >= 1', value: 0 },
     ]);
   });

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { OptionsError } from '../core/index.js';
 import { DecorrelatedJitterBackoff, ExponentialBackoff, LinearBackoff, ConstantBackoff } from './backoff.js';
 import { ConsecutiveWindow, CountWindow, TimeWindow } from './breaker-windows.js';
 import { bulkhead, BULKHEAD_DEFAULTS } from './bulkhead.js';
@@ -12,6 +11,7 @@ import { MemoryRateLimitStore } from './rate-limit/memory-store.js';
 import { rateLimit, RATE_LIMIT_DEFAULTS } from './rate-limit/policy.js';
 import { retry, RETRY_DEFAULTS } from './retry.js';
 import { timeout, TIMEOUT_DEFAULTS } from './timeout.js';
+import { optionsErrorOf } from '../../test/support/options.js';
 
 function messageOf(make: () => unknown): string {
   try {
@@ -139,18 +139,8 @@ describe('every policy keeps its default name in its *_DEFAULTS', () => {
 });
 
 describe('a bad option set is reported all at once, naming the policy', () => {
-  function errorOf(make: () => unknown): OptionsError {
-    try {
-      make();
-    } catch (error) {
-      expect(error).toBeInstanceOf(OptionsError);
-      return error as OptionsError;
-    }
-    throw new Error('expected an OptionsError');
-  }
-
   it('every problem in one message and in problems, with code invalid_options', () => {
-    const e = errorOf(() =>
+    const e = optionsErrorOf(() =>
       circuitBreaker({
         name: '',
         openDurationMs: 0,
@@ -217,7 +207,7 @@ describe('a bad option set is reported all at once, naming the policy', () => {
       ],
     ];
     for (const [owner, make, options] of cases) {
-      const e = errorOf(make);
+      const e = optionsErrorOf(make);
       expect([e.owner, e.problems.map((p) => p.option)]).toEqual([owner, options]);
       expect(e.message.startsWith(`${owner}: ${options[0]} must be `)).toBe(true);
     }

@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BreakwaterError, FakeClock, OptionsError, isBreakwaterError, toProblem } from '../core/index.js';
+import { BreakwaterError, FakeClock, isBreakwaterError, toProblem } from '../core/index.js';
 import { constantBackoff } from './backoff.js';
 import { bulkhead } from './bulkhead.js';
 import { circuitBreaker } from './circuit-breaker.js';
@@ -12,6 +12,7 @@ import { rateLimit } from './rate-limit/index.js';
 import { retry } from './retry.js';
 import { timeout } from './timeout.js';
 import type { Next, Policy, PolicyContext, PolicyFn } from './types.js';
+import { optionsErrorOf } from '../../test/support/options.js';
 
 /** A policy that records the order it runs in and the context it sees. */
 function tracer(name: string, log: string[]): Policy {
@@ -117,22 +118,13 @@ describe('pipeline', () => {
     expect(() => pipeline(limit, undefined as unknown as Policy)).toThrow(
       new RangeError('pipeline: argument 2 must be a policy (with a run method), got undefined'),
     );
-    let caught: unknown;
-    try {
-      pipeline(1 as unknown as Policy, limit, {} as Policy);
-    } catch (e) {
-      caught = e;
-    }
-    expect(caught).toBeInstanceOf(OptionsError);
-    expect([(caught as OptionsError).code, (caught as OptionsError).owner]).toEqual([
-      'invalid_options',
-      'pipeline',
-    ]);
-    expect((caught as OptionsError).problems).toEqual([
+    const caught = optionsErrorOf(() => pipeline(1 as unknown as Policy, limit, {} as Policy));
+    expect([caught.code, caught.owner]).toEqual(['invalid_options', 'pipeline']);
+    expect(caught.problems).toEqual([
       { option: 'argument 1', rule: 'a policy (with a run method)', value: 1 },
       { option: 'argument 3', rule: 'a policy (with a run method)', value: {} },
     ]);
-    expect((caught as OptionsError).message).toBe(
+    expect(caught.message).toBe(
       'pipeline: argument 1 must be a policy (with a run method), got 1; argument 3 must be a policy ' +
         '(with a run method), got an object',
     );

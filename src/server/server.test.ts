@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { OptionsError } from '../core/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { createServer } from './server.js';
 import { harness, untilEvents, type Harness } from './test-support.js';
+import { optionsErrorOf } from '../../test/support/options.js';
 
 const PROBLEM = 'application/problem+json; charset=utf-8';
 
@@ -232,7 +232,7 @@ describe('createServer options', () => {
 
   it('reports every bad option at once in one OptionsError', async () => {
     h = await harness();
-    const error = errorOf(() =>
+    const error = optionsErrorOf(() =>
       createServer({
         jobs: {} as never,
         store: h.store,
@@ -263,13 +263,3 @@ describe('createServer options', () => {
     );
   });
 });
-
-function errorOf(make: () => unknown): OptionsError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(OptionsError);
-    return error as OptionsError;
-  }
-  throw new Error('expected an OptionsError');
-}

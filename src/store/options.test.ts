@@ -1,22 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock, OptionsError } from '../core/index.js';
+import { FakeClock } from '../core/index.js';
 import { openStore } from './open.js';
 import { openPostgresStore } from './postgres/index.js';
 import { startPruner, type PrunedStore } from './pruner.js';
 import { RETENTION_DEFAULTS, retentionPolicy } from './retention.js';
 import { openSqliteStore } from './sqlite/index.js';
-
-/** The OptionsError `run` throws or rejects with. */
-async function optionsError(run: () => unknown): Promise<OptionsError> {
-  let error: unknown;
-  try {
-    await run();
-  } catch (e) {
-    error = e;
-  }
-  expect(error).toBeInstanceOf(OptionsError);
-  return error as OptionsError;
-}
+import { optionsRejectionOf } from '../../test/support/options.js';
 
 /**
  * Every store component reports all its bad options in one OptionsError, before it opens or starts anything
@@ -24,7 +13,7 @@ async function optionsError(run: () => unknown): Promise<OptionsError> {
  */
 describe('store options: every bad option at once, naming the component', () => {
   it('openSqliteStore', async () => {
-    const e = await optionsError(() =>
+    const e = await optionsRejectionOf(() =>
       openSqliteStore({
         path: '',
         clock: {} as never,
@@ -49,7 +38,9 @@ describe('store options: every bad option at once, naming the component', () => 
   });
 
   it('openPostgresStore', async () => {
-    const e = await optionsError(() => openPostgresStore({ url: '', schema: 'x'.repeat(59), poolSize: 0 }));
+    const e = await optionsRejectionOf(() =>
+      openPostgresStore({ url: '', schema: 'x'.repeat(59), poolSize: 0 }),
+    );
     expect([e.code, e.owner]).toEqual(['invalid_options', 'openPostgresStore']);
     expect(e.problems).toEqual([
       { option: 'url', rule: 'a non-empty string', value: '' },
@@ -63,12 +54,12 @@ describe('store options: every bad option at once, naming the component', () => 
     await expect(openPostgresStore({ url: '', schema: 'é'.repeat(29) })).rejects.toThrow(
       "openPostgresStore: url must be a non-empty string, got ''",
     );
-    const long = await optionsError(() => openPostgresStore({ url: '', schema: 'é'.repeat(30) }));
+    const long = await optionsRejectionOf(() => openPostgresStore({ url: '', schema: 'é'.repeat(30) }));
     expect(long.problems.map((p) => p.option)).toEqual(['url', 'schema']);
   });
 
   it('openStore: url and clock here, the password masked; schema is the PostgreSQL store’s', async () => {
-    const e = await optionsError(() =>
+    const e = await optionsRejectionOf(() =>
       openStore({ url: 'mysql://root:pw@localhost/db', clock: { now: () => 0 } as never }),
     );
     expect([e.code, e.owner]).toEqual(['invalid_options', 'openStore']);
@@ -89,7 +80,7 @@ describe('store options: every bad option at once, naming the component', () => 
   });
 
   it('startPruner', async () => {
-    const e = await optionsError(() =>
+    const e = await optionsRejectionOf(() =>
       startPruner({
         store: {} as PrunedStore,
         everyMs: 0,
@@ -130,7 +121,7 @@ describe('store options: every bad option at once, naming the component', () => 
   it('retention.prune: every bad option at once, before anything is read', async () => {
     const store = await openSqliteStore({ path: ':memory:', clock: new FakeClock() });
     try {
-      const e = await optionsError(() =>
+      const e = await optionsRejectionOf(() =>
         store.retention.prune({
           now: -1,
           dryRun: 1 as never,
@@ -151,7 +142,7 @@ describe('store options: every bad option at once, naming the component', () => 
   });
 
   it('retentionPolicy: every bad retention at once, naming the caller; the rest over the defaults', async () => {
-    const e = await optionsError(() =>
+    const e = await optionsRejectionOf(() =>
       retentionPolicy('prune', { jobsMs: -1, deadLettersMs: '1d' as never, streamEventsMs: 60_000 }),
     );
     expect([e.code, e.owner]).toEqual(['invalid_options', 'prune']);

@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BreakwaterError, FakeClock, OptionsError, type Logger } from '../core/index.js';
+import { BreakwaterError, FakeClock, type Logger } from '../core/index.js';
 import { CircuitBreakerPolicy, ConsecutiveWindow } from '../policy/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { type CounterStore, type Store } from '../store/index.js';
 import { shareBreakerState, type SharedBreakerOptions, type SharedBreakerState } from './index.js';
+import { expectOptionsError } from '../../test/support/options.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 const KEY = 'breaker:gift';
@@ -448,29 +449,25 @@ describe('shareBreakerState over one SQLite store', () => {
   });
 
   it('(h) every bad argument and option is reported at once, in one OptionsError', () => {
-    let caught: unknown;
-    try {
-      shareBreakerState({} as CircuitBreakerPolicy, {
-        store: {} as CounterStore,
-        refreshMs: 1.5,
-        key: '',
-        logger: { warn() {} } as unknown as Logger,
-      });
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(OptionsError);
-    const error = caught as OptionsError;
-    expect(error.message).toBe(
-      'shareBreakerState: breaker must be a CircuitBreakerPolicy, got an object; ' +
-        'store must be a CounterStore (store.counters), got an object; ' +
-        'refreshMs must be an integer >= 1, got 1.5; ' +
-        "key must be a non-empty string, got ''; " +
-        'logger must be a pino-compatible logger with info, warn and error methods, got an object',
+    expectOptionsError(
+      () =>
+        shareBreakerState({} as CircuitBreakerPolicy, {
+          store: {} as CounterStore,
+          refreshMs: 1.5,
+          key: '',
+          logger: { warn() {} } as unknown as Logger,
+        }),
+      {
+        owner: 'shareBreakerState',
+        options: ['breaker', 'store', 'refreshMs', 'key', 'logger'],
+        message:
+          'shareBreakerState: breaker must be a CircuitBreakerPolicy, got an object; ' +
+          'store must be a CounterStore (store.counters), got an object; ' +
+          'refreshMs must be an integer >= 1, got 1.5; ' +
+          "key must be a non-empty string, got ''; " +
+          'logger must be a pino-compatible logger with info, warn and error methods, got an object',
+      },
     );
-    expect(error.code).toBe('invalid_options');
-    expect(error.owner).toBe('shareBreakerState');
-    expect(error.problems.map((p) => p.option)).toEqual(['breaker', 'store', 'refreshMs', 'key', 'logger']);
     expect(clock.pendingTimers()).toBe(0);
   });
 });

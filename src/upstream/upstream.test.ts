@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BreakwaterError, OptionsError, toProblem } from '../core/index.js';
+import { BreakwaterError, toProblem } from '../core/index.js';
 import { createUpstream, type Upstream, type UpstreamOptions, type UpstreamResultEvent } from './index.js';
 import { TestServer, json, rejection, text } from './test-support.js';
+import { optionsErrorOf } from '../../test/support/options.js';
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -271,8 +272,7 @@ describe('upstream: lifecycle and events', () => {
   });
 
   it("reports every bad option at once, the policies' own under their option, in one OptionsError", () => {
-    let caught: unknown;
-    try {
+    const error = optionsErrorOf(() =>
       createUpstream({
         name: 'Gift',
         baseUrl: 'http://user:pw@gift.example/api',
@@ -283,12 +283,8 @@ describe('upstream: lifecycle and events', () => {
         headers: { 'x-key': 'a\nb' },
         errors: { busy: { code: 'Busy', sentence: ' ' } },
         dispatcher: {} as never,
-      });
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(OptionsError);
-    const error = caught as OptionsError;
+      }),
+    );
     expect(error.code).toBe('invalid_options');
     expect(error.owner).toBe('createUpstream');
     expect(error.message).toBe(

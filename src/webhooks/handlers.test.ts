@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { BreakwaterError, FakeClock, OptionsError, classify } from '../core/index.js';
+import { BreakwaterError, FakeClock, classify } from '../core/index.js';
 import { CircuitBreakerPolicy, ConsecutiveWindow } from '../policy/index.js';
 import { onWebhook, type WebhookContext } from './handlers.js';
+import { expectOptionsError } from '../../test/support/options.js';
 
 function context(signal = new AbortController().signal): WebhookContext<{ n: number }> {
   return {
@@ -52,23 +53,18 @@ describe('onWebhook', () => {
   });
 
   it('reports every bad argument and option at once, in one OptionsError', () => {
-    let caught: unknown;
-    try {
-      onWebhook('src', '', () => undefined, { maxAttempts: 0, timeoutMs: 1.5, breaker: 3 as never });
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(OptionsError);
-    const error = caught as OptionsError;
-    expect(error.message).toBe(
-      "onWebhook(src): eventType must be a non-empty string, got ''; " +
-        'maxAttempts must be an integer in [1, 2147483647], got 0; ' +
-        'timeoutMs must be an integer >= 1, got 1.5; ' +
-        'breaker must be a CircuitBreakerPolicy or its options, got 3',
+    expectOptionsError(
+      () => onWebhook('src', '', () => undefined, { maxAttempts: 0, timeoutMs: 1.5, breaker: 3 as never }),
+      {
+        owner: 'onWebhook(src)',
+        options: ['eventType', 'maxAttempts', 'timeoutMs', 'breaker'],
+        message:
+          "onWebhook(src): eventType must be a non-empty string, got ''; " +
+          'maxAttempts must be an integer in [1, 2147483647], got 0; ' +
+          'timeoutMs must be an integer >= 1, got 1.5; ' +
+          'breaker must be a CircuitBreakerPolicy or its options, got 3',
+      },
     );
-    expect(error.code).toBe('invalid_options');
-    expect(error.owner).toBe('onWebhook(src)');
-    expect(error.problems.map((p) => p.option)).toEqual(['eventType', 'maxAttempts', 'timeoutMs', 'breaker']);
   });
 
   it('runs the handler inside its breaker: once open, runs fail fast with a retry hint until half-open', async () => {

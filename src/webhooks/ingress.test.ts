@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { OptionsError } from '../core/index.js';
 import { createWebhookIngress } from './ingress.js';
 import type { WebhookInboxStore } from './ports.js';
 import { defineWebhookSource } from './source.js';
 import { stripeVerifier } from './verifiers/index.js';
+import { expectOptionsError } from '../../test/support/options.js';
 
 const store = {
   acceptWebhook: () => Promise.reject(new Error('not used')),
@@ -15,16 +15,6 @@ const payments = defineWebhookSource({
   verifier: stripeVerifier({ secrets: ['whsec_test'] }),
 });
 
-function optionsErrorOf(make: () => unknown): OptionsError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(OptionsError);
-    return error as OptionsError;
-  }
-  throw new Error('expected an OptionsError');
-}
-
 describe('createWebhookIngress options', () => {
   it('accepts a store and sources, the rest defaulted', () => {
     const ingress = createWebhookIngress({ store, sources: [payments] });
@@ -32,31 +22,26 @@ describe('createWebhookIngress options', () => {
   });
 
   it('reports every bad option at once, in one OptionsError', () => {
-    const error = optionsErrorOf(() =>
-      createWebhookIngress({
-        store: {} as never,
-        sources: [payments, payments],
-        backlogCacheMs: 0,
-        admin: 'yes' as never,
-        clock: {} as never,
-      }),
+    expectOptionsError(
+      () =>
+        createWebhookIngress({
+          store: {} as never,
+          sources: [payments, payments],
+          backlogCacheMs: 0,
+          admin: 'yes' as never,
+          clock: {} as never,
+        }),
+      {
+        owner: 'createWebhookIngress',
+        options: ['store', 'backlogCacheMs', 'admin', 'clock', 'sources'],
+        message:
+          'createWebhookIngress: store must be a store with the webhook inbox (acceptWebhook, getWebhook, …), got an object; ' +
+          'backlogCacheMs must be an integer >= 1, got 0; ' +
+          "admin must be a boolean, got 'yes'; " +
+          'clock must be a Clock with now(), setTimeout() and clearTimeout(), got an object; ' +
+          "sources must be sources with distinct names, got 'two named payments'",
+      },
     );
-    expect(error.message).toBe(
-      'createWebhookIngress: store must be a store with the webhook inbox (acceptWebhook, getWebhook, …), got an object; ' +
-        'backlogCacheMs must be an integer >= 1, got 0; ' +
-        "admin must be a boolean, got 'yes'; " +
-        'clock must be a Clock with now(), setTimeout() and clearTimeout(), got an object; ' +
-        "sources must be sources with distinct names, got 'two named payments'",
-    );
-    expect(error.code).toBe('invalid_options');
-    expect(error.owner).toBe('createWebhookIngress');
-    expect(error.problems.map((p) => p.option)).toEqual([
-      'store',
-      'backlogCacheMs',
-      'admin',
-      'clock',
-      'sources',
-    ]);
   });
 
   it('refuses a source not made by defineWebhookSource and a non-array of sources', () => {

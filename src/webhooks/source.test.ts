@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { OptionsError } from '../core/index.js';
 import { defineWebhookSource, WEBHOOK_SOURCE_DEFAULTS } from './source.js';
 import { githubVerifier, hmacVerifier, standardWebhooksVerifier, stripeVerifier } from './verifiers/index.js';
+import { optionsErrorOf } from '../../test/support/options.js';
 
 const stripe = stripeVerifier({ secrets: ['whsec_test'] });
 const github = githubVerifier({ secrets: ["It's a Secret to Everybody"] });
@@ -139,7 +139,7 @@ describe('defineWebhookSource', () => {
   });
 
   it('reports every bad option at once, in one OptionsError naming the source', () => {
-    const error = captureOptionsError(() =>
+    const error = optionsErrorOf(() =>
       defineWebhookSource({
         name: 'p',
         verifier: stripe,
@@ -177,13 +177,3 @@ describe('defineWebhookSource', () => {
     );
   });
 });
-
-function captureOptionsError(fn: () => unknown): OptionsError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(OptionsError);
-    return error as OptionsError;
-  }
-  throw new Error('expected an OptionsError');
-}

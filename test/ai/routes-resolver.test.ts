@@ -5,13 +5,14 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRouteResolver, type RouteFlow, type RouteResolverOptions } from '../../src/ai/routes/index.js';
-import { BreakwaterError, FakeClock, OptionsError } from '../../src/core/index.js';
+import { BreakwaterError, FakeClock } from '../../src/core/index.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { type RouteStore, type Store } from '../../src/store/index.js';
 import { TEST_DATABASE_URL, describePostgres, testSchemas } from '../support/postgres.js';
 import { step } from './routes-support.js';
 import { tempDb, useCleanups } from './support.js';
+import { optionsErrorOf } from '../support/options.js';
 
 const defer = useCleanups();
 
@@ -169,24 +170,17 @@ function resolverSuite(open: Open): void {
     expect(() => createRouteResolver({ routes: watched({} as RouteStore).routes, refreshMs: -1 })).toThrow(
       RangeError,
     );
-    let caught: unknown;
-    try {
+    const caught = optionsErrorOf(() =>
       createRouteResolver({
         routes: {} as RouteStore,
         refreshMs: 1.5,
         maxRequestCostUsd: 0,
         maxReservedShare: 2,
         onError: 'log' as never,
-      });
-    } catch (e) {
-      caught = e;
-    }
-    expect(caught).toBeInstanceOf(OptionsError);
-    expect([(caught as OptionsError).code, (caught as OptionsError).owner]).toEqual([
-      'invalid_options',
-      'createRouteResolver',
-    ]);
-    expect((caught as OptionsError).message).toBe(
+      }),
+    );
+    expect([caught.code, caught.owner]).toEqual(['invalid_options', 'createRouteResolver']);
+    expect(caught.message).toBe(
       'createRouteResolver: routes must be a RouteStore (store.routes), got an object; maxRequestCostUsd ' +
         'must be a finite number > 0, got 0; maxReservedShare must be a fraction in (0, 1], got 2; ' +
         "refreshMs must be an integer in [0, 3600000], got 1.5; onError must be a function, got 'log'",

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock, OptionsError, type Principal } from '../../core/index.js';
+import { FakeClock, type Principal } from '../../core/index.js';
 import { MemoryRateLimitStore } from '../../policy/index.js';
 import { PriceTable } from '../pricing.js';
 import { callerRules, parsePrincipalAiLimits } from './caller-rules.js';
 import { AiLimits } from './limits.js';
 import { MemoryCounterStore } from './memory-counters.js';
+import { expectOptionsError } from '../../../test/support/options.js';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -73,39 +74,33 @@ describe('callerRules', () => {
   });
 
   it('every bad field at once, in one OptionsError', () => {
-    let caught: unknown;
-    try {
-      parsePrincipalAiLimits(
-        {
-          allowedModels: [''],
-          budgets: [{ limitUsd: -1, windowMs: DAY, window: 'rolling' }],
-          rateRules: [{ limit: 1.5, windowMs: 0 }],
-          budget: [],
-        },
-        'keys create',
-      );
-    } catch (e) {
-      caught = e;
-    }
-    expect(caught).toBeInstanceOf(OptionsError);
-    const e = caught as OptionsError;
-    expect([e.code, e.owner, e.problems.map((p) => p.option)]).toEqual([
-      'invalid_options',
-      'keys create',
-      [
-        'allowedModels.0',
-        'budgets.0.limitUsd',
-        'budgets.0.window',
-        'rateRules.0.limit',
-        'rateRules.0.windowMs',
-        'budget',
-      ],
-    ]);
-    expect(e.message).toBe(
-      "keys create: allowedModels.0 must be a non-empty string, got ''; budgets.0.limitUsd must be a number " +
-        "> 0, got -1; budgets.0.window must be 'fixed' or 'sliding', got 'rolling'; rateRules.0.limit must " +
-        'be an integer, got 1.5; rateRules.0.windowMs must be a number >= 1, got 0; budget must be left out ' +
-        '(not an option), got []',
+    expectOptionsError(
+      () =>
+        parsePrincipalAiLimits(
+          {
+            allowedModels: [''],
+            budgets: [{ limitUsd: -1, windowMs: DAY, window: 'rolling' }],
+            rateRules: [{ limit: 1.5, windowMs: 0 }],
+            budget: [],
+          },
+          'keys create',
+        ),
+      {
+        owner: 'keys create',
+        options: [
+          'allowedModels.0',
+          'budgets.0.limitUsd',
+          'budgets.0.window',
+          'rateRules.0.limit',
+          'rateRules.0.windowMs',
+          'budget',
+        ],
+        message:
+          "keys create: allowedModels.0 must be a non-empty string, got ''; budgets.0.limitUsd must be a number " +
+          "> 0, got -1; budgets.0.window must be 'fixed' or 'sliding', got 'rolling'; rateRules.0.limit must " +
+          'be an integer, got 1.5; rateRules.0.windowMs must be a number >= 1, got 0; budget must be left out ' +
+          '(not an option), got []',
+      },
     );
     expect(() => parsePrincipalAiLimits(5)).toThrow(new RangeError('ai: ai must be an object, got 5'));
   });

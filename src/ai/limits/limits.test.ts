@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BreakwaterError } from '../../core/index.js';
-import { FakeClock, OptionsError } from '../../core/index.js';
+import { FakeClock } from '../../core/index.js';
 import { MemoryRateLimitStore } from '../../policy/index.js';
 import { UNCHANGED } from '../../store/index.js';
 import { PriceTable } from '../pricing.js';
@@ -8,6 +8,7 @@ import { AiLimits, type RateRule, type SpendRule } from './limits.js';
 import { MemoryCounterStore } from './memory-counters.js';
 import { scopeKey } from './scope.js';
 import { readState, reserveStep, settleStep, spendWindowStart } from './spend.js';
+import { optionsErrorOf } from '../../../test/support/options.js';
 
 const HOUR = 3_600_000;
 const PRICES = new PriceTable({ 'p/m': { inputPerMTok: 0, outputPerMTok: 1 } });
@@ -208,18 +209,11 @@ describe('AiLimits: its config', () => {
       ceilingMicroUsd: undefined,
       clock,
     };
-    let caught: unknown;
-    try {
-      new AiLimits({ ...config, keyPrefix: 1 as never, maxReservedShare: 0 });
-    } catch (e) {
-      caught = e;
-    }
-    expect(caught).toBeInstanceOf(OptionsError);
-    expect([(caught as OptionsError).code, (caught as OptionsError).owner]).toEqual([
-      'invalid_options',
-      'AiLimits',
-    ]);
-    expect((caught as OptionsError).message).toBe(
+    const caught = optionsErrorOf(
+      () => new AiLimits({ ...config, keyPrefix: 1 as never, maxReservedShare: 0 }),
+    );
+    expect([caught.code, caught.owner]).toEqual(['invalid_options', 'AiLimits']);
+    expect(caught.message).toBe(
       'AiLimits: keyPrefix must be a string, got 1; maxReservedShare must be a fraction in (0, 1], got 0',
     );
     expect(new AiLimits({ ...config, maxReservedShare: 1 }).empty).toBe(true);

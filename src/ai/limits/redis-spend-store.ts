@@ -1,8 +1,7 @@
 import { BreakwaterError, defineOptions } from '../../core/index.js';
 import {
   RedisScript,
-  redisDeadline,
-  redisErrorReporter,
+  RedisScriptStore,
   redisStoreShape,
   type RedisScriptClient,
 } from '../../policy/index.js';
@@ -87,20 +86,9 @@ return { num(spent), num(reserved) }
  *
  * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
-export class RedisSpendStore implements SpendStore {
-  readonly keyPrefix: string;
-  readonly timeoutMs: number;
-  readonly unavailableRetryAfterMs: number;
-  private readonly redis: RedisScriptClient;
-  private readonly report: (error: unknown, key: string) => void;
-
+export class RedisSpendStore extends RedisScriptStore implements SpendStore {
   constructor(options: RedisSpendStoreOptions) {
-    const p = parseOptions(options);
-    this.redis = p.redis;
-    this.keyPrefix = p.keyPrefix;
-    this.timeoutMs = p.timeoutMs;
-    this.unavailableRetryAfterMs = p.unavailableRetryAfterMs;
-    this.report = redisErrorReporter(p.onError);
+    super(parseOptions(options));
   }
 
   async reserve(
@@ -151,10 +139,6 @@ export class RedisSpendStore implements SpendStore {
   }
 
   private run(script: RedisScript, key: string, args: number[]): Promise<unknown> {
-    return redisDeadline(
-      script.run(this.redis, [this.keyPrefix + key], args.map(String)),
-      this.timeoutMs,
-      'spend',
-    );
+    return this.runScript(script, key, args.map(String), 'spend');
   }
 }

@@ -1,22 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { OptionsError } from '../../core/index.js';
 import type { AuditStore } from '../../store/index.js';
 import { createAuditLog } from './log.js';
+import { optionsErrorOf } from '../../../test/support/options.js';
 
 describe('createAuditLog options', () => {
   it('reports every bad option at once, in one OptionsError, never showing the key', () => {
-    let caught: unknown;
-    try {
+    const error = optionsErrorOf(() =>
       createAuditLog({
         store: {} as AuditStore,
         hmacKey: 'short-secret',
         clock: { now: () => 0 } as never,
-      });
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(OptionsError);
-    const error = caught as OptionsError;
+      }),
+    );
     expect(error.message).toBe(
       'createAuditLog: store must be an AuditStore, got an object; ' +
         "hmacKey must be a string or bytes of at least 16 bytes, got '12 characters'; " +

@@ -6,9 +6,10 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { fastify, type FastifyInstance, type FastifyReply, type LightMyRequestResponse } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { BreakwaterError, FakeClock, OptionsError } from '../../core/index.js';
+import { BreakwaterError, FakeClock } from '../../core/index.js';
 import type { Store } from '../../store/index.js';
 import { registerIdempotency } from './route.js';
+import { expectOptionsError } from '../../../test/support/options.js';
 
 const ORDER = { product_id: 'p1', quantity: 1 };
 
@@ -511,36 +512,26 @@ export function idempotencyRouteSuite(open: (clock: FakeClock) => Promise<Store>
 
     it('reports every bad option at once, in one OptionsError, at registration and on a route', async () => {
       const other = fastify();
-      let caught: unknown;
-      try {
-        registerIdempotency(other, {
-          store: store.idempotency,
-          replayHeaders: ['Set-Cookie'],
-          required: 'yes' as never,
-          fields: { query: 1, body: 'some' } as never,
-          lockMs: 0,
-        });
-      } catch (error) {
-        caught = error;
-      }
-      expect(caught).toBeInstanceOf(OptionsError);
-      const error = caught as OptionsError;
-      expect(error.message).toBe(
-        "registerIdempotency: replayHeaders must be header names other than set-cookie and hop-by-hop ones, got ['Set-Cookie']; " +
-          "required must be a boolean, got 'yes'; " +
-          'fields.query must be a boolean, got 1; ' +
-          "fields.body must be 'all', 'none' or an array of member names, got 'some'; " +
-          'lockMs must be a finite number > 0, got 0',
+      expectOptionsError(
+        () =>
+          registerIdempotency(other, {
+            store: store.idempotency,
+            replayHeaders: ['Set-Cookie'],
+            required: 'yes' as never,
+            fields: { query: 1, body: 'some' } as never,
+            lockMs: 0,
+          }),
+        {
+          owner: 'registerIdempotency',
+          options: ['replayHeaders', 'required', 'fields.query', 'fields.body', 'lockMs'],
+          message:
+            "registerIdempotency: replayHeaders must be header names other than set-cookie and hop-by-hop ones, got ['Set-Cookie']; " +
+            "required must be a boolean, got 'yes'; " +
+            'fields.query must be a boolean, got 1; ' +
+            "fields.body must be 'all', 'none' or an array of member names, got 'some'; " +
+            'lockMs must be a finite number > 0, got 0',
+        },
       );
-      expect(error.code).toBe('invalid_options');
-      expect(error.owner).toBe('registerIdempotency');
-      expect(error.problems.map((p) => p.option)).toEqual([
-        'replayHeaders',
-        'required',
-        'fields.query',
-        'fields.body',
-        'lockMs',
-      ]);
       registerIdempotency(other, { store: store.idempotency });
       expect(() =>
         other.post(

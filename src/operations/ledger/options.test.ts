@@ -1,8 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
-import { FakeClock, OptionsError } from '../../core/index.js';
+import { FakeClock } from '../../core/index.js';
 import type { OperationStore } from '../../store/index.js';
 import { LEDGER_DEFAULTS } from './defaults.js';
 import { OperationLedger } from './ledger.js';
+import { expectOptionsError } from '../../../test/support/options.js';
 
 const store = {
   begin: () => Promise.reject(new Error('not used')),
@@ -10,16 +11,6 @@ const store = {
   update: () => Promise.resolve(undefined),
   list: () => Promise.resolve([]),
 } as unknown as OperationStore;
-
-function optionsErrorOf(make: () => unknown): OptionsError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(OptionsError);
-    return error as OptionsError;
-  }
-  throw new Error('expected an OptionsError');
-}
 
 describe('OperationLedger options', () => {
   it('applies the defaults: recovery checks every 5 s', () => {
@@ -36,7 +27,7 @@ describe('OperationLedger options', () => {
   });
 
   it('reports every bad option at once, in one OptionsError', () => {
-    const error = optionsErrorOf(
+    expectOptionsError(
       () =>
         new OperationLedger({
           store: {} as OperationStore,
@@ -45,16 +36,16 @@ describe('OperationLedger options', () => {
           log: {} as never,
           checkEveryMs: 0,
         }),
+      {
+        owner: 'OperationLedger',
+        options: ['store', 'actions', 'audit', 'log', 'checkEveryMs'],
+        message:
+          'OperationLedger: store must be an OperationStore, got an object; ' +
+          "actions must be an array of actions, got 'pay'; " +
+          'audit must be an audit log with record(), got an object; ' +
+          'log must be a pino-compatible logger (info, warn or error methods), got an object; ' +
+          'checkEveryMs must be a finite number > 0, got 0',
+      },
     );
-    expect(error.message).toBe(
-      'OperationLedger: store must be an OperationStore, got an object; ' +
-        "actions must be an array of actions, got 'pay'; " +
-        'audit must be an audit log with record(), got an object; ' +
-        'log must be a pino-compatible logger (info, warn or error methods), got an object; ' +
-        'checkEveryMs must be a finite number > 0, got 0',
-    );
-    expect(error.code).toBe('invalid_options');
-    expect(error.owner).toBe('OperationLedger');
-    expect(error.problems.map((p) => p.option)).toEqual(['store', 'actions', 'audit', 'log', 'checkEveryMs']);
   });
 });

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { OptionsError } from '../../core/index.js';
 import {
   FixedWindow,
   SlidingWindow,
@@ -8,6 +7,7 @@ import {
   type RateLimitAlgorithm,
   type RateLimitDecision,
 } from './algorithms.js';
+import { optionsErrorOf } from '../../../test/support/options.js';
 
 const MINUTE = 60_000;
 /** 2026-01-01T00:00:00Z: a multiple of every window used here. */
@@ -325,16 +325,7 @@ describe('rateLimitAlgorithm and validation', () => {
   });
 
   it('reports every bad option at once, naming the algorithm', () => {
-    const errorOf = (make: () => unknown): OptionsError => {
-      try {
-        make();
-      } catch (error) {
-        expect(error).toBeInstanceOf(OptionsError);
-        return error as OptionsError;
-      }
-      throw new Error('expected an OptionsError');
-    };
-    const fixed = errorOf(() => new FixedWindow({ limit: 0, windowMs: 2.5 }));
+    const fixed = optionsErrorOf(() => new FixedWindow({ limit: 0, windowMs: 2.5 }));
     expect([fixed.code, fixed.owner, fixed.problems]).toEqual([
       'invalid_options',
       'FixedWindow',
@@ -346,10 +337,10 @@ describe('rateLimitAlgorithm and validation', () => {
     expect(fixed.message).toBe(
       'FixedWindow: limit must be an integer >= 1, got 0; windowMs must be an integer >= 1, got 2.5',
     );
-    expect(errorOf(() => new SlidingWindow({ limit: '5' as never, windowMs: -1 })).message).toBe(
+    expect(optionsErrorOf(() => new SlidingWindow({ limit: '5' as never, windowMs: -1 })).message).toBe(
       "SlidingWindow: limit must be an integer >= 1, got '5'; windowMs must be an integer >= 1, got -1",
     );
-    const bucket = errorOf(
+    const bucket = optionsErrorOf(
       () => new TokenBucket({ capacity: 0, refillTokens: -1, refillIntervalMs: Infinity }),
     );
     expect([bucket.owner, bucket.problems.map((p) => p.option)]).toEqual([

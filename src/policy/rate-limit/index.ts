@@ -37,10 +37,12 @@ export {
 } from './redis-store.js';
 export {
   RedisScript,
+  RedisScriptStore,
   redisDeadline,
   redisErrorReporter,
   redisStoreShape,
   type RedisScriptClient,
   type RedisStoreDefaults,
   type RedisStoreOptions,
+  type RedisStoreSettings,
 } from './redis-script.js';

@@ -91,6 +91,53 @@ export function redisStoreShape(defaults: RedisStoreDefaults) {
   };
 }
 
+/** {@link RedisStoreOptions} once validated, defaults applied: what a {@link RedisScriptStore} starts from. */
+export interface RedisStoreSettings {
+  readonly redis: RedisScriptClient;
+  readonly keyPrefix: string;
+  readonly timeoutMs: number;
+  readonly unavailableRetryAfterMs: number;
+  readonly onError?: ((error: unknown, key: string) => void) | undefined;
+}
+
+/**
+ * The base of a Redis-backed store (`RedisRateLimitStore`, `RedisSpendStore`): its validated settings, the
+ * client, `report` (`onError` through {@link redisErrorReporter}) and {@link RedisScriptStore.runScript}.
+ * Each store validates its own options (its own owner in the OptionsError) before calling this constructor.
+ */
+export abstract class RedisScriptStore {
+  /** Prepended to every key. */
+  readonly keyPrefix: string;
+  /** Most ms a command waits for Redis. */
+  readonly timeoutMs: number;
+  /** `retryAfterMs` of what is refused because Redis failed. */
+  readonly unavailableRetryAfterMs: number;
+  protected readonly redis: RedisScriptClient;
+  protected readonly report: (error: unknown, key: string) => void;
+
+  protected constructor(settings: RedisStoreSettings) {
+    this.redis = settings.redis;
+    this.keyPrefix = settings.keyPrefix;
+    this.timeoutMs = settings.timeoutMs;
+    this.unavailableRetryAfterMs = settings.unavailableRetryAfterMs;
+    this.report = redisErrorReporter(settings.onError);
+  }
+
+  /**
+   * Runs `script` on the one key `keyPrefix + key` with `args`, under {@link redisDeadline} (`timeoutMs`,
+   * `what` naming it in the timeout's message).
+   * @throws the client's error, or the deadline's `ETIMEDOUT` Error.
+   */
+  protected runScript(
+    script: RedisScript,
+    key: string,
+    args: readonly string[],
+    what: string,
+  ): Promise<unknown> {
+    return redisDeadline(script.run(this.redis, [this.keyPrefix + key], args), this.timeoutMs, what);
+  }
+}
+
 /** Calls `onError` (if any) for a failed or late command; a listener that throws changes nothing. */
 export function redisErrorReporter(
   onError: ((error: unknown, key: string) => void) | undefined,

@@ -4,8 +4,8 @@ import type { RateLimitAlgorithm, RateLimitDecision } from './algorithms.js';
 import { FIXED_WINDOW_LUA, SLIDING_WINDOW_LUA, TOKEN_BUCKET_LUA } from './redis-lua.js';
 import {
   RedisScript,
+  RedisScriptStore,
   redisDeadline,
-  redisErrorReporter,
   redisStoreShape,
   type RedisScriptClient,
 } from './redis-script.js';
@@ -79,21 +79,12 @@ const SCRIPTS = {
  *
  * @throws OptionsError (`RangeError`, `invalid_options`) at construction, naming every bad option.
  */
-export class RedisRateLimitStore implements RateLimitStore {
-  readonly keyPrefix: string;
+export class RedisRateLimitStore extends RedisScriptStore implements RateLimitStore {
   readonly onUnavailable: RedisUnavailableMode;
-  readonly timeoutMs: number;
-  readonly unavailableRetryAfterMs: number;
-  private readonly redis: RedisScriptClient;
-  private readonly report: (error: unknown, key: string) => void;
 
   constructor(options: RedisRateLimitStoreOptions) {
     const p = parseOptions(options);
-    this.redis = p.redis;
-    this.keyPrefix = p.keyPrefix;
-    this.timeoutMs = p.timeoutMs;
-    this.unavailableRetryAfterMs = p.unavailableRetryAfterMs;
-    this.report = redisErrorReporter(p.onError);
+    super(p);
     this.onUnavailable = p.onUnavailable;
   }
 
@@ -110,11 +101,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (script === SCRIPTS.sliding_window) argv.push(randomBytes(6).toString('base64url'));
     let reply: unknown;
     try {
-      reply = await redisDeadline(
-        script.run(this.redis, [this.keyPrefix + key], argv),
-        this.timeoutMs,
-        'rate limit',
-      );
+      reply = await this.runScript(script, key, argv, 'rate limit');
     } catch (error) {
       return this.unavailable(error, key, algorithm.limit);
     }

@@ -1,11 +1,12 @@
 import { fastify, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FakeClock, OptionsError } from '../../core/index.js';
+import { FakeClock } from '../../core/index.js';
 import { handleError } from '../../http/index.js';
 import type { Store } from '../../store/index.js';
 import { createAdminAuth, isLoopbackHost, readCookie, type AdminAuth } from './auth.js';
 import { sqliteSessionBackend } from './sessions-contract.js';
 import { createLoginThrottle } from './throttle.js';
+import { expectOptionsError } from '../../../test/support/options.js';
 
 const TOKEN = 'test-admin-token-0123456789';
 const T0 = Date.UTC(2026, 0, 1, 12);
@@ -121,29 +122,23 @@ describe('admin auth, token mode', () => {
       'createAdminAuth: maxSessions must be an integer >= 1, got 0',
     );
     // Every bad option at once, the token shown by its length only.
-    let error: unknown;
-    try {
-      createAdminAuth({
-        token: 'has a space in it',
-        sessionTtlMs: 0,
-        maxSessions: 1.5,
-        throttle: {} as never,
-      });
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(OptionsError);
-    const e = error as OptionsError;
-    expect([e.code, e.owner, e.problems.map((p) => p.option)]).toEqual([
-      'invalid_options',
-      'createAdminAuth',
-      ['token', 'sessionTtlMs', 'maxSessions', 'throttle', 'sessions'],
-    ]);
-    expect(e.message).toBe(
-      'createAdminAuth: token must be a string of at least 16 characters without whitespace ' +
-        "(BREAKWATER_ADMIN_TOKEN), got '17 characters'; sessionTtlMs must be a finite number > 0, got 0; " +
-        'maxSessions must be an integer >= 1, got 1.5; throttle must be a LoginThrottle (createLoginThrottle), ' +
-        'got an object; sessions must be a session store (store.sessions) when a token is set, got undefined',
+    expectOptionsError(
+      () =>
+        createAdminAuth({
+          token: 'has a space in it',
+          sessionTtlMs: 0,
+          maxSessions: 1.5,
+          throttle: {} as never,
+        }),
+      {
+        owner: 'createAdminAuth',
+        options: ['token', 'sessionTtlMs', 'maxSessions', 'throttle', 'sessions'],
+        message:
+          'createAdminAuth: token must be a string of at least 16 characters without whitespace ' +
+          "(BREAKWATER_ADMIN_TOKEN), got '17 characters'; sessionTtlMs must be a finite number > 0, got 0; " +
+          'maxSessions must be an integer >= 1, got 1.5; throttle must be a LoginThrottle (createLoginThrottle), ' +
+          'got an object; sessions must be a session store (store.sessions) when a token is set, got undefined',
+      },
     );
     expect(() => createLoginThrottle({ maxFailures: 0, windowMs: 1.5 })).toThrow(
       new RangeError(

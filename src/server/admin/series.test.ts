@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { EventSource, FakeClock, OptionsError } from '../../core/index.js';
+import { EventSource, FakeClock } from '../../core/index.js';
 import type { AiRequestLog } from '../../ai/index.js';
 import type { JobRunEndedEvent } from '../../jobs/index.js';
 import type { UpstreamResultEvent } from '../../upstream/index.js';
 import type { WebhookReceipt, WebhookRejection } from '../../webhooks/index.js';
 import { createSeries } from './series.js';
+import { expectOptionsError } from '../../../test/support/options.js';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 
@@ -148,22 +149,15 @@ describe('the dashboard series', () => {
   });
 
   it('reports every bad option at once in one OptionsError', () => {
-    let error: unknown;
-    try {
-      createSeries({ intervalMs: 99, windowMs: 0, maxSamples: 1.5, random: 1 as never });
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(OptionsError);
-    const e = error as OptionsError;
-    expect([e.code, e.owner, e.problems.map((p) => p.option)]).toEqual([
-      'invalid_options',
-      'createSeries',
-      ['intervalMs', 'windowMs', 'maxSamples', 'random'],
-    ]);
-    expect(e.message).toBe(
-      'createSeries: intervalMs must be an integer >= 100, got 99; windowMs must be an integer >= 1, got 0; ' +
-        'maxSamples must be an integer >= 1, got 1.5; random must be a function, got 1',
+    expectOptionsError(
+      () => createSeries({ intervalMs: 99, windowMs: 0, maxSamples: 1.5, random: 1 as never }),
+      {
+        owner: 'createSeries',
+        options: ['intervalMs', 'windowMs', 'maxSamples', 'random'],
+        message:
+          'createSeries: intervalMs must be an integer >= 100, got 99; windowMs must be an integer >= 1, got 0; ' +
+          'maxSamples must be an integer >= 1, got 1.5; random must be a function, got 1',
+      },
     );
   });
 });

@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { EventSource, FakeClock, OptionsError } from '../../core/index.js';
+import { EventSource, FakeClock } from '../../core/index.js';
 import { rateLimit } from '../../policy/index.js';
 import type { JobStats } from '../../store/index.js';
 import type { WebhookReceipt, WebhookRejection } from '../../webhooks/index.js';
@@ -9,6 +9,7 @@ import { METRIC_FAMILIES, methodLabel, statusClass } from './catalogue.js';
 import { createMetrics, metricsRoutes } from './metrics.js';
 import type { ObservedJobs } from './jobs.js';
 import { parseExposition, series } from './test-support.js';
+import { expectOptionsError } from '../../../test/support/options.js';
 
 const SNAKE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 const families = Object.values(METRIC_FAMILIES);
@@ -88,24 +89,14 @@ describe('createMetrics options', () => {
   });
 
   it('reports every bad option at once in one OptionsError', () => {
-    let error: unknown;
-    try {
-      createMetrics({ registry: {} as Registry, prefix: '9x', collectTimeoutMs: 0 });
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(OptionsError);
-    const e = error as OptionsError;
-    expect([e.code, e.owner, e.problems.map((p) => p.option)]).toEqual([
-      'invalid_options',
-      'createMetrics',
-      ['registry', 'prefix', 'collectTimeoutMs'],
-    ]);
-    expect(e.message).toBe(
-      'createMetrics: registry must be a prom-client Registry, got an object; prefix must be empty or a ' +
+    expectOptionsError(() => createMetrics({ registry: {} as Registry, prefix: '9x', collectTimeoutMs: 0 }), {
+      owner: 'createMetrics',
+      options: ['registry', 'prefix', 'collectTimeoutMs'],
+      message:
+        'createMetrics: registry must be a prom-client Registry, got an object; prefix must be empty or a ' +
         "metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*), got '9x'; collectTimeoutMs must be a finite number " +
         '> 0, got 0',
-    );
+    });
   });
 });
 

@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
-import { BreakwaterError, OptionsError } from '../../core/index.js';
+import { BreakwaterError } from '../../core/index.js';
+export { expectOptionsError, optionsErrorOf } from '../../../test/support/options.js';
 
 /** The BreakwaterError `verify` throws; fails the test when it returns instead. */
 export function rejectionOf(verify: () => unknown): BreakwaterError {
@@ -21,17 +22,6 @@ export function optionError(make: () => unknown): string {
     return (error as Error).message;
   }
   throw new Error('expected a RangeError');
-}
-
-/** The OptionsError a factory throws at construction; fails the test when it constructs. */
-export function optionsErrorOf(make: () => unknown): OptionsError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(OptionsError);
-    return error as OptionsError;
-  }
-  throw new Error('expected an OptionsError');
 }
 
 /** `invalid_signature` with the given reason and message, as a plain object for `toEqual`. */
