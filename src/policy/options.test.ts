@@ -11,7 +11,7 @@ import { MemoryRateLimitStore } from './rate-limit/memory-store.js';
 import { rateLimit, RATE_LIMIT_DEFAULTS } from './rate-limit/policy.js';
 import { retry, RETRY_DEFAULTS } from './retry.js';
 import { timeout, TIMEOUT_DEFAULTS } from './timeout.js';
-import { optionsErrorOf } from '../../test/support/options.js';
+import { optionsErrorOf, expectOptionsError } from '../../test/support/options.js';
 
 function messageOf(make: () => unknown): string {
   try {
@@ -140,29 +140,31 @@ describe('every policy keeps its default name in its *_DEFAULTS', () => {
 
 describe('a bad option set is reported all at once, naming the policy', () => {
   it('every problem in one message and in problems, with code invalid_options', () => {
-    const e = optionsErrorOf(() =>
-      circuitBreaker({
-        name: '',
-        openDurationMs: 0,
-        permittedCalls: 1.5,
-        openBackoff: { multiplier: 0.5, maxMs: -5 },
-        captureRejectionStack: 'yes' as never,
-      }),
-    );
-    expect([e.code, e.owner]).toEqual(['invalid_options', 'circuitBreaker']);
-    expect(e.problems.map((p) => p.option)).toEqual([
-      'name',
-      'openDurationMs',
-      'openBackoff.multiplier',
-      'permittedCalls',
-      'captureRejectionStack',
-      'openBackoff.maxMs',
-    ]);
-    expect(e.message).toBe(
-      "circuitBreaker: name must be a non-empty string, got ''; openDurationMs must be a finite number > 0, " +
-        'got 0; openBackoff.multiplier must be a finite number >= 1, got 0.5; permittedCalls must be an ' +
-        "integer >= 1, got 1.5; captureRejectionStack must be a boolean, got 'yes'; openBackoff.maxMs must " +
-        'be a finite number >= openDurationMs (0), got -5',
+    expectOptionsError(
+      () =>
+        circuitBreaker({
+          name: '',
+          openDurationMs: 0,
+          permittedCalls: 1.5,
+          openBackoff: { multiplier: 0.5, maxMs: -5 },
+          captureRejectionStack: 'yes' as never,
+        }),
+      {
+        owner: 'circuitBreaker',
+        options: [
+          'name',
+          'openDurationMs',
+          'openBackoff.multiplier',
+          'permittedCalls',
+          'captureRejectionStack',
+          'openBackoff.maxMs',
+        ],
+        message:
+          "circuitBreaker: name must be a non-empty string, got ''; openDurationMs must be a finite number > 0, " +
+          'got 0; openBackoff.multiplier must be a finite number >= 1, got 0.5; permittedCalls must be an ' +
+          "integer >= 1, got 1.5; captureRejectionStack must be a boolean, got 'yes'; openBackoff.maxMs must " +
+          'be a finite number >= openDurationMs (0), got -5',
+      },
     );
   });
 

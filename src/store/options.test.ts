@@ -5,7 +5,7 @@ import { openPostgresStore } from './postgres/index.js';
 import { startPruner, type PrunedStore } from './pruner.js';
 import { RETENTION_DEFAULTS, retentionPolicy } from './retention.js';
 import { openSqliteStore } from './sqlite/index.js';
-import { optionsRejectionOf } from '../../test/support/options.js';
+import { optionsRejectionOf, expectOptionsRejection } from '../../test/support/options.js';
 
 /**
  * Every store component reports all its bad options in one OptionsError, before it opens or starts anything
@@ -13,27 +13,23 @@ import { optionsRejectionOf } from '../../test/support/options.js';
  */
 describe('store options: every bad option at once, naming the component', () => {
   it('openSqliteStore', async () => {
-    const e = await optionsRejectionOf(() =>
-      openSqliteStore({
-        path: '',
-        clock: {} as never,
-        busyTimeoutMs: -1,
-        watchMs: 1.5,
-        checkpointWorker: 'yes' as never,
-      }),
-    );
-    expect([e.code, e.owner]).toEqual(['invalid_options', 'openSqliteStore']);
-    expect(e.problems.map((p) => p.option)).toEqual([
-      'path',
-      'clock',
-      'busyTimeoutMs',
-      'watchMs',
-      'checkpointWorker',
-    ]);
-    expect(e.message).toBe(
-      "openSqliteStore: path must be a non-empty string, got ''; clock must be a Clock with now(), " +
-        'setTimeout() and clearTimeout(), got an object; busyTimeoutMs must be an integer >= 0, got -1; ' +
-        "watchMs must be an integer >= 0, got 1.5; checkpointWorker must be a boolean, got 'yes'",
+    await expectOptionsRejection(
+      () =>
+        openSqliteStore({
+          path: '',
+          clock: {} as never,
+          busyTimeoutMs: -1,
+          watchMs: 1.5,
+          checkpointWorker: 'yes' as never,
+        }),
+      {
+        owner: 'openSqliteStore',
+        options: ['path', 'clock', 'busyTimeoutMs', 'watchMs', 'checkpointWorker'],
+        message:
+          "openSqliteStore: path must be a non-empty string, got ''; clock must be a Clock with now(), " +
+          'setTimeout() and clearTimeout(), got an object; busyTimeoutMs must be an integer >= 0, got -1; ' +
+          "watchMs must be an integer >= 0, got 1.5; checkpointWorker must be a boolean, got 'yes'",
+      },
     );
   });
 

@@ -12,7 +12,7 @@ import { type RouteStore, type Store } from '../../src/store/index.js';
 import { TEST_DATABASE_URL, describePostgres, testSchemas } from '../support/postgres.js';
 import { step } from './routes-support.js';
 import { tempDb, useCleanups } from './support.js';
-import { optionsErrorOf } from '../support/options.js';
+import { expectOptionsError } from '../support/options.js';
 
 const defer = useCleanups();
 
@@ -170,20 +170,23 @@ function resolverSuite(open: Open): void {
     expect(() => createRouteResolver({ routes: watched({} as RouteStore).routes, refreshMs: -1 })).toThrow(
       RangeError,
     );
-    const caught = optionsErrorOf(() =>
-      createRouteResolver({
-        routes: {} as RouteStore,
-        refreshMs: 1.5,
-        maxRequestCostUsd: 0,
-        maxReservedShare: 2,
-        onError: 'log' as never,
-      }),
-    );
-    expect([caught.code, caught.owner]).toEqual(['invalid_options', 'createRouteResolver']);
-    expect(caught.message).toBe(
-      'createRouteResolver: routes must be a RouteStore (store.routes), got an object; maxRequestCostUsd ' +
-        'must be a finite number > 0, got 0; maxReservedShare must be a fraction in (0, 1], got 2; ' +
-        "refreshMs must be an integer in [0, 3600000], got 1.5; onError must be a function, got 'log'",
+    expectOptionsError(
+      () =>
+        createRouteResolver({
+          routes: {} as RouteStore,
+          refreshMs: 1.5,
+          maxRequestCostUsd: 0,
+          maxReservedShare: 2,
+          onError: 'log' as never,
+        }),
+      {
+        owner: 'createRouteResolver',
+        options: ['routes', 'maxRequestCostUsd', 'maxReservedShare', 'refreshMs', 'onError'],
+        message:
+          'createRouteResolver: routes must be a RouteStore (store.routes), got an object; maxRequestCostUsd ' +
+          'must be a finite number > 0, got 0; maxReservedShare must be a fraction in (0, 1], got 2; ' +
+          "refreshMs must be an integer in [0, 3600000], got 1.5; onError must be a function, got 'log'",
+      },
     );
   });
 }

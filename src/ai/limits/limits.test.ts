@@ -8,7 +8,7 @@ import { AiLimits, type RateRule, type SpendRule } from './limits.js';
 import { MemoryCounterStore } from './memory-counters.js';
 import { scopeKey } from './scope.js';
 import { readState, reserveStep, settleStep, spendWindowStart } from './spend.js';
-import { optionsErrorOf } from '../../../test/support/options.js';
+import { expectOptionsError } from '../../../test/support/options.js';
 
 const HOUR = 3_600_000;
 const PRICES = new PriceTable({ 'p/m': { inputPerMTok: 0, outputPerMTok: 1 } });
@@ -209,13 +209,12 @@ describe('AiLimits: its config', () => {
       ceilingMicroUsd: undefined,
       clock,
     };
-    const caught = optionsErrorOf(
-      () => new AiLimits({ ...config, keyPrefix: 1 as never, maxReservedShare: 0 }),
-    );
-    expect([caught.code, caught.owner]).toEqual(['invalid_options', 'AiLimits']);
-    expect(caught.message).toBe(
-      'AiLimits: keyPrefix must be a string, got 1; maxReservedShare must be a fraction in (0, 1], got 0',
-    );
+    expectOptionsError(() => new AiLimits({ ...config, keyPrefix: 1 as never, maxReservedShare: 0 }), {
+      owner: 'AiLimits',
+      options: ['keyPrefix', 'maxReservedShare'],
+      message:
+        'AiLimits: keyPrefix must be a string, got 1; maxReservedShare must be a fraction in (0, 1], got 0',
+    });
     expect(new AiLimits({ ...config, maxReservedShare: 1 }).empty).toBe(true);
   });
 });

@@ -12,7 +12,7 @@ import { PriceTable } from '../pricing.js';
 import { AiLimits, type RateRule, type SpendRule } from './limits.js';
 import { MemoryCounterStore } from './memory-counters.js';
 import { createRedisLimits, type RedisLimits } from './redis-limits.js';
-import { optionsErrorOf } from '../../../test/support/options.js';
+import { expectOptionsError } from '../../../test/support/options.js';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
@@ -165,20 +165,23 @@ describe('createRedisLimits when Redis is unreachable', () => {
     expect(() => createRedisLimits({ url: 'http://x' })).toThrow(
       new RangeError("createRedisLimits: url must be a redis:// or rediss:// URL, got 'http://x'"),
     );
-    const error = optionsErrorOf(() =>
-      createRedisLimits({
-        url: 'redis://127.0.0.1:1',
-        redis: {} as never,
-        keyPrefix: 1 as never,
-        timeoutMs: 0,
-        onError: 'log' as never,
-      }),
-    );
-    expect([error.code, error.owner]).toEqual(['invalid_options', 'createRedisLimits']);
-    expect(error.message).toBe(
-      'createRedisLimits: redis must be an ioredis client, got an object; keyPrefix must be a string, got 1; ' +
-        "timeoutMs must be an integer >= 1, got 0; onError must be a function, got 'log'; url and redis must " +
-        "be exactly one given, got ['url', 'redis']",
+    expectOptionsError(
+      () =>
+        createRedisLimits({
+          url: 'redis://127.0.0.1:1',
+          redis: {} as never,
+          keyPrefix: 1 as never,
+          timeoutMs: 0,
+          onError: 'log' as never,
+        }),
+      {
+        owner: 'createRedisLimits',
+        options: ['redis', 'keyPrefix', 'timeoutMs', 'onError', 'url and redis'],
+        message:
+          'createRedisLimits: redis must be an ioredis client, got an object; keyPrefix must be a string, got 1; ' +
+          "timeoutMs must be an integer >= 1, got 0; onError must be a function, got 'log'; url and redis must " +
+          "be exactly one given, got ['url', 'redis']",
+      },
     );
     const client = await unreachableRedis();
     try {
