@@ -34,6 +34,16 @@ async function start(): Promise<void> {
         handler: ({ recipient }) => Promise.resolve({ gift: `scarf for ${recipient}` }),
       }),
       resilientTool({
+        name: 'count',
+        description: 'Counts to two, reporting each step.',
+        inputSchema: {},
+        handler: async (_args, ctx) => {
+          await ctx.progress(1, 2, 'one');
+          await ctx.progress(2, 2, 'two');
+          return { counted: 2 };
+        },
+      }),
+      resilientTool({
         name: 'read_secret',
         description: 'Tells the secret.',
         inputSchema: {},
@@ -101,6 +111,7 @@ describe('MCP 2026-07-28 on /mcp, next to the 2025-11-25 sessions', () => {
     expect(ada.getNegotiatedProtocolVersion()).toBe('2026-07-28');
     expect((await ada.listTools()).tools.map((t) => t.name)).toEqual([
       'suggest',
+      'count',
       'read_secret',
       'deep_analysis',
       'get_job_status',
@@ -115,6 +126,21 @@ describe('MCP 2026-07-28 on /mcp, next to the 2025-11-25 sessions', () => {
     expect(viaV1.structuredContent).toEqual({ gift: 'scarf for dad' });
     // 2026-07-28 requests open no session.
     expect(gw.routes.server.sessionCount).toBe(1);
+  });
+
+  it('a tool’s progress reaches the caller on the request’s own stream', async () => {
+    await start();
+    const ada = await modern('ada');
+    const seen: unknown[] = [];
+    const counted = await ada.callTool(
+      { name: 'count', arguments: {} },
+      { onprogress: (progress) => seen.push(progress) },
+    );
+    expect(counted.structuredContent).toEqual({ counted: 2 });
+    expect(seen).toEqual([
+      { progress: 1, total: 2, message: 'one' },
+      { progress: 2, total: 2, message: 'two' },
+    ]);
   });
 
   it('a job tool answers with its job handle; the job is the caller’s, and a stranger cannot read it', async () => {
