@@ -192,6 +192,21 @@ describe('MCP 2026-07-28 on /mcp, next to the 2025-11-25 sessions', () => {
     expect(((await mismatch.json()) as { error: { code: number } }).error.code).toBe(-32020);
   });
 
+  it('after close, a 2026-07-28 request gets 503, as a session’s does', async () => {
+    await start();
+    await gw.routes.server.close();
+    const response = await post(
+      'ada',
+      { jsonrpc: '2.0', id: 5, method: 'tools/list', params: { _meta: envelope } },
+      { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+    );
+    expect(response.status).toBe(503);
+    expect(((await response.json()) as { error: unknown }).error).toEqual({
+      code: -32000,
+      message: 'The server is shutting down; reconnect shortly.',
+    });
+  });
+
   it('an unknown tool is a JSON-RPC invalid-params error, as on the 2025 path', async () => {
     await start();
     const response = await post(

@@ -303,6 +303,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     onError: (error) => config.onError?.(error, {}),
   });
 
+  let closed = false;
   return {
     tools,
     taskStore,
@@ -310,6 +311,8 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       return table.size;
     },
     async handle(req, res, body) {
+      // After close, the session table answers every request (503), whatever its revision.
+      if (closed) return table.handle(req, res, body);
       let isModern: boolean;
       try {
         isModern = await modern.accepts(req, body);
@@ -329,6 +332,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       }
     },
     async close() {
+      closed = true;
       await Promise.all([table.close(), modern.close()]);
     },
   };
