@@ -140,7 +140,7 @@ export function giftGeniusTools(
       deadlineMs,
       title: 'Start a deep gift analysis',
       description:
-        'Starts a longer analysis (four steps, about a few seconds) and answers at once with a job_id. Follow it with get_job_status; draft gifts appear as partial results before the final list.',
+        'Starts a longer analysis (four steps, about a few seconds) as a background job and answers with its job_id. Follow it with get_job_status; draft gifts appear as partial results before the final list. A client that asks for progress gets the steps as they run, and the final list itself when the analysis ends within the call.',
       inputSchema: suggestInput,
       jobType: DEEP_ANALYSIS_JOB,
     }),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { BreakwaterError, defineOptions, invalidOption, o, type Clock } from '../core/index.js';
 import { callerPrincipal, jobPaths, jobVisibleTo, type EnqueueOptions, type Jobs } from '../jobs/index.js';
 import type { JobEvent, JobRecord, JobStore } from '../store/index.js';
-import { jobErrorInfo, successResult } from './results.js';
+import { jobErrorInfo, jobErrorResult, successResult } from './results.js';
 import {
   resilientTool,
   TOOL_BASE_SHAPE,
@@ -32,12 +32,24 @@ export interface JobToolDefinition<I extends ToolInput> extends ToolBaseDefiniti
 
 /**
  * Defines a tool whose work runs as a job (see docs/jobs.md). A call enqueues the job and answers at once
- * with `{ job_id, status, status_url, events_url, message }` (URLs under the server's `publicUrl`:
- * `/jobs/:id` and `/jobs/:id/events`); the model follows it with `get_job_status` and `cancel_job`. When
- * the caller sent a `progressToken`, the job's progress is forwarded as `notifications/progress`.
+ * with the job's handle `{ job_id, status, status_url, events_url, message }` (URLs under the server's
+ * `publicUrl`: `/jobs/:id` and `/jobs/:id/events`); the model follows it with `get_job_status` and
+ * `cancel_job`. The enqueue runs under the tool's deadline (default 10 s) like any resilient tool.
+ *
+ * A plain call (no task) that carries `_meta.progressToken` waits instead: the job's progress is forwarded
+ * as `notifications/progress` on the call's own stream, and the call answers at the first of
+ * - the job's end: its result as a tool result (`toResult`, `toText`: what `tasks/result` gives), or, failed
+ *   or canceled, the error result `get_job_status` shows;
+ * - the call's deadline (the tool's `deadlineMs` from the start of the call, or the request's deadline when
+ *   sooner): the handle, whose `message` says the job is still running and how to follow it. The job goes
+ *   on; its progress is no longer forwarded (a progress token is bound to its request).
+ * A cancel of the call (`notifications/cancelled`, the session closing) ends the wait, never the job. The
+ * wait is not an option: the token is the client's request for progress, which MCP lets a server send only
+ * while the request is open, and a client that wants the handle at once sends no token.
+ *
  * The tool is listed with `execution.taskSupport: 'optional'`: a client may also call it as an MCP task,
- * whose id is the job id and whose result (`tasks/result`) is the job's result as a tool result.
- * The enqueue itself runs under the tool's deadline (default 10 s) like any resilient tool.
+ * whose id is the job id and whose result (`tasks/result`) is the job's result as a tool result; a task's
+ * progress is forwarded until the job ends.
  *
  * @throws OptionsError (`RangeError`, `invalid_options`, owner `jobTool`) at definition, naming every bad
  *   option: name, description, deadline, schema, `jobType`, `enqueueOptions` or a callback.
@@ -130,15 +142,18 @@ export async function enqueueFor(deps: JobToolDeps, tool: JobTool, args: unknown
   return job;
 }
 
-/** The answer of a job tool call: the job's handle. */
-export function jobHandle(deps: JobToolDeps, job: JobRecord): Record<string, unknown> {
+/**
+ * The answer of a job tool call: the job's handle. `waited`: the call waited for the job until its deadline
+ * (see {@link jobTool}), so the message says the job is still running.
+ */
+export function jobHandle(deps: JobToolDeps, job: JobRecord, waited = false): Record<string, unknown> {
   const finished = job.status === 'completed' || job.status === 'failed' || job.status === 'canceled';
   return {
     job_id: job.id,
     status: job.status,
     status_url: deps.urls.status(job.id),
     events_url: deps.urls.events(job.id),
-    message: jobMessage(job.id, finished),
+    message: waited && !finished ? stillRunningMessage(job.id) : jobMessage(job.id, finished),
   };
 }
 
@@ -150,6 +165,11 @@ export function jobMessage(id: string, finished: boolean): string {
   return finished
     ? `This work was already done as job ${id}; call get_job_status with its job_id for the outcome.`
     : `Started job ${id}; it runs in the background. Call get_job_status with its job_id to see progress and the result, or cancel_job to stop it.`;
+}
+
+/** The sentence of a handle given after the call waited for the job until its deadline. */
+export function stillRunningMessage(id: string): string {
+  return `Job ${id} is still running; it goes on in the background. Call get_job_status with its job_id to see progress and the result, or cancel_job to stop it.`;
 }
 
 /**
@@ -172,6 +192,17 @@ export function jobResultValue(deps: JobToolDeps, job: JobRecord): unknown {
 export function completedResult(deps: JobToolDeps, job: JobRecord): ToolResult {
   const value = jobResultValue(deps, job);
   return successResult(value, deps.byType.get(job.type)?.toText?.(value as never));
+}
+
+/**
+ * The tool result of a finished job: {@link completedResult} when completed, the error result `get_job_status`
+ * shows when failed or canceled (`jobErrorResult`, read at the deps' clock's now); undefined while it runs.
+ */
+export function finishedResult(deps: JobToolDeps, job: JobRecord): ToolResult | undefined {
+  if (job.status === 'completed') return completedResult(deps, job);
+  if (job.status === 'failed' || job.status === 'canceled')
+    return jobErrorResult(job.error, job.status, deps.clock.now());
+  return undefined;
 }
 
 /** Most partial results `get_job_status` returns (the latest ones). */

@@ -1,7 +1,6 @@
 import {
   CallToolResultSchema,
   CreateTaskResultSchema,
-  ProgressNotificationSchema,
   type McpError,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -92,45 +91,23 @@ describe('job tools', () => {
       'The job had already finished (canceled); nothing was canceled.',
     );
   });
-
-  it('forwards job progress of a plain call as increasing notifications/progress with its token', async () => {
-    await f.tc.standaloneStream;
-    const seen: Record<string, unknown>[] = [];
-    const last = gate();
-    // The SDK client forgets a token once its call returned, so listen to the raw notifications.
-    f.tc.client.setNotificationHandler(ProgressNotificationSchema, (n) => {
-      seen.push(n.params);
-      if (n.params.progress === 4) last.open();
-    });
-    const result = await f.tc.client.callTool(
-      { name: 'deep_analysis', arguments: { recipient: 'sis' } },
-      undefined,
-      {
-        onprogress: () => undefined,
-      },
-    );
-    jobIdOf(result);
-    await f.started.promise;
-    f.release.open();
-    await last.promise;
-    const token = seen[0]!['progressToken'];
-    expect(seen).toEqual([
-      { progressToken: token, progress: 1, total: 4, message: 'reading the catalog' },
-      { progressToken: token, progress: 3, total: 4, message: 'ranking' },
-      { progressToken: token, progress: 4, total: 4, message: 'done' },
-    ]);
-  });
 });
 
-describe('progress bridge lifetime', () => {
+describe('progress bridge lifetime (tasks; a plain call waits instead, see job-wait.test.ts)', () => {
+  /** Calls deep_analysis as a task with an `onprogress`, so its progress is followed. */
+  async function startTask(recipient: string): Promise<string> {
+    const created = await f.tc.client.request(
+      { method: 'tools/call', params: { name: 'deep_analysis', arguments: { recipient } } },
+      CreateTaskResultSchema,
+      { task: {}, onprogress: () => undefined },
+    );
+    return created.task.taskId;
+  }
+
   it('ends with the session: the job subscription is disposed when the client terminates it', async () => {
     await f.tc.standaloneStream;
     const baseline = f.gw.activeSubscriptions();
-    jobIdOf(
-      await f.tc.client.callTool({ name: 'deep_analysis', arguments: { recipient: 'x' } }, undefined, {
-        onprogress: () => undefined,
-      }),
-    );
+    await startTask('x');
     await f.started.promise;
     const running = f.gw.activeSubscriptions();
     expect(running).toBeGreaterThan(baseline);
@@ -141,11 +118,7 @@ describe('progress bridge lifetime', () => {
   it('ends with the job: nothing stays subscribed after the terminal event', async () => {
     await f.tc.standaloneStream;
     const baseline = f.gw.activeSubscriptions();
-    const id = jobIdOf(
-      await f.tc.client.callTool({ name: 'deep_analysis', arguments: { recipient: 'y' } }, undefined, {
-        onprogress: () => undefined,
-      }),
-    );
+    const id = await startTask('y');
     await f.started.promise;
     f.release.open();
     await waitForStatus(f, id, 'completed');

@@ -51,20 +51,32 @@ async function start(): Promise<void> {
         handler: () => Promise.resolve('the secret is 42'),
       }),
       jobTool({
+        name: 'quick_analysis',
+        description: 'Analyses gift ideas in two steps.',
+        inputSchema: {},
+        jobType: 'quick',
+      }),
+      jobTool({
         name: 'deep_analysis',
         description: 'Analyses gift ideas in the background.',
         inputSchema: { recipient: z.string() },
         jobType: 'analysis',
       }),
     ],
-    defineJobs: (jobs) =>
+    defineJobs: (jobs) => {
+      jobs.defineJob('quick', async ({ progress }) => {
+        await progress(1, 2, 'reading');
+        await progress(2, 2, 'ranking');
+        return { gifts: ['mug'] };
+      });
       jobs.defineJob('analysis', async ({ signal }) => {
         await Promise.race([
           release.promise,
           new Promise((resolve) => signal.addEventListener('abort', resolve)),
         ]);
         return { gifts: ['scarf'] };
-      }),
+      });
+    },
   });
 }
 
@@ -113,6 +125,7 @@ describe('MCP 2026-07-28 on /mcp, next to the 2025-11-25 sessions', () => {
       'suggest',
       'count',
       'read_secret',
+      'quick_analysis',
       'deep_analysis',
       'get_job_status',
       'cancel_job',
@@ -140,6 +153,21 @@ describe('MCP 2026-07-28 on /mcp, next to the 2025-11-25 sessions', () => {
     expect(seen).toEqual([
       { progress: 1, total: 2, message: 'one' },
       { progress: 2, total: 2, message: 'two' },
+    ]);
+  });
+
+  it('a job tool called with a progress token forwards the job’s progress and answers with its result', async () => {
+    await start();
+    const ada = await modern('ada');
+    const seen: unknown[] = [];
+    const answered = await ada.callTool(
+      { name: 'quick_analysis', arguments: {} },
+      { onprogress: (progress) => seen.push(progress) },
+    );
+    expect(answered.structuredContent).toEqual({ gifts: ['mug'] });
+    expect(seen).toEqual([
+      { progress: 1, total: 2, message: 'reading' },
+      { progress: 2, total: 2, message: 'ranking' },
     ]);
   });
 

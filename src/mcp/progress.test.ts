@@ -3,7 +3,8 @@ import { FakeClock } from '../core/index.js';
 import { createJobs, type Jobs } from '../jobs/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { type JobStore } from '../store/index.js';
-import { forwardJobProgress } from './progress.js';
+import { forwardJobProgress, waitForJob } from './progress.js';
+import type { ProgressParams } from './run.js';
 import { gate } from './test-support.js';
 import type { TaskInfo } from './types.js';
 
@@ -133,5 +134,102 @@ describe('forwardJobProgress', () => {
     await flush();
     expect(sent.map(([, p]) => p['progress'])).toEqual([3, 4]);
     expect(silent).toEqual([]);
+  });
+});
+
+describe('waitForJob', () => {
+  /** `jobs` with its subscriptions counted: open until disposed or ended by themselves. */
+  function counted(): { jobs: Jobs; open: () => number } {
+    let open = 0;
+    const subscribe: Jobs['subscribe'] = (jobId, fromSeq, listener, callbacks) => {
+      let closed = false;
+      const close = (): void => {
+        if (!closed) open--;
+        closed = true;
+      };
+      open++;
+      const subscription = jobs.subscribe(jobId, fromSeq, listener, {
+        ...callbacks,
+        onEnd: (error) => {
+          close();
+          callbacks?.onEnd?.(error);
+        },
+      });
+      return {
+        dispose() {
+          close();
+          subscription.dispose();
+        },
+      };
+    };
+    return { jobs: { ...jobs, subscribe }, open: () => open };
+  }
+
+  function scope(signal = new AbortController().signal) {
+    const sent: ProgressParams[] = [];
+    return {
+      sent,
+      scope: {
+        signal,
+        progressToken: 'tok',
+        sendProgress: async (params: ProgressParams) => {
+          sent.push(params);
+        },
+      },
+    };
+  }
+
+  it('forwards increasing progress without the token, every send before it ends with the job', async () => {
+    const id = await jobs.enqueue('steps', {});
+    const { sent, scope: s } = scope();
+    const c = counted();
+    const end = waitForJob({ jobs: c.jobs, jobId: id, clock, until: clock.now() + 1_000, scope: s });
+    await flush();
+    expect(c.open()).toBe(1);
+    middle.open();
+    expect(await end).toBe('ended');
+    expect(sent).toEqual([
+      { progress: 1, total: 4, message: 'one' },
+      { progress: 3, total: 4 },
+      { progress: 4, total: 4, message: 'four' },
+    ]);
+    expect(c.open()).toBe(0);
+  });
+
+  it('ends at `until` and lets go of the job, which goes on', async () => {
+    const id = await jobs.enqueue('steps', {});
+    const { sent, scope: s } = scope();
+    const c = counted();
+    let end: string | undefined;
+    void waitForJob({ jobs: c.jobs, jobId: id, clock, until: clock.now() + 1_000, scope: s }).then(
+      (e) => (end = e),
+    );
+    await flush();
+    await clock.tickAsync(999);
+    expect(end).toBeUndefined();
+    await clock.tickAsync(1);
+    expect(end).toBe('deadline');
+    expect(c.open()).toBe(0);
+    middle.open();
+    await flush();
+    expect((await jobs.get(id))?.status).toBe('completed');
+    expect(sent).toEqual([{ progress: 1, total: 4, message: 'one' }]);
+  });
+
+  it('ends when the signal aborts, or at once when it already has, and lets go of the job', async () => {
+    const id = await jobs.enqueue('steps', {});
+    const controller = new AbortController();
+    const { scope: s } = scope(controller.signal);
+    const c = counted();
+    const end = waitForJob({ jobs: c.jobs, jobId: id, clock, until: clock.now() + 1_000, scope: s });
+    await flush();
+    expect(c.open()).toBe(1);
+    controller.abort();
+    expect(await end).toBe('aborted');
+    expect(c.open()).toBe(0);
+    const before = waitForJob({ jobs: c.jobs, jobId: id, clock, until: clock.now() + 1_000, scope: s });
+    expect(await before).toBe('aborted');
+    expect(c.open()).toBe(0);
+    expect((await jobs.get(id))?.status).toBe('in_progress');
   });
 });

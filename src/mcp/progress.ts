@@ -1,5 +1,6 @@
-import type { Disposable } from '../core/index.js';
+import type { Clock, Disposable } from '../core/index.js';
 import type { Jobs, ProgressPayload } from '../jobs/index.js';
+import type { CallScope, ProgressParams } from './run.js';
 import { RELATED_TASK_META, type TaskInfo } from './types.js';
 
 /** Options of {@link forwardJobProgress}. */
@@ -89,4 +90,64 @@ export function forwardJobProgress(options: ForwardOptions): Disposable {
       subscription.dispose();
     },
   };
+}
+
+/** Options of {@link waitForJob}. */
+export interface WaitOptions {
+  jobs: Jobs;
+  jobId: string;
+  /** The clock `until` is read on (the server's). */
+  clock: Clock;
+  /** When the wait gives up: absolute ms since the epoch on `clock`. */
+  until: number;
+  /**
+   * The waiting request: its `signal` ends the wait, its `progressToken` (required: without one there is
+   * nothing to forward and no reason to wait) and `sendProgress` carry the job's progress on its stream.
+   */
+  scope: Pick<CallScope, 'signal' | 'progressToken' | 'sendProgress'>;
+}
+
+/**
+ * How {@link waitForJob} ended: `ended` after the job's terminal event (or when the job's events could not be
+ * followed: read the job to know which), `deadline` when `until` came first, `aborted` when the request's
+ * signal aborted first.
+ */
+export type WaitEnd = 'ended' | 'deadline' | 'aborted';
+
+/**
+ * Waits, inside one request, for a job to end: forwards its `job.progress` events as `notifications/progress`
+ * through `scope.sendProgress` (as {@link forwardJobProgress} does: increasing steps only, in order, every
+ * send done before the wait ends `ended`), and settles at the first of the job's terminal event, `until`
+ * (one timer on `clock`) and the abort of `scope.signal`. The job is never touched: a deadline or an abort
+ * ends the wait, not the job. The job subscription, the timer and the abort listener are released on every
+ * path. Never rejects.
+ */
+export function waitForJob(options: WaitOptions): Promise<WaitEnd> {
+  const { clock, scope } = options;
+  return new Promise<WaitEnd>((resolve) => {
+    if (scope.signal.aborted) return resolve('aborted');
+    let done = false;
+    // Called only from a timer, an abort event or the forwarder's end: never before all three are set.
+    const finish = (end: WaitEnd): void => {
+      if (done) return;
+      done = true;
+      clock.clearTimeout(timer);
+      scope.signal.removeEventListener('abort', onAbort);
+      forwarder.dispose();
+      resolve(end);
+    };
+    const onAbort = (): void => finish('aborted');
+    const timer = clock.setTimeout(() => finish('deadline'), options.until - clock.now());
+    scope.signal.addEventListener('abort', onAbort);
+    const forwarder = forwardJobProgress({
+      jobs: options.jobs,
+      jobId: options.jobId,
+      progressToken: scope.progressToken,
+      // The request's sender adds its own token.
+      send: async (_method, { progressToken: _token, ...params }) => {
+        await scope.sendProgress(params as unknown as ProgressParams);
+      },
+      onEnd: () => finish('ended'),
+    });
+  });
 }

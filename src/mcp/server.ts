@@ -1,9 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { BreakwaterError, Log, PrincipalContext, type Disposable, type Principal } from '../core/index.js';
+import {
+  BreakwaterError,
+  Deadline,
+  Log,
+  PrincipalContext,
+  type Disposable,
+  type Principal,
+} from '../core/index.js';
 import { callerPrincipal } from '../jobs/index.js';
+import type { JobRecord } from '../store/index.js';
 import {
   cancelJobTool,
   enqueueFor,
+  finishedResult,
   getJobStatusTool,
   jobHandle,
   jobMessage,
@@ -11,7 +20,7 @@ import {
   type JobToolDeps,
 } from './job-tools.js';
 import { summarizeResult, summarizeTask, ToolCallObserver } from './observe.js';
-import { forwardJobProgress } from './progress.js';
+import { forwardJobProgress, waitForJob } from './progress.js';
 import { errorResult, successResult, toolErrorInfo } from './results.js';
 import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
 import { openSdkSession, type SdkHandlers, type SdkSession, type SdkToolCall } from './sdk.js';
@@ -119,18 +128,34 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     return finish(tool, scope, settled, (value) => successResult(value, tool.toText?.(value as never)));
   }
 
-  async function callJob(
-    tool: JobTool,
-    call: SdkToolCall,
-    scope: CallScope,
-    session: Session | undefined,
-  ): Promise<ToolResult> {
+  /**
+   * A plain call of a job tool: enqueues the job under the tool's deadline and answers with its handle; with a
+   * progress token, first waits for the job until the call's deadline (see `jobTool`).
+   */
+  async function callJob(tool: JobTool, call: SdkToolCall, scope: CallScope): Promise<ToolResult> {
+    // The call's deadline: the tool's from now, or the request's when that is sooner.
+    const until = clock.now() + Math.min(tool.deadlineMs, Deadline.remaining());
     const parsed = await parseArgs(tool, call.arguments);
     if (!parsed.ok) return invalidArguments(parsed.problems);
     const settled = await runUnderDeadline(tool, scope, clock, () => enqueueFor(deps!, tool, parsed.value));
-    // A stateless request has no stream to carry progress once it is answered.
-    if (settled.ok && session !== undefined) follow(session, settled.value.id, call, undefined);
-    return finish(tool, scope, settled, (job) => successResult(jobHandle(deps!, job)));
+    if (!settled.ok || scope.progressToken === undefined)
+      return finish(tool, scope, settled, (job) => successResult(jobHandle(deps!, job)));
+    const job = settled.value;
+    await waitForJob({ jobs: deps!.jobs, jobId: job.id, clock, until, scope });
+    let latest: JobRecord = job;
+    try {
+      latest = (await deps!.jobs.get(job.id)) ?? job;
+    } catch (error) {
+      // The job was enqueued: its handle is still the honest answer.
+      report(error, { tool: tool.name, correlationId: scope.correlationId });
+    }
+    // A job that ended just as the deadline came still answers with its outcome.
+    return finish(
+      tool,
+      scope,
+      { ok: true, value: latest },
+      (current) => finishedResult(deps!, current) ?? successResult(jobHandle(deps!, current, true)),
+    );
   }
 
   async function startTask(
@@ -154,7 +179,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       throw new McpProtocolError(RPC.internalError, info.message, { error: info });
     }
     const task = settled.value;
-    follow(session, task.taskId, call, task.taskId);
+    follow(session, task.taskId, call);
     // Spec 2025-11-25: a host may show the model this sentence while the task runs.
     return {
       task,
@@ -162,19 +187,18 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     };
   }
 
-  /** Forwards the job's progress (and, for a task, its final status) to the session until the job ends. */
-  function follow(session: Session, jobId: string, call: SdkToolCall, taskId: string | undefined): void {
-    if (call.progressToken === undefined && taskId === undefined) return;
+  /**
+   * Forwards a task's progress and final status to the session (its standalone stream) until its job ends or
+   * the session closes.
+   */
+  function follow(session: Session, taskId: string, call: SdkToolCall): void {
     const forwarder: Disposable = forwardJobProgress({
       jobs: deps!.jobs,
-      jobId,
+      jobId: taskId,
       progressToken: call.progressToken,
       taskId,
       send: (method, params) => session.sdk.notify(method, params),
-      finalTask:
-        taskId === undefined
-          ? undefined
-          : () => PrincipalContext.run(session.principal, () => taskStore!.getTask(taskId)),
+      finalTask: () => PrincipalContext.run(session.principal, () => taskStore!.getTask(taskId)),
       onEnd: () => session.forwarders.delete(forwarder),
     });
     session.forwarders.add(forwarder);
@@ -269,7 +293,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       tool,
       scope,
       call.headers,
-      () => (tool.kind === 'job' ? callJob(tool, call, scope, session) : callSync(tool, call, scope)),
+      () => (tool.kind === 'job' ? callJob(tool, call, scope) : callSync(tool, call, scope)),
       summarizeResult,
     );
   }

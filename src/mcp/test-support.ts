@@ -42,6 +42,8 @@ export interface GatewayOptions {
   /** Start the worker (default true). */
   startWorker?: boolean;
   server?: Partial<McpServerOptions>;
+  /** Configures the app before the MCP routes are added (a hook, say). */
+  configure?: (app: FastifyInstance) => void;
 }
 
 /**
@@ -57,6 +59,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   if (options.startWorker ?? true) jobs.start();
   const app = Fastify();
   principalFromHeader(app);
+  options.configure?.(app);
   const routes = mcpRoutes({
     name: 'breakwater-test',
     version: '0.0.1',

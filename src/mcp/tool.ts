@@ -68,7 +68,7 @@ export interface SyncTool extends ToolBase {
   readonly toText?: (result: never) => string;
 }
 
-/** A tool that starts a job and answers at once (made by `jobTool`). */
+/** A tool that starts a job and answers with its handle, or waits for it (made by `jobTool`). */
 export interface JobTool extends ToolBase {
   readonly kind: 'job';
   readonly jobType: string;
