@@ -83,7 +83,8 @@ export interface BreakwaterMcpServer {
   readonly sessionCount: number;
   /**
    * Answers one HTTP request to the MCP endpoint (Streamable HTTP, MCP 2025-11-25 "Transports") on the raw
-   * Node objects, with the body already parsed (POST). Never rejects: a failure is answered as a JSON-RPC
+   * Node objects, with the body already parsed (POST): a request of the 2026-07-28 revision (its `_meta`
+   * envelope) statelessly, any other through the sessions. Never rejects: a failure is answered as a JSON-RPC
    * error (or, once streaming began, by closing the response).
    */
   handle(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void>;

@@ -45,7 +45,7 @@ const parseOptions = defineOptions<McpRoutesOptions>()('mcpRoutes', {
 
 /**
  * The MCP endpoint as Fastify routes: `POST`, `GET` and `DELETE` on `path` (Streamable HTTP, MCP
- * 2025-11-25), handed to the server on the raw Node request and response (`reply.hijack()`; the POST body
+ * 2025-11-25 with sessions and 2026-07-28 stateless, see the server's `handle`), handed to the server on the raw Node request and response (`reply.hijack()`; the POST body
  * as Fastify parsed it), under `PrincipalContext` with the caller the HTTP edge admitted (`request.principal`;
  * see jobs' `callerPrincipal` for a host without the edge): sessions, tasks and job tools belong to it (see
  * `sessions.ts`, `task-store.ts`). Bodies Fastify cannot read are answered as JSON-RPC errors: invalid JSON → 400

@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { BreakwaterError, Deadline, Log, PrincipalContext, type Disposable } from '../core/index.js';
+import {
+  BreakwaterError,
+  Deadline,
+  Log,
+  PrincipalContext,
+  type Disposable,
+  type Principal,
+} from '../core/index.js';
+import { callerPrincipal } from '../jobs/index.js';
 import type { JobRecord } from '../store/index.js';
 import {
   cancelJobTool,
@@ -16,6 +24,7 @@ import { forwardJobProgress, waitForJob } from './progress.js';
 import { errorResult, successResult, toolErrorInfo } from './results.js';
 import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
 import { openSdkSession, type SdkHandlers, type SdkSession, type SdkToolCall } from './sdk.js';
+import { createModernEndpoint, type ModernHandlers } from './sdk-v2.js';
 import { isTerminalTask, JobTaskStore } from './task-store.js';
 import { parseArgs, type JobTool, type McpTool, type SyncTool } from './tool.js';
 import {
@@ -38,7 +47,8 @@ export type { BreakwaterMcpServer, McpServerOptions };
 /**
  * Creates the gateway's MCP server: tools that never fail with a protocol error (see `resilientTool`), job
  * tools with `get_job_status` and `cancel_job`, MCP tasks on the durable job store (see `task-store.ts`), and
- * Streamable HTTP sessions (one SDK server and transport per `mcp-session-id`). Mount it with `mcpRoutes`.
+ * Streamable HTTP sessions (one SDK server and transport per `mcp-session-id`) for the 2025 revisions, and the
+ * stateless 2026-07-28 revision for tools (see `sdk-v2.ts`). Mount it with `mcpRoutes`.
  *
  * Every tool call runs in a `tool <name>` span (child of the active span, else of the `traceparent` the
  * client sent) and a `LogContext` with its `correlation_id` and `tool`, logged when it starts and ends
@@ -243,7 +253,21 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     };
   };
 
-  async function callTool(session: Session, call: SdkToolCall): Promise<ToolResult | CreateTaskAnswer> {
+  /**
+   * The handlers of one 2026-07-28 request (stateless: no session, no tasks), bound to the principal the HTTP
+   * edge admitted for it, exactly as a session's are bound to the principal that initialized it.
+   */
+  const modernHandlersFor = (principal: Principal): ModernHandlers => ({
+    listTools: () => listings,
+    callTool: (call) =>
+      PrincipalContext.run(principal, () => callTool(undefined, call) as Promise<ToolResult>),
+  });
+
+  /** One `tools/call`; `session` is undefined on the stateless path, where `call.task` is never set. */
+  async function callTool(
+    session: Session | undefined,
+    call: SdkToolCall,
+  ): Promise<ToolResult | CreateTaskAnswer> {
     const tool = byName.get(call.name);
     if (tool === undefined) throw new McpProtocolError(RPC.invalidParams, `Unknown tool: ${call.name}`);
     const progressToken = call.progressToken;
@@ -253,7 +277,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       progressToken,
       sendProgress: (params) => call.notify('notifications/progress', { ...params, progressToken }),
     };
-    if (call.task !== undefined) {
+    if (call.task !== undefined && session !== undefined) {
       // Spec 2025-11-25: a task-augmented call of a tool without task support is "method not found".
       if (tool.kind !== 'job')
         throw new McpProtocolError(RPC.methodNotFound, `Tool ${tool.name} does not run as a task.`);
@@ -296,14 +320,45 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     },
   });
 
+  const modern = createModernEndpoint({
+    name,
+    version,
+    instructions: config.instructions,
+    onError: (error) => config.onError?.(error, {}),
+  });
+
+  let closed = false;
   return {
     tools,
     taskStore,
     get sessionCount() {
       return table.size;
     },
-    handle: (req, res, body) => table.handle(req, res, body),
-    close: () => table.close(),
+    async handle(req, res, body) {
+      // After close, the session table answers every request (503), whatever its revision.
+      if (closed) return table.handle(req, res, body);
+      let isModern: boolean;
+      try {
+        isModern = await modern.accepts(req, body);
+      } catch {
+        isModern = false; // not classifiable as 2026-07-28: the session table answers it
+      }
+      if (!isModern) return table.handle(req, res, body);
+      try {
+        await modern.handle(req, res, body, modernHandlersFor(callerPrincipal()));
+      } catch {
+        if (!res.headersSent) {
+          res.writeHead(500, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }),
+          );
+        } else res.destroy();
+      }
+    },
+    async close() {
+      closed = true;
+      await Promise.all([table.close(), modern.close()]);
+    },
   };
 }
 

@@ -15,7 +15,16 @@ const run = promisify(execFile);
 const scratch = mkdtempSync(join(tmpdir(), 'breakwater-loads-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-const HEAVY = ['fastify', 'pg', 'ioredis', 'better-sqlite3', '@modelcontextprotocol/sdk', 'undici'];
+const HEAVY = [
+  'fastify',
+  'pg',
+  'ioredis',
+  'better-sqlite3',
+  '@modelcontextprotocol/sdk',
+  '@modelcontextprotocol/server',
+  '@modelcontextprotocol/node',
+  'undici',
+];
 const DRIVERS = ['pg', 'ioredis', 'better-sqlite3'];
 
 /** The npm packages a child process resolved while running `script` (ESM, top-level await allowed). */

@@ -1,0 +1,132 @@
+/**
+ * The adapter to the MCP TypeScript SDK's v2 line (`@modelcontextprotocol/server`, `/node`): the only file
+ * of mcp/ that imports it. It serves the 2026-07-28 revision of the protocol (stateless: no session, each
+ * request carries its version and capabilities in `_meta`; `server/discover`; the `Mcp-Method`/`Mcp-Name`
+ * header checks; `resultType` on every result) through the SDK's `createMcpHandler`, created with
+ * `legacy: 'reject'`: requests of the 2025 revisions stay with the session-keeping transport of `sdk.ts`,
+ * and {@link ModernEndpoint.accepts} (the SDK's own routing predicate) tells the two apart.
+ *
+ * The handler checks neither `Host`/`Origin` nor a token: the HTTP edge in front of `/mcp` does. The SDK calls
+ * a server factory once per request; here it builds a low-level `Server` over the request's own
+ * {@link ModernHandlers} (bound by the caller to the request's principal), handed through the SDK's
+ * pass-through `authInfo`, so nothing of one request is reachable from another.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  ProtocolError,
+  Server,
+  type AuthInfo,
+  type CallToolResult,
+  type McpRequestContext,
+} from '@modelcontextprotocol/server';
+import type { SdkToolCall } from './sdk.js';
+import { McpProtocolError, type ToolListing, type ToolResult } from './types.js';
+
+/** What one 2026-07-28 request may ask of mcp/: tools (no tasks: a job tool answers with its job's handle). */
+export interface ModernHandlers {
+  listTools(): readonly ToolListing[];
+  /** `call.task` is always undefined on this path. */
+  callTool(call: SdkToolCall): Promise<ToolResult>;
+}
+
+/** Options of {@link createModernEndpoint}. */
+export interface ModernEndpointOptions {
+  name: string;
+  version: string;
+  instructions?: string;
+  /** Out-of-band errors and requests the SDK refused (reporting only; the answer is already given). */
+  onError?(error: Error): void;
+}
+
+/** The 2026-07-28 side of the MCP endpoint. */
+export interface ModernEndpoint {
+  /**
+   * True when the SDK routes this request to the 2026-07-28 path: a POST carrying the per-request `_meta`
+   * envelope claim, or naming a modern revision in `MCP-Protocol-Version` (malformed ones included: this
+   * path owns their errors). False for `initialize`, GET, DELETE and everything else of the 2025 revisions.
+   */
+  accepts(req: IncomingMessage, body: unknown): Promise<boolean>;
+  /** Answers one request {@link accepts} took, with `handlers` serving it. Never rejects. */
+  handle(req: IncomingMessage, res: ServerResponse, body: unknown, handlers: ModernHandlers): Promise<void>;
+  /** Aborts the requests in flight on this path. */
+  close(): Promise<void>;
+}
+
+/** The key under `authInfo.extra` that carries a request's {@link ModernHandlers} to the server factory. */
+const HANDLERS = Symbol('breakwater.mcp.handlers');
+
+/** Creates the 2026-07-28 endpoint (one SDK handler; a `Server` per request). */
+export function createModernEndpoint(options: ModernEndpointOptions): ModernEndpoint {
+  const factory = (context: McpRequestContext): Server => {
+    const handlers = (context.authInfo?.extra as { [HANDLERS]?: ModernHandlers } | undefined)?.[HANDLERS];
+    // Every request reaches the factory through `handle`, which always sets them.
+    if (handlers === undefined) throw new Error('mcp: a 2026-07-28 request without its handlers');
+    return modernServer(options, handlers);
+  };
+  const handler = createMcpHandler(factory, {
+    legacy: 'reject',
+    onerror: (error) => options.onError?.(error),
+  });
+  return {
+    async accepts(req, body) {
+      if (req.method !== 'POST') return false;
+      return !(await isLegacyRequest(await toWebRequest(req, body), body));
+    },
+    async handle(req, res, body, handlers) {
+      const authInfo: AuthInfo = { token: '', clientId: '', scopes: [], extra: { [HANDLERS]: handlers } };
+      const serve = toNodeHandler(
+        { fetch: (request, requestOptions) => handler.fetch(request, { ...requestOptions, authInfo }) },
+        { onerror: (error) => options.onError?.(error) },
+      );
+      await serve(req, res, body);
+    },
+    close: () => handler.close(),
+  };
+}
+
+/** One request's `Server`: `tools/list` and `tools/call` over `handlers`. */
+function modernServer(options: ModernEndpointOptions, handlers: ModernHandlers): Server {
+  const server = new Server(
+    { name: options.name, version: options.version },
+    { capabilities: { tools: { listChanged: false } }, instructions: options.instructions },
+  );
+  server.setRequestHandler('tools/list', () => ({ tools: [...handlers.listTools()] }));
+  server.setRequestHandler('tools/call', async (request, ctx) => {
+    const params = request.params;
+    const call: SdkToolCall = {
+      name: params.name,
+      arguments: params.arguments,
+      requestId: ctx.mcpReq.id,
+      progressToken: params._meta?.progressToken,
+      task: undefined,
+      signal: ctx.mcpReq.signal,
+      headers: headersOf(ctx.http?.req),
+      notify: (method, notificationParams) => ctx.mcpReq.notify({ method, params: notificationParams }),
+    };
+    const result = await protocolErrors(() => handlers.callTool(call));
+    return server.projectCallToolResult(result as CallToolResult, undefined);
+  });
+  return server;
+}
+
+/** The request's headers as Node shows them (lower-case names). */
+function headersOf(request: Request | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  request?.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  return headers;
+}
+
+/** Runs `fn`, turning our {@link McpProtocolError} into the SDK's JSON-RPC error. */
+async function protocolErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof McpProtocolError) throw new ProtocolError(error.rpcCode, error.message, error.data);
+    throw error;
+  }
+}
