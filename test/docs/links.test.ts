@@ -35,7 +35,7 @@ function walk(path: string, out: string[]): void {
     return;
   }
   for (const entry of readdirSync(full, { withFileTypes: true })) {
-    if (entry.isDirectory() && SKIPPED_DIRS.has(entry.name)) continue;
+    if (SKIPPED_DIRS.has(entry.name)) continue; // a folder, or a link to one (a worktree links its node_modules)
     walk(join(path, entry.name), out);
   }
 }
