@@ -4,7 +4,7 @@ import { connect as netConnect } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { FakeClock, OptionsError } from '../core/index.js';
+import { FakeClock } from '../core/index.js';
 import { createJobs } from '../jobs/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { jobTool } from './job-tools.js';
@@ -12,6 +12,7 @@ import { mcpRoutes } from './routes.js';
 import { createMcpServer, type McpServerOptions } from './server.js';
 import { connectClient, type TestClient } from './test-support.js';
 import { resilientTool } from './tool.js';
+import { optionsErrorOf } from '../../test/support/options.js';
 
 const echo = resilientTool({
   name: 'echo',
@@ -379,14 +380,3 @@ describe('createMcpServer options', () => {
     ]);
   });
 });
-
-/** The OptionsError `make` throws. */
-function optionsErrorOf(make: () => unknown): OptionsError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(OptionsError);
-    return error as OptionsError;
-  }
-  throw new Error('expected an OptionsError');
-}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BreakwaterError, Deadline, FakeClock, isBreakwaterError, OptionsError } from '../core/index.js';
+import { BreakwaterError, Deadline, FakeClock, isBreakwaterError } from '../core/index.js';
 import {
   correlationIdFrom,
   runUnderDeadline,
@@ -10,6 +10,7 @@ import {
 } from './run.js';
 import { jobTool } from './job-tools.js';
 import { resilientTool, type ToolContext } from './tool.js';
+import { optionsErrorOf } from '../../test/support/options.js';
 
 const tool = (deadlineMs = 200, readOnlyHint?: boolean) =>
   resilientTool({
@@ -277,14 +278,3 @@ describe('tool definitions', () => {
     });
   });
 });
-
-/** The OptionsError `make` throws. */
-function optionsErrorOf(make: () => unknown): OptionsError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(OptionsError);
-    return error as OptionsError;
-  }
-  throw new Error('expected an OptionsError');
-}
