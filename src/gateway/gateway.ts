@@ -117,6 +117,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       version: parts.version,
       instructions: parts.instructions,
       tools: parts.tools ?? [],
+      resources: parts.resources ?? [],
+      prompts: parts.prompts ?? [],
       jobs,
       store,
       publicUrl,

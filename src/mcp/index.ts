@@ -16,6 +16,25 @@ export {
   type ToolInput,
 } from './tool.js';
 export { jobTool, type JobToolDefinition } from './job-tools.js';
+export {
+  resource,
+  type McpResource,
+  type ReadContext,
+  type ResourceBody,
+  type ResourceContents,
+  type ResourceDefinition,
+  type ResourceListing,
+} from './resource.js';
+export {
+  prompt,
+  type McpPrompt,
+  type PromptArguments,
+  type PromptContent,
+  type PromptDefinition,
+  type PromptListing,
+  type PromptMessage,
+  type PromptResult,
+} from './prompt.js';
 export { errorResult, successResult, toolErrorInfo, type ErrorResultOptions } from './results.js';
 export { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 export { MCP_SERVER_DEFAULTS } from './options.js';

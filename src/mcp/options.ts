@@ -6,6 +6,8 @@ import type { McpEventStore } from './sdk.js';
 import { isHttpUrl } from './job-tools.js';
 import { SESSION_DEFAULTS } from './sessions.js';
 import { TASK_STORE_DEFAULTS, type JobTaskStore } from './task-store.js';
+import type { McpPrompt } from './prompt.js';
+import type { McpResource } from './resource.js';
 import type { McpTool } from './tool.js';
 
 /** Options of {@link createMcpServer}; validated at construction (an OptionsError names every bad option). */
@@ -17,6 +19,16 @@ export interface McpServerOptions {
   instructions?: string;
   /** The tools (`resilientTool`, `jobTool`); names must be unique. */
   tools: readonly McpTool[];
+  /**
+   * The resources (`resource`), served by `resources/list` and `resources/read` in both eras; URIs must be
+   * unique. Default none (then no `resources` capability is declared).
+   */
+  resources?: readonly McpResource[];
+  /**
+   * The prompts (`prompt`), served by `prompts/list` and `prompts/get`; names must be unique. Default none
+   * (then no `prompts` capability is declared).
+   */
+  prompts?: readonly McpPrompt[];
   /** The jobs runtime; required when a job tool is given. Its job types must be defined in this process. */
   jobs?: Jobs;
   /** The job store behind `jobs`; required with `jobs` (`get_job_status` reads progress and partial results). */
@@ -114,6 +126,8 @@ export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
     version: o.string().min(1),
     instructions: o.string().optional(),
     tools: o.custom<readonly McpTool[]>(Array.isArray, 'an array of tools'),
+    resources: o.custom<readonly McpResource[]>(Array.isArray, 'an array of resources').default([]),
+    prompts: o.custom<readonly McpPrompt[]>(Array.isArray, 'an array of prompts').default([]),
     // Required with job tools (the check below); they are the jobs runtime and its store, made elsewhere.
     jobs: o.any<Jobs | undefined>(),
     store: o.any<JobStore | undefined>(),
@@ -137,7 +151,9 @@ export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
       .optional(),
     onError: o.fn<NonNullable<McpServerOptions['onError']>>().optional(),
   },
-  ({ tools, jobs, store, publicUrl, jobStatusTools }, report) => {
+  ({ tools, jobs, store, publicUrl, jobStatusTools, resources, prompts }, report) => {
+    checkCatalog('resources', resources, 'resource', (item) => item.uri, report);
+    checkCatalog('prompts', prompts, 'prompt', (item) => item.name, report);
     if (!Array.isArray(tools)) return;
     const bad = tools.find((t: unknown) => !isObject(t) || (t.kind !== 'sync' && t.kind !== 'job'));
     if (bad !== undefined) return report('tools', 'tools made by resilientTool or jobTool', bad);
@@ -152,3 +168,20 @@ export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
     if (!isHttpUrl(publicUrl)) report('publicUrl', 'an absolute http(s) URL', publicUrl);
   },
 );
+
+/** Reports things not made by the builder of `kind`, and a key (URI, name) given twice. */
+function checkCatalog<T extends { kind: string }>(
+  option: string,
+  items: readonly T[] | undefined,
+  kind: string,
+  keyOf: (item: T) => string,
+  report: (option: string, rule: string, value: unknown) => void,
+): void {
+  if (!Array.isArray(items)) return;
+  const bad = items.find((item: unknown) => !isObject(item) || item.kind !== kind);
+  if (bad !== undefined) return report(option, `things made by ${kind}()`, bad);
+  const keys = items.map(keyOf);
+  const twice = keys.find((key, i) => keys.indexOf(key) !== i);
+  if (twice !== undefined)
+    report(option, `${option} with unique ${kind === 'resource' ? 'URIs' : 'names'}`, twice);
+}

@@ -26,6 +26,9 @@ export interface CallScope {
   sendProgress(params: ProgressParams): Promise<void>;
 }
 
+/** What {@link runUnderDeadline} needs of what it runs: a tool, or a resource read or prompt get. */
+export type DeadlineOwner = Pick<McpTool, 'name' | 'deadlineMs' | 'annotations'>;
+
 /** How a run under the deadline ended. */
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
@@ -37,7 +40,7 @@ export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
  * that ignores its signal; a late settle of that work is ignored. Never rejects.
  */
 export function runUnderDeadline<T>(
-  tool: McpTool,
+  tool: DeadlineOwner,
   scope: CallScope,
   clock: Clock,
   work: (ctx: ToolContext) => T | Promise<T>,
@@ -105,7 +108,7 @@ export function runUnderDeadline<T>(
  * The error of a call cut off by its deadline. A tool not declared read-only may have changed something
  * before it was cut off, so the outcome is `unknown` and the sentence says to check first.
  */
-export function deadlineError(tool: McpTool): BreakwaterError {
+export function deadlineError(tool: DeadlineOwner): BreakwaterError {
   const readOnly = tool.annotations?.readOnlyHint === true;
   return new BreakwaterError('deadline_exceeded', {
     message: readOnly

@@ -20,8 +20,10 @@ import {
   Server,
   type AuthInfo,
   type CallToolResult,
+  type GetPromptResult,
   type McpRequestContext,
 } from '@modelcontextprotocol/server';
+import type { Catalog } from './catalog.js';
 import type { SdkToolCall } from './sdk.js';
 import { McpProtocolError, type ToolListing, type ToolResult } from './types.js';
 
@@ -30,6 +32,8 @@ export interface ModernHandlers {
   listTools(): readonly ToolListing[];
   /** `call.task` is always undefined on this path. */
   callTool(call: SdkToolCall): Promise<ToolResult>;
+  /** Resources and prompts; each capability is declared only when the catalog has it. */
+  catalog: Catalog;
 }
 
 /** Options of {@link createModernEndpoint}. */
@@ -87,12 +91,43 @@ export function createModernEndpoint(options: ModernEndpointOptions): ModernEndp
   };
 }
 
-/** One request's `Server`: `tools/list` and `tools/call` over `handlers`. */
+/** One request's `Server`: tools, and resources and prompts when the app has them, over `handlers`. */
 function modernServer(options: ModernEndpointOptions, handlers: ModernHandlers): Server {
+  const { resources, prompts } = handlers.catalog;
   const server = new Server(
     { name: options.name, version: options.version },
-    { capabilities: { tools: { listChanged: false } }, instructions: options.instructions },
+    {
+      capabilities: {
+        tools: { listChanged: false },
+        ...(resources === undefined ? {} : { resources: { listChanged: false } }),
+        ...(prompts === undefined ? {} : { prompts: { listChanged: false } }),
+      },
+      instructions: options.instructions,
+    },
   );
+  if (resources !== undefined) {
+    server.setRequestHandler('resources/list', () => ({ resources: [...resources.list()] }));
+    server.setRequestHandler('resources/read', (request, ctx) =>
+      protocolErrors(() =>
+        resources.read(request.params.uri, {
+          signal: ctx.mcpReq.signal,
+          headers: headersOf(ctx.http?.req),
+        }),
+      ),
+    );
+  }
+  if (prompts !== undefined) {
+    server.setRequestHandler('prompts/list', () => ({ prompts: [...prompts.list()] }));
+    server.setRequestHandler('prompts/get', async (request, ctx) => {
+      const result = await protocolErrors(() =>
+        prompts.get(request.params.name, request.params.arguments, {
+          signal: ctx.mcpReq.signal,
+          headers: headersOf(ctx.http?.req),
+        }),
+      );
+      return result as GetPromptResult;
+    });
+  }
   server.setRequestHandler('tools/list', () => ({ tools: [...handlers.listTools()] }));
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const params = request.params;

@@ -18,15 +18,21 @@ import {
 } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   CallToolRequestSchema,
+  GetPromptRequestSchema,
   GetTaskPayloadRequestSchema,
   isInitializeRequest,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  ReadResourceRequestSchema,
   McpError,
   RELATED_TASK_META_KEY,
   type CallToolResult,
   type CreateTaskResult,
+  type GetPromptResult,
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { Catalog } from './catalog.js';
 import {
   McpProtocolError,
   RELATED_TASK_META,
@@ -63,6 +69,8 @@ export interface SdkToolCall {
 export interface SdkHandlers {
   listTools(): readonly ToolListing[];
   callTool(call: SdkToolCall): Promise<ToolResult | CreateTaskAnswer>;
+  /** Resources and prompts; each capability is declared only when the catalog has it. */
+  catalog: Catalog;
   /** Present when the server offers tasks. */
   tasks?: {
     store: TaskStoreLike;
@@ -118,6 +126,8 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
     {
       capabilities: {
         tools: { listChanged: false },
+        ...(handlers.catalog.resources === undefined ? {} : { resources: { listChanged: false } }),
+        ...(handlers.catalog.prompts === undefined ? {} : { prompts: { listChanged: false } }),
         ...(tasks === undefined
           ? {}
           : { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
@@ -145,6 +155,31 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
     const answer = await protocolErrors(() => handlers.callTool(call));
     return answer as CallToolResult | CreateTaskResult;
   });
+
+  const { resources, prompts } = handlers.catalog;
+  if (resources !== undefined) {
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [...resources.list()] }));
+    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
+      protocolErrors(() =>
+        resources.read(request.params.uri, {
+          signal: extra.signal,
+          headers: extra.requestInfo?.headers ?? {},
+        }),
+      ),
+    );
+  }
+  if (prompts !== undefined) {
+    server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: [...prompts.list()] }));
+    server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+      const result = await protocolErrors(() =>
+        prompts.get(request.params.name, request.params.arguments, {
+          signal: extra.signal,
+          headers: extra.requestInfo?.headers ?? {},
+        }),
+      );
+      return result as GetPromptResult;
+    });
+  }
 
   if (tasks !== undefined) {
     server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {

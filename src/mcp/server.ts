@@ -19,6 +19,7 @@ import {
   jobUrls,
   type JobToolDeps,
 } from './job-tools.js';
+import { catalogFor, createCatalog } from './catalog.js';
 import { summarizeResult, summarizeTask, ToolCallObserver } from './observe.js';
 import { forwardJobProgress, waitForJob } from './progress.js';
 import { errorResult, successResult, toolErrorInfo } from './results.js';
@@ -118,6 +119,8 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     warning.name = 'BreakwaterMcpWarning';
     process.emitWarning(warning);
   };
+
+  const catalog = createCatalog({ resources: config.resources, prompts: config.prompts, clock, report });
 
   async function callSync(tool: SyncTool, call: SdkToolCall, scope: CallScope): Promise<ToolResult> {
     const parsed = await parseArgs(tool, call.arguments);
@@ -237,6 +240,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     const tasks = taskStore?.forPrincipal(session.principal);
     return {
       listTools: () => listings,
+      catalog: catalogFor(catalog, session.principal),
       callTool: (call) => PrincipalContext.run(session.principal, () => callTool(session, call)),
       tasks:
         tasks === undefined
@@ -259,6 +263,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
    */
   const modernHandlersFor = (principal: Principal): ModernHandlers => ({
     listTools: () => listings,
+    catalog: catalogFor(catalog, principal),
     callTool: (call) =>
       PrincipalContext.run(principal, () => callTool(undefined, call) as Promise<ToolResult>),
   });
