@@ -103,7 +103,8 @@ export function prompt<A extends PromptArguments>(definition: PromptDefinition<A
       name,
       required: !schema.safeParse(undefined).success,
     };
-    if (schema.description !== undefined) entry.description = schema.description;
+    const description = describedAs(schema);
+    if (description !== undefined) entry.description = description;
     return entry;
   });
   if (args.length > 0) listing.arguments = args;
@@ -115,6 +116,21 @@ export function prompt<A extends PromptArguments>(definition: PromptDefinition<A
     listing,
     get: parsed.get as McpPrompt['get'],
   };
+}
+
+/**
+ * A schema's description, looked for through wrappers too: zod keeps `.describe()` on the schema it was
+ * called on, so `z.string().describe('…').optional()` carries it on the inner one.
+ */
+function describedAs(schema: z.ZodType): string | undefined {
+  let current: unknown = schema;
+  for (let depth = 0; depth < 8 && isZod(current); depth++) {
+    if (current.description !== undefined) return current.description;
+    const unwrap = (current as { unwrap?: () => unknown }).unwrap;
+    if (typeof unwrap !== 'function') return undefined;
+    current = unwrap.call(current);
+  }
+  return undefined;
 }
 
 /** A get's answer as a `prompts/get` result (a bare array is the messages). */
