@@ -284,5 +284,28 @@ describe('capabilities', () => {
     const modernPlain = await modern('ada');
     expect(modernPlain.getServerCapabilities()).toEqual({ tools: { listChanged: false } });
     expect(await errorOf(plain.listResources())).toMatchObject({ code: -32601 });
+    const raw = await fetch(gw!.mcpUrl, {
+      method: 'POST',
+      headers: {
+        ...as('ada'),
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'prompts/list',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'prompts/list',
+        params: {
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0.0.1' },
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      }),
+    });
+    expect(((await raw.json()) as { error: unknown }).error).toMatchObject({ code: -32601 });
   });
 });
