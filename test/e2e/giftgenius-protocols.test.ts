@@ -92,6 +92,33 @@ describe('GiftGenius on MCP 2026-07-28 and 2025-11-25 at once', () => {
     expect(viaV1.structuredContent).toEqual(expected);
   });
 
+  it('both eras list and read the ordering guide through the edge, with the same contents', async () => {
+    const { gw, keys } = await setup();
+    const v2 = await modern(gw, keys.ada);
+    const { client: v1 } = await legacy(gw, keys.bob);
+    const listing = {
+      uri: 'giftgenius://guide/ordering',
+      name: 'ordering-guide',
+      title: 'How to order a gift',
+      description: 'The steps from a suggestion to an order, and what to do when an order times out.',
+      mimeType: 'text/markdown',
+    };
+    expect((await v2.listResources()).resources).toEqual([listing]);
+    expect((await v1.listResources()).resources).toEqual([listing]);
+    const [modernRead, legacyRead] = [
+      await v2.readResource({ uri: listing.uri }),
+      await v1.readResource({ uri: listing.uri }),
+    ];
+    expect(modernRead.contents).toEqual(legacyRead.contents);
+    expect(modernRead.contents).toMatchObject([
+      {
+        uri: listing.uri,
+        mimeType: 'text/markdown',
+        text: expect.stringMatching(/^# Ordering a gift with GiftGenius\n/) as unknown,
+      },
+    ]);
+  });
+
   it('a job started on 2026-07-28 is its caller’s: a stranger’s status and cancel find no job', async () => {
     const { gw, keys } = await setup();
     const ada = await modern(gw, keys.ada);
