@@ -4,13 +4,15 @@
  * Breakwater gateway like any app (`breakwater serve --app examples/conformance/app.ts`). `npm run
  * conformance` (test/conformance/run.ts) runs the suite against it; GiftGenius keeps its own end-to-end tests.
  *
- * One file per fixture group (`tools.ts`: text results); a new group is a file whose parts this app adds.
+ * One file per fixture group (`tools.ts`: text results, `content.ts`: image, audio and resource results); a
+ * new group is a file whose parts this app adds.
  * What Breakwater cannot serve yet is listed, with its reason, in the suite's baselines
  * (test/conformance/expected-failures.*.yaml).
  *
  * Like the other examples, it imports `src/entries/<name>.js`, the file behind `breakwater/<name>`.
  */
 import { defineApp, type AppParts, type BreakwaterApp } from '../../src/entries/gateway.js';
+import { contentTools } from './content.js';
 import { textTools } from './tools.js';
 
 export function createConformanceApp(): BreakwaterApp {
@@ -20,7 +22,7 @@ export function createConformanceApp(): BreakwaterApp {
         name: 'breakwater-conformance',
         version: '1.0.0',
         instructions: 'Fixtures of the MCP conformance suite; not an app for people.',
-        tools: [...textTools()],
+        tools: [...textTools(), ...contentTools()],
       };
     },
   });
