@@ -47,10 +47,18 @@ export {
   type DurableEventStoreOptions,
 } from './event-store.js';
 export type {
+  AudioContent,
+  ContentAnnotations,
+  ContentBlock,
+  EmbeddedResource,
+  EmbeddedResourceContents,
+  ImageContent,
+  ResourceLink,
   TaskInfo,
   TaskStatus,
   ToolAnnotations,
   ToolErrorInfo,
   ToolListing,
+  TextContent,
   ToolResult,
 } from './types.js';

@@ -7,6 +7,7 @@ import {
 } from '../core/index.js';
 import { jobErrorMessage, retryAfterMsOf } from '../jobs/index.js';
 import type { JobError } from '../store/index.js';
+import { checkContent } from './content.js';
 import type { ToolErrorInfo, ToolResult } from './types.js';
 
 /**
@@ -18,12 +19,17 @@ import type { ToolErrorInfo, ToolResult } from './types.js';
 
 /**
  * A success result: `text` (default: the value as JSON) and the value as `structuredContent` (a non-object
- * value, an array included, is wrapped as `{ result: value }` because the spec requires an object).
+ * value, an array included, is wrapped as `{ result: value }` because the spec requires an object). With
+ * `content` (content blocks, see `content.ts`), those blocks replace the text block.
+ * @throws TypeError when `content` is given but is not a non-empty array of well-formed blocks.
  */
-export function successResult(value: unknown, text?: string): ToolResult {
+export function successResult(value: unknown, text?: string, content?: unknown): ToolResult {
   const structured = asObject(value);
   return {
-    content: [{ type: 'text', text: text ?? JSON.stringify(value ?? null) }],
+    content:
+      content === undefined
+        ? [{ type: 'text', text: text ?? JSON.stringify(value ?? null) }]
+        : checkContent(content),
     structuredContent: structured,
   };
 }

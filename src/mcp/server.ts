@@ -128,7 +128,9 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     const settled = await runUnderDeadline(tool, scope, clock, (ctx) =>
       tool.handler(parsed.value as never, ctx),
     );
-    return finish(tool, scope, settled, (value) => successResult(value, tool.toText?.(value as never)));
+    return finish(tool, scope, settled, (value) =>
+      successResult(value, tool.toText?.(value as never), tool.toContent?.(value as never)),
+    );
   }
 
   /**

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineOptions, o, Schema, type OptionProblem, type Parsed } from '../core/index.js';
 import { requiredScopesFor } from '../http/index.js';
 import type { EnqueueOptions } from '../jobs/index.js';
-import type { ToolAnnotations, ToolListing } from './types.js';
+import type { ContentBlock, ToolAnnotations, ToolListing } from './types.js';
 
 /** Tool deadlines (docs/architecture.md#deadlines): 10 s by default, 30 s at most (heavy tools). */
 export const TOOL_DEADLINE_DEFAULT_MS = 10_000;
@@ -66,6 +66,7 @@ export interface SyncTool extends ToolBase {
   readonly kind: 'sync';
   readonly handler: (args: never, ctx: ToolContext) => unknown;
   readonly toText?: (result: never) => string;
+  readonly toContent?: (result: never) => readonly ContentBlock[];
 }
 
 /** A tool that starts a job and answers with its handle, or waits for it (made by `jobTool`). */
@@ -103,17 +104,26 @@ export interface ResilientToolDefinition<I extends ToolInput, R = unknown> {
   handler(args: ToolArgs<I>, ctx: ToolContext): R | Promise<R>;
   /** The text the model reads for a success (default: the value as JSON). */
   toText?(result: R): string;
+  /**
+   * The content blocks of a success instead of the one text block (`toText` is then not used): text, image
+   * and audio (base64 `data` and a `mimeType`), an embedded resource (`text` or base64 `blob`) or a
+   * resource link, as MCP 2025-11-25 "Tool Result" defines them; both eras answer them as they are. The
+   * value stays the result's `structuredContent`. A malformed block (bad base64, a missing `mimeType`, an
+   * empty array) is a bug of the tool: the call answers `internal_error` and the server reports it.
+   */
+  toContent?(result: R): readonly ContentBlock[];
 }
 
 /**
  * Defines a tool that runs under a deadline and never fails with a protocol error: whatever the handler
  * throws, and a handler still running at the deadline, become a tool result with `isError: true`, a human
  * sentence in `content` and `structuredContent.error` (see `results.ts`). The deadline does not wait for a
- * handler that ignores its signal. A success is `{ content: [{ type: 'text', text }], structuredContent }`.
+ * handler that ignores its signal. A success is `{ content: [{ type: 'text', text }], structuredContent }`,
+ * or the blocks of `toContent`.
  *
  * @throws OptionsError (`RangeError`, `invalid_options`, owner `resilientTool`) at definition, naming every bad
  *   option: a bad name, an empty description or title, a `deadlineMs` that is not an integer in [1, 30 000],
- *   an input schema that is not an object schema, a handler or `toText` that is not a function.
+ *   an input schema that is not an object schema, a handler, `toText` or `toContent` that is not a function.
  */
 export function resilientTool<I extends ToolInput, R = unknown>(
   definition: ResilientToolDefinition<I, R>,
@@ -124,6 +134,7 @@ export function resilientTool<I extends ToolInput, R = unknown>(
     ...toolBase(parsed, undefined),
     handler: parsed.handler as SyncTool['handler'],
     toText: parsed.toText as SyncTool['toText'],
+    toContent: parsed.toContent as SyncTool['toContent'],
   };
 }
 
@@ -200,6 +211,7 @@ const parseResilientTool = defineOptions<ResilientToolDefinition<ToolInput>>()('
   ...TOOL_BASE_SHAPE,
   handler: o.fn<AnyFn>(),
   toText: o.fn<AnyFn>().optional(),
+  toContent: o.fn<AnyFn>().optional(),
 });
 
 /**

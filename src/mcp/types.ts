@@ -4,18 +4,25 @@
  * SDK, which keeps a later SDK line a one-file change.
  */
 
-/** A text content block of a tool result. */
-export interface TextContent {
-  type: 'text';
-  text: string;
-}
+import type { ContentBlock } from './content.js';
+
+export type {
+  AudioContent,
+  ContentAnnotations,
+  ContentBlock,
+  EmbeddedResource,
+  EmbeddedResourceContents,
+  ImageContent,
+  ResourceLink,
+  TextContent,
+} from './content.js';
 
 /**
  * A tool result (`CallToolResult`). Failures are results too, with `isError: true`, so the model can read
  * and explain them (MCP: tool execution errors are reported in the result, not as protocol errors).
  */
 export interface ToolResult {
-  content: TextContent[];
+  content: ContentBlock[];
   /** Always an object (the spec requires one); a non-object value is wrapped as `{ result }`. */
   structuredContent?: Record<string, unknown>;
   isError?: boolean;

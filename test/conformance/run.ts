@@ -1,7 +1,8 @@
 /**
  * `npm run conformance`: the official MCP conformance suite (`@modelcontextprotocol/conformance`, every
- * server scenario) against the GiftGenius gateway, started in this process on a free port with SQLite in a
- * temporary folder.
+ * server scenario) against the conformance fixture app (`examples/conformance/`: the suite's fixture tools,
+ * written with Breakwater's public API), served by a gateway started in this process on a free port with SQLite
+ * in a temporary folder. GiftGenius is covered by its own end-to-end tests.
  *
  * The suite runs in two passes, because a scenario that belongs to both protocol eras must run once at each
  * era's wire (the 2025 revisions open a session with `initialize`; 2026-07-28 is stateless), and the suite
@@ -37,8 +38,7 @@ import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rm
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createGiftGeniusApp } from '../../examples/giftgenius/app.js';
-import { startGiftGeniusServices } from '../../examples/giftgenius/services/index.js';
+import { createConformanceApp } from '../../examples/conformance/app.js';
 import { startGateway } from '../../src/entries/gateway.js';
 import { MIN_SUITE_NODE_MAJOR, NODE_VERSION, PASSES, SUITE_VERSION, report } from './suite.js';
 
@@ -170,21 +170,15 @@ async function main(): Promise<number> {
   mkdirSync(ARTIFACTS, { recursive: true });
 
   const dir = mkdtempSync(join(tmpdir(), 'breakwater-conformance-'));
-  const services = await startGiftGeniusServices({ ports: {} });
   const gateway = await startGateway({
-    app: createGiftGeniusApp({
-      giftUrl: services.gift.url,
-      commerceUrl: services.commerce.url,
-      analyticsUrl: services.analytics.url,
-      llmPort: 0,
-    }),
+    app: createConformanceApp(),
     store: join(dir, 'breakwater.db'),
     port: 0,
     log: () => undefined,
     graceMs: 1_000,
   });
   process.stdout.write(
-    `== @modelcontextprotocol/conformance ${SUITE_VERSION} on Node ${version} against GiftGenius at ${gateway.mcpUrl}\n`,
+    `== @modelcontextprotocol/conformance ${SUITE_VERSION} on Node ${version} against the fixture app at ${gateway.mcpUrl}\n`,
   );
 
   const started = performance.now();
@@ -224,7 +218,6 @@ async function main(): Promise<number> {
     }
   } finally {
     await gateway.close();
-    await services.close();
     rmSync(dir, { recursive: true, force: true });
   }
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
