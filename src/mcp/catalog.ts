@@ -9,6 +9,7 @@ import { PrincipalContext, type Clock, type Principal } from '../core/index.js';
 import { promptResult, type McpPrompt, type PromptListing, type PromptResult } from './prompt.js';
 import { contentsOf, type McpResource, type ResourceContents, type ResourceListing } from './resource.js';
 import { toolErrorInfo } from './results.js';
+import { parseArgs } from './tool.js';
 import { correlationIdFrom, runUnderDeadline, type CallScope, type Settled } from './run.js';
 import { McpProtocolError, RPC } from './types.js';
 
@@ -113,24 +114,16 @@ export function createCatalog(options: CatalogOptions): Catalog {
               const item = byName.get(name);
               if (item === undefined)
                 throw new McpProtocolError(RPC.invalidParams, `Unknown prompt: ${name}`, { name });
-              const parsed = await item.schema.safeParseAsync(args ?? {});
-              if (!parsed.success) {
-                const problems = parsed.error.issues
-                  .slice(0, 5)
-                  .map(
-                    (issue) =>
-                      `${issue.path.length > 0 ? issue.path.join('.') : 'arguments'}: ${issue.message}`,
-                  )
-                  .join('; ');
+              const parsed = await parseArgs(item, args);
+              if (!parsed.ok)
                 throw new McpProtocolError(
                   RPC.invalidParams,
-                  `The arguments of prompt ${name} are not valid: ${problems}.`,
+                  `The arguments of prompt ${name} are not valid: ${parsed.problems}.`,
                   { name },
                 );
-              }
               const owner = { name: `prompt ${name}`, deadlineMs: item.deadlineMs };
               const value = await run(owner, request, (ctx) =>
-                item.get(parsed.data as never, {
+                item.get(parsed.value as never, {
                   signal: ctx.signal,
                   deadline: ctx.deadline,
                   correlationId: ctx.correlationId,

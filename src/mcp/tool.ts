@@ -248,11 +248,11 @@ function isZodType(value: unknown): value is z.ZodType {
 }
 
 /**
- * Parses a call's arguments with the tool's schema. Resolves with the parsed value, or with a
+ * Parses a call's arguments with its tool's (or prompt's) schema. Resolves with the parsed value, or with a
  * sentence naming up to five problems (`budget_usd: Invalid input: expected number, received string`).
  */
 export async function parseArgs(
-  tool: McpTool,
+  tool: Pick<McpTool, 'schema'>,
   args: unknown,
 ): Promise<{ ok: true; value: unknown } | { ok: false; problems: string }> {
   const parsed = await tool.schema.safeParseAsync(args ?? {});
