@@ -156,6 +156,13 @@ export const ERROR_CODES = {
     sentence:
       'The task failed with an unexpected error in its own code, not because a service it depends on was unavailable; another try may work, but if it keeps failing it needs a fix.',
   },
+  input_unavailable: {
+    kind: 'permanent',
+    status: 412,
+    title: 'Input unavailable',
+    sentence:
+      'The request needs an answer from the user, but this client cannot be asked (it did not declare the capability), or it could not answer.',
+  },
   internal_error: {
     kind: 'fatal',
     status: 500,

@@ -6,10 +6,17 @@
  * completions or list cache hints here.
  */
 import { PrincipalContext, type Clock, type Principal } from '../core/index.js';
+import { inputRequiredOf, isInputRequiredAnswer, type InputChannel, type InputRequiredAnswer } from './input.js';
 import { promptResult, type McpPrompt, type PromptListing, type PromptResult } from './prompt.js';
-import { contentsOf, type McpResource, type ResourceContents, type ResourceListing } from './resource.js';
+import {
+  contentsOf,
+  type McpResource,
+  type ReadContext,
+  type ResourceContents,
+  type ResourceListing,
+} from './resource.js';
 import { toolErrorInfo } from './results.js';
-import { parseArgs } from './tool.js';
+import { parseArgs, type ToolContext } from './tool.js';
 import { correlationIdFrom, runUnderDeadline, type CallScope, type Settled } from './run.js';
 import { McpProtocolError, RPC } from './types.js';
 
@@ -18,17 +25,21 @@ export interface CatalogRequest {
   /** Aborts when the client cancels the request (or its session closes). */
   signal: AbortSignal;
   headers: Record<string, string | string[] | undefined>;
+  /** How the read or get asks the user (2026-07-28: the request's round; 2025: the session). */
+  input?: InputChannel;
 }
 
 /** What the adapters serve: `resources/list|read` when there are resources, `prompts/list|get` with prompts. */
 export interface Catalog {
   readonly resources?: {
     list(): readonly ResourceListing[];
-    read(uri: string, request: CatalogRequest): Promise<{ contents: ResourceContents[] }>;
+    /** The contents, or the questions of a read that waits for input (2026-07-28). */
+    read(uri: string, request: CatalogRequest): Promise<{ contents: ResourceContents[] } | InputRequiredAnswer>;
   };
   readonly prompts?: {
     list(): readonly PromptListing[];
-    get(name: string, args: unknown, request: CatalogRequest): Promise<PromptResult>;
+    /** The prompt, or the questions of a get that waits for input (2026-07-28). */
+    get(name: string, args: unknown, request: CatalogRequest): Promise<PromptResult | InputRequiredAnswer>;
   };
 }
 
@@ -60,12 +71,13 @@ export function createCatalog(options: CatalogOptions): Catalog {
     owner: { name: string; deadlineMs: number },
     request: CatalogRequest,
     work: Parameters<typeof runUnderDeadline<T>>[3],
-  ): Promise<T> {
+  ): Promise<T | InputRequiredAnswer> {
     const scope: CallScope = {
       signal: request.signal,
       correlationId: correlationIdFrom(request.headers),
       progressToken: undefined,
       sendProgress: () => Promise.resolve(),
+      input: request.input,
     };
     // Reads and gets change nothing: a cut-off one has outcome `failed`.
     const settled: Settled<T> = await runUnderDeadline(
@@ -74,6 +86,13 @@ export function createCatalog(options: CatalogOptions): Catalog {
       clock,
       work,
     );
+    let asked: InputRequiredAnswer | undefined;
+    try {
+      asked = inputRequiredOf(request.input);
+    } catch (error) {
+      throw failure(error, owner.name, scope.correlationId);
+    }
+    if (asked !== undefined) return asked;
     if (settled.ok) return settled.value;
     throw failure(settled.error, owner.name, scope.correlationId);
   }
@@ -96,8 +115,9 @@ export function createCatalog(options: CatalogOptions): Catalog {
                 throw new McpProtocolError(RPC.invalidParams, `Resource not found: ${uri}`, { uri });
               const name = `resource ${uri}`;
               const body = await run({ name, deadlineMs: item.deadlineMs }, request, (ctx) =>
-                item.read({ signal: ctx.signal, deadline: ctx.deadline, correlationId: ctx.correlationId }),
+                item.read(readContext(ctx)),
               );
+              if (isInputRequiredAnswer(body)) return body;
               try {
                 return { contents: contentsOf(item, body) };
               } catch (error) {
@@ -123,12 +143,9 @@ export function createCatalog(options: CatalogOptions): Catalog {
                 );
               const owner = { name: `prompt ${name}`, deadlineMs: item.deadlineMs };
               const value = await run(owner, request, (ctx) =>
-                item.get(parsed.value as never, {
-                  signal: ctx.signal,
-                  deadline: ctx.deadline,
-                  correlationId: ctx.correlationId,
-                }),
+                item.get(parsed.value as never, readContext(ctx)),
               );
+              if (isInputRequiredAnswer(value)) return value;
               try {
                 return promptResult(value);
               } catch (error) {
@@ -137,6 +154,12 @@ export function createCatalog(options: CatalogOptions): Catalog {
             },
           },
   };
+}
+
+/** The part of a tool's context a read or get sees. */
+function readContext(ctx: ToolContext): ReadContext {
+  const { signal, deadline, correlationId, inputSupport, requestInput, requestInputs } = ctx;
+  return { signal, deadline, correlationId, inputSupport, requestInput, requestInputs };
 }
 
 /** `catalog` with every read and get run for `principal` (a session's, or a 2026-07-28 request's caller). */

@@ -17,6 +17,19 @@ export {
 } from './tool.js';
 export { jobTool, type JobToolDefinition } from './job-tools.js';
 export {
+  INPUT_BOUNDS,
+  type ElicitAnswer,
+  type InputAnswerOf,
+  type InputAsk,
+  type InputContext,
+  type InputQuestion,
+  type InputSchema,
+  type InputSupport,
+  type RootsAnswer,
+  type SamplingAnswer,
+  type SamplingRequest,
+} from './input.js';
+export {
   resource,
   type McpResource,
   type ReadContext,

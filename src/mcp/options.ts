@@ -69,7 +69,16 @@ export interface McpServerOptions {
    * the table for `sessionIdleMs`.
    */
   unusedSessionMs?: number;
-  /** Source of time for deadlines and idle sessions (default the system clock). */
+  /**
+   * The HMAC-SHA256 key that signs `requestState` on 2026-07-28 (the answers of earlier rounds of a call that
+   * asks the user, docs/mcp.md#asking-the-user-during-a-call): at least 32 bytes (a string counts its UTF-8
+   * bytes). Every gateway that may serve a round of the same call needs the same key. Default: a random key
+   * per process, so only this process accepts its own states (a restart or another gateway answers -32602).
+   */
+  requestStateKey?: string | Uint8Array;
+  /** How long a `requestState` is accepted after it was minted, ms (integer in [1 000, 86 400 000], default 600 000). */
+  requestStateTtlMs?: number;
+  /** Source of time for deadlines, idle sessions and `requestState` expiry (default the system clock). */
   clock?: Clock;
   /**
    * Where each tool call is logged (`tool call started`, `tool call ended` with `outcome`, `code`,
@@ -109,6 +118,7 @@ export const MCP_SERVER_DEFAULTS = {
   jobStatusTools: true,
   taskPollIntervalMs: TASK_STORE_DEFAULTS.pollIntervalMs,
   taskPageSize: TASK_STORE_DEFAULTS.pageSize,
+  requestStateTtlMs: 600_000,
   ...SESSION_DEFAULTS,
 } as const;
 
@@ -145,6 +155,20 @@ export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
     maxSessionsPerPrincipal: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxSessionsPerPrincipal),
     sessionIdleMs: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.sessionIdleMs),
     unusedSessionMs: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.unusedSessionMs),
+    requestStateKey: o
+      .custom<string | Uint8Array>(
+        (v) =>
+          (typeof v === 'string' && Buffer.byteLength(v, 'utf8') >= 32) ||
+          (v instanceof Uint8Array && v.byteLength >= 32),
+        'a string or Uint8Array of at least 32 bytes',
+      )
+      .optional(),
+    requestStateTtlMs: o
+      .number()
+      .int()
+      .min(1_000)
+      .max(86_400_000)
+      .default(MCP_SERVER_DEFAULTS.requestStateTtlMs),
     clock: o.clock(),
     logger: o
       .methods<Logger>('a pino-compatible logger with info, warn and error methods', 'info', 'warn', 'error')

@@ -1,8 +1,14 @@
 import { defineOptions, o } from '../core/index.js';
 import { TOOL_DEADLINE_DEFAULT_MS, TOOL_DEADLINE_MAX_MS, type ToolContext } from './tool.js';
 
-/** What a resource's `read` (and a prompt's `get`) gets: the deadline's signal, the deadline, the request's id. */
-export type ReadContext = Pick<ToolContext, 'signal' | 'deadline' | 'correlationId'>;
+/**
+ * What a resource's `read` (and a prompt's `get`) gets: the deadline's signal, the deadline, the request's id,
+ * and the questions to the user of `InputContext` (docs/mcp.md#asking-the-user-during-a-call).
+ */
+export type ReadContext = Pick<
+  ToolContext,
+  'signal' | 'deadline' | 'correlationId' | 'inputSupport' | 'requestInput' | 'requestInputs'
+>;
 
 /** A resource's body: a string is served as `text`, bytes as a base64 `blob` (MCP "Resource contents"). */
 export type ResourceBody = string | Uint8Array;

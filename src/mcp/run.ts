@@ -6,6 +6,7 @@ import {
   newId,
   type Clock,
 } from '../core/index.js';
+import { inputContext, type InputChannel } from './input.js';
 import type { McpTool, ToolContext } from './tool.js';
 
 /** `notifications/progress` parameters, without the token (the call scope adds it). */
@@ -24,6 +25,8 @@ export interface CallScope {
   progressToken: string | number | undefined;
   /** Sends one `notifications/progress` for this request (on its own stream while it is open). */
   sendProgress(params: ProgressParams): Promise<void>;
+  /** How the call asks the user (see `input.ts`); none: `ctx.requestInput` fails `input_unavailable`. */
+  input?: InputChannel;
 }
 
 /** What {@link runUnderDeadline} needs of what it runs: a tool, or a resource read or prompt get. */
@@ -68,6 +71,7 @@ export function runUnderDeadline<T>(
 
     let last = -Infinity;
     const ctx: ToolContext = {
+      ...inputContext(scope.input, link.signal),
       operation(id, reconcile) {
         operation = { id, reconcile: reconcile ?? null };
       },

@@ -11,29 +11,42 @@
  * {@link ModernHandlers} (bound by the caller to the request's principal), handed through the SDK's
  * pass-through `authInfo`, so nothing of one request is reachable from another.
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import {
+  CLIENT_CAPABILITIES_META_KEY,
   createMcpHandler,
+  createRequestStateCodec,
+  inputRequired,
   isLegacyRequest,
   ProtocolError,
+  ProtocolErrorCode,
   Server,
   type AuthInfo,
   type CallToolResult,
   type GetPromptResult,
+  type InputRequests,
+  type InputRequiredResult,
   type McpRequestContext,
+  type ReadResourceResult,
+  type RequestStateCodec,
+  type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { Catalog } from './catalog.js';
+import { InputRound, inputSupportOf, isInputRequiredAnswer, type InputRequiredAnswer } from './input.js';
 import type { SdkToolCall } from './sdk.js';
 import { McpProtocolError, type ToolListing, type ToolResult } from './types.js';
 
 /** What one 2026-07-28 request may ask of mcp/: tools (no tasks: a job tool answers with its job's handle). */
 export interface ModernHandlers {
   listTools(): readonly ToolListing[];
-  /** `call.task` is always undefined on this path. */
-  callTool(call: SdkToolCall): Promise<ToolResult>;
+  /** `call.task` is always undefined on this path; `call.input` is the request's round of answers. */
+  callTool(call: SdkToolCall): Promise<ToolResult | InputRequiredAnswer>;
   /** Resources and prompts; each capability is declared only when the catalog has it. */
   catalog: Catalog;
+  /** The caller's principal id: `requestState` minted for one caller is refused for another. */
+  callerId: string;
 }
 
 /** Options of {@link createModernEndpoint}. */
@@ -43,6 +56,12 @@ export interface ModernEndpointOptions {
   instructions?: string;
   /** Out-of-band errors and requests the SDK refused (reporting only; the answer is already given). */
   onError?(error: Error): void;
+  /** The HMAC-SHA256 key that signs `requestState` (at least 32 bytes; a string counts its UTF-8 bytes). */
+  requestStateKey: Uint8Array | string;
+  /** How long a minted `requestState` is accepted, ms. */
+  requestStateTtlMs: number;
+  /** Source of time of the `requestState` expiry. */
+  clock: { now(): number };
 }
 
 /** The 2026-07-28 side of the MCP endpoint. */
@@ -64,11 +83,18 @@ const HANDLERS = Symbol('breakwater.mcp.handlers');
 
 /** Creates the 2026-07-28 endpoint (one SDK handler; a `Server` per request). */
 export function createModernEndpoint(options: ModernEndpointOptions): ModernEndpoint {
+  const codec = createRequestStateCodec<SealedState>({
+    key: options.requestStateKey,
+    // A backstop: the expiry that counts is the state's own, on the server's clock (see `roundOf`).
+    ttlSeconds: Math.ceil(options.requestStateTtlMs / 1000) + 1,
+    // The state answers one caller's one method: minted for A, refused for B (the spec's user-binding MUST).
+    bind: (ctx) => `${ctx.mcpReq.method}\0${handlersOf(ctx.http?.authInfo)?.callerId ?? ''}`,
+  });
   const factory = (context: McpRequestContext): Server => {
-    const handlers = (context.authInfo?.extra as { [HANDLERS]?: ModernHandlers } | undefined)?.[HANDLERS];
+    const handlers = handlersOf(context.authInfo);
     // Every request reaches the factory through `handle`, which always sets them.
     if (handlers === undefined) throw new Error('mcp: a 2026-07-28 request without its handlers');
-    return modernServer(options, handlers);
+    return modernServer(options, handlers, codec);
   };
   const handler = createMcpHandler(factory, {
     legacy: 'reject',
@@ -91,9 +117,70 @@ export function createModernEndpoint(options: ModernEndpointOptions): ModernEndp
   };
 }
 
+/** The request's {@link ModernHandlers}, carried by `authInfo.extra`. */
+function handlersOf(authInfo: AuthInfo | undefined): ModernHandlers | undefined {
+  return (authInfo?.extra as { [HANDLERS]?: ModernHandlers } | undefined)?.[HANDLERS];
+}
+
+/**
+ * What `requestState` carries, signed (readable by the client, not changeable): the round it closed, the
+ * answers kept, the hash of the request it answers (method, tool/prompt name or URI, arguments) and its
+ * expiry (ms since the epoch on the server's clock).
+ */
+interface SealedState {
+  r: number;
+  a: Record<string, unknown>;
+  t: string;
+  e: number;
+}
+
+/** One request's multi-round-trip part: its round of answers, and how to answer when questions remain. */
+interface ModernInput {
+  round: InputRound;
+  answer(asked: InputRequiredAnswer): Promise<InputRequiredResult>;
+}
+
 /** One request's `Server`: tools, and resources and prompts when the app has them, over `handlers`. */
-function modernServer(options: ModernEndpointOptions, handlers: ModernHandlers): Server {
+function modernServer(
+  options: ModernEndpointOptions,
+  handlers: ModernHandlers,
+  codec: RequestStateCodec<SealedState>,
+): Server {
   const { resources, prompts } = handlers.catalog;
+  /**
+   * The round of a request to `name` (a tool, a prompt, a URI) with `args`. The SDK already refused a state
+   * that fails its MAC or binding (-32602, "Invalid or expired requestState"); a state minted for another
+   * request (name or arguments) or past its expiry is refused the same way here.
+   */
+  const roundOf = (ctx: ServerContext, name: string, args: unknown): ModernInput => {
+    const target = targetOf(ctx.mcpReq.method, name, args);
+    const state = ctx.mcpReq.requestState<SealedState>();
+    if (state !== undefined && (!isSealed(state) || state.t !== target || state.e < options.clock.now()))
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', {
+        reason: 'invalid_request_state',
+      });
+    const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+    const round = new InputRound(
+      inputSupportOf(envelope?.[CLIENT_CAPABILITIES_META_KEY]),
+      state === undefined ? undefined : { round: state.r, answers: state.a },
+      ctx.mcpReq.inputResponses,
+    );
+    return {
+      round,
+      async answer(asked) {
+        const sealed: SealedState = {
+          r: asked.state.round,
+          a: asked.state.answers,
+          t: target,
+          e: options.clock.now() + options.requestStateTtlMs,
+        };
+        return inputRequired({
+          inputRequests: asked.inputRequests as InputRequests,
+          requestState: await codec.mint(sealed, ctx),
+        });
+      },
+    };
+  };
   const server = new Server(
     { name: options.name, version: options.version },
     {
@@ -103,34 +190,42 @@ function modernServer(options: ModernEndpointOptions, handlers: ModernHandlers):
         ...(prompts === undefined ? {} : { prompts: { listChanged: false } }),
       },
       instructions: options.instructions,
+      // Refuses a state that fails its MAC, binding or the codec's expiry: -32602 before any handler runs.
+      requestState: { verify: codec.verify },
     },
   );
   if (resources !== undefined) {
     server.setRequestHandler('resources/list', () => ({ resources: [...resources.list()] }));
-    server.setRequestHandler('resources/read', (request, ctx) =>
-      protocolErrors(() =>
+    server.setRequestHandler('resources/read', async (request, ctx) => {
+      const input = roundOf(ctx, request.params.uri, {});
+      const result = await protocolErrors(() =>
         resources.read(request.params.uri, {
           signal: ctx.mcpReq.signal,
           headers: headersOf(ctx.http?.req),
+          input: input.round,
         }),
-      ),
-    );
+      );
+      return isInputRequiredAnswer(result) ? input.answer(result) : (result as ReadResourceResult);
+    });
   }
   if (prompts !== undefined) {
     server.setRequestHandler('prompts/list', () => ({ prompts: [...prompts.list()] }));
     server.setRequestHandler('prompts/get', async (request, ctx) => {
+      const input = roundOf(ctx, request.params.name, request.params.arguments ?? {});
       const result = await protocolErrors(() =>
         prompts.get(request.params.name, request.params.arguments, {
           signal: ctx.mcpReq.signal,
           headers: headersOf(ctx.http?.req),
+          input: input.round,
         }),
       );
-      return result as GetPromptResult;
+      return isInputRequiredAnswer(result) ? input.answer(result) : (result as GetPromptResult);
     });
   }
   server.setRequestHandler('tools/list', () => ({ tools: [...handlers.listTools()] }));
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const params = request.params;
+    const input = roundOf(ctx, params.name, params.arguments ?? {});
     const call: SdkToolCall = {
       name: params.name,
       arguments: params.arguments,
@@ -140,11 +235,40 @@ function modernServer(options: ModernEndpointOptions, handlers: ModernHandlers):
       signal: ctx.mcpReq.signal,
       headers: headersOf(ctx.http?.req),
       notify: (method, notificationParams) => ctx.mcpReq.notify({ method, params: notificationParams }),
+      input: input.round,
     };
     const result = await protocolErrors(() => handlers.callTool(call));
+    if (isInputRequiredAnswer(result)) return input.answer(result);
     return server.projectCallToolResult(result as CallToolResult, undefined);
   });
   return server;
+}
+
+/** The hash a `requestState` is bound to: the method, the name (tool, prompt, URI) and the arguments. */
+function targetOf(method: string, name: string, args: unknown): string {
+  return createHash('sha256')
+    .update(JSON.stringify([method, name, canonical(args)]))
+    .digest('base64url');
+}
+
+/** `value` with every object's keys sorted, so equal arguments hash alike whatever their key order. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (typeof value !== 'object' || value === null) return value;
+  const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1));
+  return Object.fromEntries(entries.map(([key, item]) => [key, canonical(item)]));
+}
+
+function isSealed(value: unknown): value is SealedState {
+  if (typeof value !== 'object' || value === null) return false;
+  const state = value as Partial<SealedState>;
+  return (
+    Number.isInteger(state.r) &&
+    typeof state.a === 'object' &&
+    state.a !== null &&
+    typeof state.t === 'string' &&
+    typeof state.e === 'number'
+  );
 }
 
 /** The request's headers as Node shows them (lower-case names). */

@@ -16,8 +16,12 @@ import {
   StreamableHTTPServerTransport,
   type EventStore,
 } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolRequestSchema,
+  CreateMessageResultSchema,
+  ElicitResultSchema,
+  ListRootsResultSchema,
   GetPromptRequestSchema,
   GetTaskPayloadRequestSchema,
   isInitializeRequest,
@@ -30,9 +34,13 @@ import {
   type CallToolResult,
   type CreateTaskResult,
   type GetPromptResult,
+  type ReadResourceResult,
   type ServerNotification,
+  type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
+import { BreakwaterError } from '../core/index.js';
 import type { Catalog } from './catalog.js';
+import { inputSupportOf, type InputChannel, type WireInputRequest } from './input.js';
 import {
   McpProtocolError,
   RELATED_TASK_META,
@@ -63,6 +71,8 @@ export interface SdkToolCall {
   headers: Record<string, string | string[] | undefined>;
   /** Sends a notification tied to this request (on its stream while the request is open). */
   notify(method: string, params: Record<string, unknown>): Promise<void>;
+  /** How the call asks the user: the session's requests (2025), the request's round (2026-07-28). */
+  input?: InputChannel;
 }
 
 /** What a session asks mcp/ for. */
@@ -151,6 +161,7 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
       headers: extra.requestInfo?.headers ?? {},
       notify: (method, notificationParams) =>
         extra.sendNotification({ method, params: notificationParams } as ServerNotification),
+      input: sessionInput(server, extra),
     };
     const answer = await protocolErrors(() => handlers.callTool(call));
     return answer as CallToolResult | CreateTaskResult;
@@ -164,7 +175,8 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
         resources.read(request.params.uri, {
           signal: extra.signal,
           headers: extra.requestInfo?.headers ?? {},
-        }),
+          input: sessionInput(server, extra),
+        }) as Promise<ReadResourceResult>,
       ),
     );
   }
@@ -175,6 +187,7 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
         prompts.get(request.params.name, request.params.arguments, {
           signal: extra.signal,
           headers: extra.requestInfo?.headers ?? {},
+          input: sessionInput(server, extra),
         }),
       );
       return result as GetPromptResult;
@@ -215,6 +228,45 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
   server.onerror = (error) => options.onError?.(error);
   await server.connect(transport);
   return session;
+}
+
+/** The result schema of each server-to-client request a call may send. */
+const INPUT_RESULT_SCHEMAS = {
+  'elicitation/create': ElicitResultSchema,
+  'sampling/createMessage': CreateMessageResultSchema,
+  'roots/list': ListRootsResultSchema,
+} as const;
+
+/**
+ * How a session's call asks the user: real `elicitation/create`, `sampling/createMessage` and `roots/list`
+ * requests to the client (on the call's stream), all of one `requestInputs` at once, while the call waits;
+ * `signal` (the call's deadline or cancel) aborts them. The kinds are those the client declared at
+ * `initialize`. A request the client answers with an error fails the question with `input_unavailable`.
+ * A session's call never answers `input_required`: the 2025 revisions have no such result.
+ */
+function sessionInput(
+  server: Server,
+  extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+): InputChannel {
+  return {
+    support: inputSupportOf(server.getClientCapabilities()),
+    async fulfil(requests, signal) {
+      const ask = async ([key, request]: [string, WireInputRequest]): Promise<[string, unknown]> => {
+        try {
+          const sent = { method: request.method, params: request.params } as ServerRequest;
+          return [key, await extra.sendRequest(sent, INPUT_RESULT_SCHEMAS[request.method], { signal })];
+        } catch (error) {
+          if (signal.aborted) throw error; // the deadline or the cancel answers the call
+          throw new BreakwaterError('input_unavailable', {
+            message: `The client could not answer the request's question (${request.method}).`,
+            details: { method: request.method },
+            cause: error,
+          });
+        }
+      };
+      return new Map(await Promise.all([...requests].map(ask)));
+    },
+  };
 }
 
 /** Runs `fn`, turning our {@link McpProtocolError} into the SDK's JSON-RPC error. */

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   BreakwaterError,
   Deadline,
@@ -20,7 +20,8 @@ import {
   type JobToolDeps,
 } from './job-tools.js';
 import { catalogFor, createCatalog } from './catalog.js';
-import { summarizeResult, summarizeTask, ToolCallObserver } from './observe.js';
+import { inputRequiredOf, isInputRequiredAnswer, type InputRequiredAnswer } from './input.js';
+import { summarizeResult, summarizeTask, ToolCallObserver, type ToolCallSummary } from './observe.js';
 import { forwardJobProgress, waitForJob } from './progress.js';
 import { errorResult, successResult, toolErrorInfo } from './results.js';
 import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
@@ -122,12 +123,24 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
 
   const catalog = createCatalog({ resources: config.resources, prompts: config.prompts, clock, report });
 
-  async function callSync(tool: SyncTool, call: SdkToolCall, scope: CallScope): Promise<ToolResult> {
+  /** A call of a `resilientTool`; on 2026-07-28 it may answer the questions its run left unanswered. */
+  async function callSync(
+    tool: SyncTool,
+    call: SdkToolCall,
+    scope: CallScope,
+  ): Promise<ToolResult | InputRequiredAnswer> {
     const parsed = await parseArgs(tool, call.arguments);
     if (!parsed.ok) return invalidArguments(parsed.problems);
     const settled = await runUnderDeadline(tool, scope, clock, (ctx) =>
       tool.handler(parsed.value as never, ctx),
     );
+    let asked: InputRequiredAnswer | undefined;
+    try {
+      asked = inputRequiredOf(scope.input);
+    } catch (error) {
+      return finish(tool, scope, { ok: false, error }, () => ({ content: [] }));
+    }
+    if (asked !== undefined) return asked;
     return finish(tool, scope, settled, (value) =>
       successResult(value, tool.toText?.(value as never), tool.toContent?.(value as never)),
     );
@@ -243,7 +256,12 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     return {
       listTools: () => listings,
       catalog: catalogFor(catalog, session.principal),
-      callTool: (call) => PrincipalContext.run(session.principal, () => callTool(session, call)),
+      // A session's input channel waits for answers: its calls never leave questions pending.
+      callTool: (call) =>
+        PrincipalContext.run(
+          session.principal,
+          () => callTool(session, call) as Promise<ToolResult | CreateTaskAnswer>,
+        ),
       tasks:
         tasks === undefined
           ? undefined
@@ -267,14 +285,18 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     listTools: () => listings,
     catalog: catalogFor(catalog, principal),
     callTool: (call) =>
-      PrincipalContext.run(principal, () => callTool(undefined, call) as Promise<ToolResult>),
+      PrincipalContext.run(
+        principal,
+        () => callTool(undefined, call) as Promise<ToolResult | InputRequiredAnswer>,
+      ),
+    callerId: principal.id,
   });
 
   /** One `tools/call`; `session` is undefined on the stateless path, where `call.task` is never set. */
   async function callTool(
     session: Session | undefined,
     call: SdkToolCall,
-  ): Promise<ToolResult | CreateTaskAnswer> {
+  ): Promise<ToolResult | CreateTaskAnswer | InputRequiredAnswer> {
     const tool = byName.get(call.name);
     if (tool === undefined) throw new McpProtocolError(RPC.invalidParams, `Unknown tool: ${call.name}`);
     const progressToken = call.progressToken;
@@ -283,6 +305,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       correlationId: correlationIdFrom(call.headers),
       progressToken,
       sendProgress: (params) => call.notify('notifications/progress', { ...params, progressToken }),
+      input: call.input,
     };
     if (call.task !== undefined && session !== undefined) {
       // Spec 2025-11-25: a task-augmented call of a tool without task support is "method not found".
@@ -301,7 +324,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       scope,
       call.headers,
       () => (tool.kind === 'job' ? callJob(tool, call, scope) : callSync(tool, call, scope)),
-      summarizeResult,
+      summarizeAnswer,
     );
   }
 
@@ -331,6 +354,9 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     name,
     version,
     instructions: config.instructions,
+    requestStateKey: config.requestStateKey ?? randomBytes(32),
+    requestStateTtlMs: config.requestStateTtlMs,
+    clock,
     onError: (error) => config.onError?.(error, {}),
   });
 
@@ -367,6 +393,11 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       await Promise.all([table.close(), modern.close()]);
     },
   };
+}
+
+/** A call's log summary; a round that asks for input ended as designed. */
+function summarizeAnswer(answer: ToolResult | InputRequiredAnswer): ToolCallSummary {
+  return isInputRequiredAnswer(answer) ? { outcome: 'succeeded' } : summarizeResult(answer);
 }
 
 function invalidArguments(problems: string): ToolResult {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defineOptions, o, Schema, type OptionProblem, type Parsed } from '../core/index.js';
 import { requiredScopesFor } from '../http/index.js';
 import type { EnqueueOptions } from '../jobs/index.js';
+import type { InputContext } from './input.js';
 import type { ContentBlock, ToolAnnotations, ToolListing } from './types.js';
 
 /** Tool deadlines (docs/architecture.md#deadlines): 10 s by default, 30 s at most (heavy tools). */
@@ -21,8 +22,11 @@ export type ToolArgs<I extends ToolInput> = I extends z.ZodType
     ? z.output<z.ZodObject<I>>
     : never;
 
-/** What a tool handler gets besides its arguments. */
-export interface ToolContext {
+/**
+ * What a tool handler gets besides its arguments; `requestInput`/`requestInputs` ask the user during the call
+ * (see {@link InputContext} and docs/mcp.md#asking-the-user-during-a-call).
+ */
+export interface ToolContext extends InputContext {
   /**
    * Aborts at the tool's deadline (reason: BreakwaterError `deadline_exceeded`) or when the client cancels the
    * call (`notifications/cancelled`). Pass it to every I/O call.
