@@ -50,9 +50,7 @@ export function inputTools(): McpTool[] {
         const { capital_question } = await ctx.requestInputs({
           capital_question: {
             sampling: {
-              messages: [
-                { role: 'user', content: { type: 'text', text: 'What is the capital of France?' } },
-              ],
+              messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
               maxTokens: 100,
             },
           },
@@ -74,7 +72,8 @@ export function inputTools(): McpTool[] {
     }),
     resilientTool({
       name: 'test_input_required_result_request_state',
-      description: 'Asks for a confirmation; the answer comes back with the signed state (conformance fixture).',
+      description:
+        'Asks for a confirmation; the answer comes back with the signed state (conformance fixture).',
       inputSchema: {},
       handler: async (_args, ctx) => {
         const answer = await ctx.requestInput({
@@ -117,9 +116,7 @@ export function inputTools(): McpTool[] {
           message: 'Step 2: What is your favorite color?',
           schema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
         });
-        return text(
-          `${String(step1.content?.['name'])} likes ${String(step2.content?.['color'])}.`,
-        );
+        return text(`${String(step1.content?.['name'])} likes ${String(step2.content?.['color'])}.`);
       },
       toText,
     }),

@@ -6,7 +6,12 @@
  * completions or list cache hints here.
  */
 import { PrincipalContext, type Clock, type Principal } from '../core/index.js';
-import { inputRequiredOf, isInputRequiredAnswer, type InputChannel, type InputRequiredAnswer } from './input.js';
+import {
+  inputRequiredOf,
+  isInputRequiredAnswer,
+  type InputChannel,
+  type InputRequiredAnswer,
+} from './input.js';
 import { promptResult, type McpPrompt, type PromptListing, type PromptResult } from './prompt.js';
 import {
   contentsOf,
@@ -34,7 +39,10 @@ export interface Catalog {
   readonly resources?: {
     list(): readonly ResourceListing[];
     /** The contents, or the questions of a read that waits for input (2026-07-28). */
-    read(uri: string, request: CatalogRequest): Promise<{ contents: ResourceContents[] } | InputRequiredAnswer>;
+    read(
+      uri: string,
+      request: CatalogRequest,
+    ): Promise<{ contents: ResourceContents[] } | InputRequiredAnswer>;
   };
   readonly prompts?: {
     list(): readonly PromptListing[];

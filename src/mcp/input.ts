@@ -29,9 +29,9 @@ const KEY = /^[A-Za-z0-9_.:-]{1,64}$/;
  * `number`, `integer`, `boolean`, an `array` of string `enum`), `required` naming some of them.
  */
 export interface InputSchema {
-  type: 'object';
-  properties: Record<string, Record<string, unknown>>;
-  required?: string[];
+  readonly type: 'object';
+  readonly properties: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  readonly required?: readonly string[];
 }
 
 /** One form question (MCP `elicitation/create`, form mode). */
@@ -110,7 +110,9 @@ export interface InputContext {
    * {@link InputQuestion.key}): `{ name: { message, schema }, draft: { sampling }, where: { roots: true } }`.
    * Errors as {@link requestInput}; more than 16 at once is a TypeError.
    */
-  requestInputs<R extends Record<string, InputAsk>>(asks: R): Promise<{ [K in keyof R]: InputAnswerOf<R[K]> }>;
+  requestInputs<R extends Record<string, InputAsk>>(
+    asks: R,
+  ): Promise<{ [K in keyof R]: InputAnswerOf<R[K]> }>;
 }
 
 /** The client requests of the wire (`inputRequests` entries; the 2025 server-to-client requests). */
@@ -159,8 +161,7 @@ export function inputSupportOf(capabilities: unknown): InputSupport {
   if (!isObject(capabilities)) return NO_SUPPORT;
   const elicitation = capabilities['elicitation'];
   const form =
-    isObject(elicitation) &&
-    (elicitation['form'] !== undefined || elicitation['url'] === undefined);
+    isObject(elicitation) && (elicitation['form'] !== undefined || elicitation['url'] === undefined);
   return {
     elicitation: form,
     sampling: isObject(capabilities['sampling']),
@@ -300,7 +301,8 @@ const KIND = {
  *   a sampling request without `messages` or a positive integer `maxTokens`.
  */
 function wireRequest(key: string, ask: unknown): WireInputRequest {
-  if (!KEY.test(key)) throw new TypeError(`a question key is 1..64 of A-Za-z0-9_.:- (got ${JSON.stringify(key)})`);
+  if (!KEY.test(key))
+    throw new TypeError(`a question key is 1..64 of A-Za-z0-9_.:- (got ${JSON.stringify(key)})`);
   if (!isObject(ask)) throw new TypeError(`question ${key} must be an object`);
   if (ask['roots'] === true) return { method: 'roots/list', params: {} };
   if (ask['sampling'] !== undefined) {

@@ -171,12 +171,13 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
   if (resources !== undefined) {
     server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [...resources.list()] }));
     server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
-      protocolErrors(() =>
-        resources.read(request.params.uri, {
-          signal: extra.signal,
-          headers: extra.requestInfo?.headers ?? {},
-          input: sessionInput(server, extra),
-        }) as Promise<ReadResourceResult>,
+      protocolErrors(
+        () =>
+          resources.read(request.params.uri, {
+            signal: extra.signal,
+            headers: extra.requestInfo?.headers ?? {},
+            input: sessionInput(server, extra),
+          }) as Promise<ReadResourceResult>,
       ),
     );
   }

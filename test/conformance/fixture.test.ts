@@ -67,6 +67,14 @@ describe('the conformance fixture app', () => {
       'test_audio_content',
       'test_embedded_resource',
       'test_multiple_content_types',
+      'test_input_required_result_elicitation',
+      'test_input_required_result_sampling',
+      'test_input_required_result_list_roots',
+      'test_input_required_result_request_state',
+      'test_input_required_result_multiple_inputs',
+      'test_input_required_result_multi_round',
+      'test_input_required_result_tampered_state',
+      'test_input_required_result_capabilities',
     ];
     expect((await legacy.listTools()).tools.map((t) => t.name)).toEqual(expected);
     expect((await modern.listTools()).tools.map((t) => t.name)).toEqual(expected);
