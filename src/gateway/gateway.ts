@@ -124,6 +124,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       publicUrl,
       // One durable event store per MCP session: the SDK names every session's standalone stream alike.
       eventStore: (sessionId: string) => createDurableEventStore(store, { scope: sessionId }),
+      // Gateways that share BREAKWATER_MCP_STATE_KEY accept each other's requestState (docs/mcp.md).
+      requestStateKey: env.BREAKWATER_MCP_STATE_KEY || undefined,
       clock,
     });
     // Prometheus metrics of everything this process runs, at GET /metrics.
