@@ -14,6 +14,7 @@
  */
 import { defineApp, type AppParts, type BreakwaterApp } from '../../src/entries/gateway.js';
 import { contentTools } from './content.js';
+import { elicitationTools } from './elicitation.js';
 import { inputPrompts, inputTools } from './input.js';
 import { staticResources } from './resources.js';
 import { textTools } from './tools.js';
@@ -25,7 +26,7 @@ export function createConformanceApp(): BreakwaterApp {
         name: 'breakwater-conformance',
         version: '1.0.0',
         instructions: 'Fixtures of the MCP conformance suite; not an app for people.',
-        tools: [...textTools(), ...contentTools(), ...inputTools()],
+        tools: [...textTools(), ...contentTools(), ...inputTools(), ...elicitationTools()],
         resources: staticResources(),
         prompts: inputPrompts(),
       };

@@ -75,6 +75,10 @@ describe('the conformance fixture app', () => {
       'test_input_required_result_multi_round',
       'test_input_required_result_tampered_state',
       'test_input_required_result_capabilities',
+      'test_sampling',
+      'test_elicitation',
+      'test_elicitation_sep1034_defaults',
+      'test_elicitation_sep1330_enums',
     ];
     expect((await legacy.listTools()).tools.map((t) => t.name)).toEqual(expected);
     expect((await modern.listTools()).tools.map((t) => t.name)).toEqual(expected);
