@@ -2,10 +2,8 @@ import { Client as ModernClient, StreamableHTTPClientTransport } from '@modelcon
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { as } from '../../test/support/principals.js';
-import { FakeClock } from '../core/index.js';
-import { INPUT_BOUNDS } from './input.js';
 import { prompt } from './prompt.js';
-import { startGateway, type Gateway } from './test-support.js';
+import { modernRpc, startGateway, type Gateway } from './test-support.js';
 import { resilientTool } from './tool.js';
 
 /**
@@ -30,11 +28,10 @@ const SAMPLING = {
   maxTokens: 5,
 };
 
-async function start(clock?: FakeClock): Promise<void> {
+async function start(): Promise<void> {
   runs = 0;
   gw = await startGateway({
     server: {
-      ...(clock === undefined ? {} : { clock }),
       requestStateTtlMs: 60_000,
       prompts: [
         prompt({
@@ -90,60 +87,8 @@ async function start(clock?: FakeClock): Promise<void> {
           };
         },
       }),
-      resilientTool({
-        name: 'pester',
-        description: 'Asks a new question every round.',
-        inputSchema: {},
-        handler: async (_args, ctx) => {
-          for (let i = 0; ; i++) await ctx.requestInput({ key: `q${i}`, message: `Question ${i}?` });
-        },
-      }),
     ],
   });
-}
-
-const ENVELOPE = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0.0.1' },
-  'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, sampling: {}, roots: {} },
-};
-
-interface Rpc {
-  result?: Record<string, unknown> & { requestState?: string; inputRequests?: Record<string, unknown> };
-  error?: { code: number; message: string; data?: unknown };
-}
-
-let nextId = 1;
-
-/** One raw 2026-07-28 request over HTTP; `params._meta` overrides the envelope's keys. */
-async function rpc(caller: string, method: string, params: Record<string, unknown>): Promise<Rpc> {
-  const name = (params['name'] ?? params['uri']) as string;
-  const response = await fetch(gw.mcpUrl, {
-    method: 'POST',
-    headers: {
-      ...as(caller),
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      'mcp-name': name,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: nextId++,
-      method,
-      params: { ...params, _meta: { ...ENVELOPE, ...(params['_meta'] as object | undefined) } },
-    }),
-  });
-  const text = await response.text();
-  if (response.headers.get('content-type')?.includes('text/event-stream')) {
-    const data = text
-      .split('\n')
-      .filter((line) => line.startsWith('data:'))
-      .map((line) => JSON.parse(line.slice(5)) as Rpc & { id?: number });
-    return data.find((message) => message.id !== undefined)!;
-  }
-  return JSON.parse(text) as Rpc;
 }
 
 const call = (
@@ -152,6 +97,9 @@ const call = (
   args: Record<string, unknown> = {},
   more: Record<string, unknown> = {},
 ) => rpc(caller, 'tools/call', { name, arguments: args, ...more });
+
+const rpc = (caller: string, method: string, params: Record<string, unknown>) =>
+  modernRpc(gw.mcpUrl, caller, method, params);
 
 const accept = (content: Record<string, unknown>) => ({ action: 'accept', content });
 
@@ -248,57 +196,6 @@ describe('asking the user, MCP 2026-07-28: rounds, state and bounds', () => {
     expect(three.result?.['structuredContent']).toEqual({ topic: 'gifts', name: 'Ada', color: 'blue' });
   });
 
-  it('a tampered state, one minted for another caller, or for other arguments: -32602', async () => {
-    await start();
-    const one = await call('ada', 'survey', { topic: 'gifts' });
-    const state = one.result!.requestState!;
-    const refused = {
-      code: -32602,
-      message: 'Invalid or expired requestState',
-      data: { reason: 'invalid_request_state' },
-    };
-    const answers = { inputResponses: { step1: accept({ name: 'Ada' }) } };
-    expect(
-      (await call('ada', 'survey', { topic: 'gifts' }, { ...answers, requestState: `${state}-TAMPERED` }))
-        .error,
-    ).toEqual(refused);
-    expect(
-      (await call('bob', 'survey', { topic: 'gifts' }, { ...answers, requestState: state })).error,
-    ).toEqual(refused);
-    expect(
-      (await call('ada', 'survey', { topic: 'cars' }, { ...answers, requestState: state })).error,
-    ).toEqual(refused);
-    // The prompt of the same name is another method: refused too.
-    expect(
-      (
-        await rpc('ada', 'prompts/get', {
-          name: 'survey',
-          arguments: { topic: 'gifts' },
-          ...answers,
-          requestState: state,
-        })
-      ).error,
-    ).toEqual(refused);
-    // The untouched state still works for its caller and arguments.
-    const two = await call('ada', 'survey', { topic: 'gifts' }, { ...answers, requestState: state });
-    expect(two.result?.resultType).toBe('input_required');
-  });
-
-  it('a state past its ttl (server clock) is refused with -32602', async () => {
-    const clock = new FakeClock(Date.now());
-    await start(clock);
-    const first = await call('ada', 'greet');
-    const answers = {
-      inputResponses: { '0': accept({ name: 'Ada' }) },
-      requestState: first.result!.requestState,
-    };
-    clock.tick(60_001);
-    expect((await call('ada', 'greet', {}, answers)).error).toMatchObject({
-      code: -32602,
-      message: 'Invalid or expired requestState',
-    });
-  });
-
   it('a client without the capability: the question fails as a tool error, input_unavailable', async () => {
     await start();
     const refused = await call(
@@ -319,42 +216,6 @@ describe('asking the user, MCP 2026-07-28: rounds, state and bounds', () => {
             'The request needs input of a kind this client cannot give (elicitation/create): it did not declare the elicitation capability.',
         },
       },
-    });
-  });
-
-  it(`a call that keeps asking stops after ${INPUT_BOUNDS.maxRounds} rounds`, async () => {
-    await start();
-    let state: string | undefined;
-    for (let round = 0; round < INPUT_BOUNDS.maxRounds; round++) {
-      const answer = await call(
-        'ada',
-        'pester',
-        {},
-        {
-          ...(state === undefined ? {} : { requestState: state }),
-          inputResponses: { [`q${round - 1}`]: { action: 'decline' } },
-        },
-      );
-      expect(answer.result?.inputRequests).toEqual({
-        [`q${round}`]: {
-          method: 'elicitation/create',
-          params: { message: `Question ${round}?`, requestedSchema: { type: 'object', properties: {} } },
-        },
-      });
-      state = answer.result!.requestState;
-    }
-    const stopped = await call(
-      'ada',
-      'pester',
-      {},
-      {
-        requestState: state,
-        inputResponses: { [`q${INPUT_BOUNDS.maxRounds - 1}`]: { action: 'decline' } },
-      },
-    );
-    expect(stopped.result).toMatchObject({
-      isError: true,
-      structuredContent: { error: { code: 'input_unavailable' } },
     });
   });
 

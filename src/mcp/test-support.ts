@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { principalFromHeader } from '../../test/support/principals.js';
+import { as, principalFromHeader } from '../../test/support/principals.js';
 import { createJobs, type Jobs } from '../jobs/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { type JobStore } from '../store/index.js';
@@ -161,4 +161,58 @@ export function gate(): { promise: Promise<void>; open(): void } {
   let open!: () => void;
   const promise = new Promise<void>((resolve) => (open = resolve));
   return { promise, open };
+}
+
+/** The `_meta` envelope of {@link modernRpc}: 2026-07-28, a client that declares elicitation, sampling, roots. */
+const ENVELOPE = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0.0.1' },
+  'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, sampling: {}, roots: {} },
+};
+
+/** A JSON-RPC answer of {@link modernRpc}. */
+export interface ModernRpcAnswer {
+  result?: Record<string, unknown> & { requestState?: string; inputRequests?: Record<string, unknown> };
+  error?: { code: number; message: string; data?: unknown };
+}
+
+let nextId = 1;
+
+/**
+ * One raw 2026-07-28 request over HTTP as `caller` (see `as`), with the `Mcp-Method`/`Mcp-Name` headers;
+ * `params._meta` overrides the envelope's keys. Reads a JSON or an SSE answer.
+ */
+export async function modernRpc(
+  url: URL,
+  caller: string,
+  method: string,
+  params: Record<string, unknown>,
+): Promise<ModernRpcAnswer> {
+  const name = (params['name'] ?? params['uri']) as string;
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      ...as(caller),
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      'mcp-name': name,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: nextId++,
+      method,
+      params: { ...params, _meta: { ...ENVELOPE, ...(params['_meta'] as object | undefined) } },
+    }),
+  });
+  const text = await response.text();
+  if (response.headers.get('content-type')?.includes('text/event-stream')) {
+    const data = text
+      .split('\n')
+      .filter((line) => line.startsWith('data:'))
+      .map((line) => JSON.parse(line.slice(5)) as ModernRpcAnswer & { id?: number });
+    return data.find((message) => message.id !== undefined)!;
+  }
+  return JSON.parse(text) as ModernRpcAnswer;
 }
