@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FakeClock } from '../core/index.js';
 import { INPUT_BOUNDS } from './input.js';
+import { prompt } from './prompt.js';
 import { createMcpServer } from './server.js';
 import { modernRpc, startGateway, type Gateway } from './test-support.js';
 import { resilientTool } from './tool.js';
@@ -52,7 +53,23 @@ const tools = () => [
 async function start(clock?: FakeClock): Promise<void> {
   gw = await startGateway({
     tools,
-    server: { ...(clock === undefined ? {} : { clock }), requestStateTtlMs: 60_000 },
+    server: {
+      ...(clock === undefined ? {} : { clock }),
+      requestStateTtlMs: 60_000,
+      // A prompt of the tool's name: a state minted for the tool must not serve it.
+      prompts: [
+        prompt({
+          name: 'survey',
+          arguments: { topic: z.string() },
+          get: async ({ topic }, ctx) => {
+            const one = await ctx.requestInput({ key: 'step1', message: 'Name?', schema: NAME });
+            return [
+              { role: 'user', content: { type: 'text', text: `${topic}: ${String(one.content?.['name'])}` } },
+            ];
+          },
+        }),
+      ],
+    },
   });
 }
 
