@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   BreakwaterError,
   Deadline,
+  invalidOption,
   Log,
   PrincipalContext,
   type Disposable,
@@ -20,6 +21,7 @@ import {
   type JobToolDeps,
 } from './job-tools.js';
 import { catalogFor, createCatalog } from './catalog.js';
+import type { McpResource } from './resource.js';
 import { summarizeResult, summarizeTask, ToolCallObserver } from './observe.js';
 import { forwardJobProgress, waitForJob } from './progress.js';
 import { errorResult, successResult, toolErrorInfo } from './results.js';
@@ -87,7 +89,9 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     };
     if (config.jobStatusTools) {
       const [status, cancel] = JOB_STATUS_TOOL_NAMES;
-      tools.push(getJobStatusTool(deps, status), cancelJobTool(deps, cancel));
+      // A job tool's UI follows its job with these two: ChatGPT lets a component call only tools that say so.
+      const fromUi = jobTools.some((tool) => tool.ui !== undefined) ? widgetAccessible : (t: SyncTool) => t;
+      tools.push(fromUi(getJobStatusTool(deps, status)), fromUi(cancelJobTool(deps, cancel)));
     }
   }
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -120,7 +124,12 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     process.emitWarning(warning);
   };
 
-  const catalog = createCatalog({ resources: config.resources, prompts: config.prompts, clock, report });
+  const catalog = createCatalog({
+    resources: withUiResources(owner, config.resources, tools),
+    prompts: config.prompts,
+    clock,
+    report,
+  });
 
   async function callSync(tool: SyncTool, call: SdkToolCall, scope: CallScope): Promise<ToolResult> {
     const parsed = await parseArgs(tool, call.arguments);
@@ -367,6 +376,32 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       await Promise.all([table.close(), modern.close()]);
     },
   };
+}
+
+/** `tool`, listed with `openai/widgetAccessible: true` (callable from an Apps SDK component). */
+function widgetAccessible(tool: SyncTool): SyncTool {
+  return {
+    ...tool,
+    listing: { ...tool.listing, _meta: { ...tool.listing._meta, 'openai/widgetAccessible': true } },
+  };
+}
+
+/**
+ * The app's resources and those of its tools' `uiResource`s (one UI may serve several tools).
+ * @throws OptionsError naming `owner` and `tools` when a UI resource's URI is taken by another resource.
+ */
+function withUiResources(owner: string, resources: readonly McpResource[], tools: readonly McpTool[]) {
+  const byUri = new Map(resources.map((item) => [item.uri, item]));
+  for (const tool of tools) {
+    if (tool.ui === undefined || !('kind' in tool.ui)) continue;
+    for (const item of tool.ui.resources) {
+      const taken = byUri.get(item.uri);
+      if (taken === undefined) byUri.set(item.uri, item);
+      else if (taken !== item)
+        throw invalidOption(owner, 'tools', `UI resources whose URIs no other resource has`, item.uri);
+    }
+  }
+  return [...byUri.values()];
 }
 
 function invalidArguments(problems: string): ToolResult {
