@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import {
   BreakwaterError,
   Deadline,
-  invalidOption,
   Log,
   PrincipalContext,
   type Disposable,
@@ -21,7 +20,6 @@ import {
   type JobToolDeps,
 } from './job-tools.js';
 import { catalogFor, createCatalog } from './catalog.js';
-import type { McpResource } from './resource.js';
 import { summarizeResult, summarizeTask, ToolCallObserver } from './observe.js';
 import { forwardJobProgress, waitForJob } from './progress.js';
 import { errorResult, successResult, toolErrorInfo } from './results.js';
@@ -29,6 +27,7 @@ import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
 import { openSdkSession, type SdkHandlers, type SdkSession, type SdkToolCall } from './sdk.js';
 import { createModernEndpoint, type ModernHandlers } from './sdk-v2.js';
 import { isTerminalTask, JobTaskStore } from './task-store.js';
+import { widgetAccessible, withUiResources } from './ui.js';
 import { parseArgs, type JobTool, type McpTool, type SyncTool } from './tool.js';
 import {
   McpProtocolError,
@@ -376,32 +375,6 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       await Promise.all([table.close(), modern.close()]);
     },
   };
-}
-
-/** `tool`, listed with `openai/widgetAccessible: true` (callable from an Apps SDK component). */
-function widgetAccessible(tool: SyncTool): SyncTool {
-  return {
-    ...tool,
-    listing: { ...tool.listing, _meta: { ...tool.listing._meta, 'openai/widgetAccessible': true } },
-  };
-}
-
-/**
- * The app's resources and those of its tools' `uiResource`s (one UI may serve several tools).
- * @throws OptionsError naming `owner` and `tools` when a UI resource's URI is taken by another resource.
- */
-function withUiResources(owner: string, resources: readonly McpResource[], tools: readonly McpTool[]) {
-  const byUri = new Map(resources.map((item) => [item.uri, item]));
-  for (const tool of tools) {
-    if (tool.ui === undefined || !('kind' in tool.ui)) continue;
-    for (const item of tool.ui.resources) {
-      const taken = byUri.get(item.uri);
-      if (taken === undefined) byUri.set(item.uri, item);
-      else if (taken !== item)
-        throw invalidOption(owner, 'tools', `UI resources whose URIs no other resource has`, item.uri);
-    }
-  }
-  return [...byUri.values()];
 }
 
 function invalidArguments(problems: string): ToolResult {

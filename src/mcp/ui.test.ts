@@ -2,10 +2,12 @@ import { Client as ModernClient, StreamableHTTPClientTransport } from '@modelcon
 import { RESOURCE_MIME_TYPE, RESOURCE_URI_META_KEY } from '@modelcontextprotocol/ext-apps';
 import { getToolUiResourceUri } from '@modelcontextprotocol/ext-apps/app-bridge';
 import { afterEach, describe, expect, it } from 'vitest';
+import { expectOptionsError } from '../../test/support/options.js';
 import { as } from '../../test/support/principals.js';
 import { jobTool } from './job-tools.js';
 import { resource } from './resource.js';
 import { connectClient, startGateway, type Gateway } from './test-support.js';
+import { createMcpServer } from './server.js';
 import { resilientTool } from './tool.js';
 import { uiResource } from './ui.js';
 import { APPS_SDK_MIME_TYPE, MCP_APP_MIME_TYPE } from './ui-meta.js';
@@ -206,5 +208,23 @@ describe('uiResource', () => {
         handler: () => ({}),
       }),
     ).toThrow("ui must be a uiResource(...) or { resourceUri: 'ui://…' }");
+  });
+
+  it('createMcpServer refuses a UI whose URI another resource has', () => {
+    const show = resilientTool({
+      name: 'show',
+      description: 'x',
+      inputSchema: {},
+      ui: widget,
+      handler: () => ({}),
+    });
+    const taken = resource({ uri: 'ui://test/analysis.skybridge.html', name: 'other', read: () => 'x' });
+    expectOptionsError(
+      () => createMcpServer({ name: 's', version: '1', tools: [show], resources: [taken] }),
+      {
+        owner: 'createMcpServer',
+        options: ['tools'],
+      },
+    );
   });
 });

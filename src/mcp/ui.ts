@@ -7,9 +7,9 @@
  *   `openai/widgetPrefersBorder`, `openai/widgetDescription`, `openai/widgetDomain`.
  * A tool names the pair with its `ui` option; its listing then carries both forms' keys (see `ui-meta.ts`).
  */
-import { defineOptions, o } from '../core/index.js';
-import { resource, type ReadContext } from './resource.js';
-import { TOOL_DEADLINE_DEFAULT_MS, TOOL_DEADLINE_MAX_MS } from './tool.js';
+import { defineOptions, invalidOption, o } from '../core/index.js';
+import { resource, type McpResource, type ReadContext } from './resource.js';
+import { TOOL_DEADLINE_DEFAULT_MS, TOOL_DEADLINE_MAX_MS, type McpTool, type SyncTool } from './tool.js';
 import { APPS_SDK_MIME_TYPE, isUiUri, MCP_APP_MIME_TYPE, type UiResource } from './ui-meta.js';
 
 /**
@@ -104,7 +104,9 @@ const parseUiResource = defineOptions<UiResourceDefinition>()(
  * Defines a UI in both forms (see the file comment): give it to a tool's `ui` option and the MCP server
  * serves its two resources with the tool (`resources/list`, `resources/read`, both eras). Both forms read
  * the same HTML; a page that runs in both hosts uses the MCP Apps bridge (`ui/*` over `postMessage`) and
- * `window.openai` when ChatGPT provides it.
+ * `window.openai` when ChatGPT provides it. Whoever may call `/mcp` lists and reads both, like any resource:
+ * the page must hold no one's data (it gets data from the tool results and calls the host makes for its
+ * user, under that user's ownership).
  *
  * @throws OptionsError (`RangeError`, `invalid_options`, owner `uiResource`) naming every bad option: a URI
  *   that is not `ui://…`, an `appsSdkUri` equal to `uri`, an empty name, title, description or domain, an
@@ -161,4 +163,34 @@ export function uiResource(definition: UiResourceDefinition): UiResource {
 /** `ui://a/b.html` → `ui://a/b.skybridge.html`; `ui://a/b` → `ui://a/b.skybridge`. */
 function skybridgeUri(uri: string): string {
   return uri.endsWith('.html') ? `${uri.slice(0, -'.html'.length)}.skybridge.html` : `${uri}.skybridge`;
+}
+
+/** `tool`, listed with `openai/widgetAccessible: true` (callable from an Apps SDK component). */
+export function widgetAccessible(tool: SyncTool): SyncTool {
+  return {
+    ...tool,
+    listing: { ...tool.listing, _meta: { ...tool.listing._meta, 'openai/widgetAccessible': true } },
+  };
+}
+
+/**
+ * The app's resources and those of its tools' `uiResource`s (one UI may serve several tools).
+ * @throws OptionsError naming `owner` and `tools` when a UI resource's URI is taken by another resource.
+ */
+export function withUiResources(
+  owner: string,
+  resources: readonly McpResource[],
+  tools: readonly McpTool[],
+): McpResource[] {
+  const byUri = new Map(resources.map((item) => [item.uri, item]));
+  for (const tool of tools) {
+    if (tool.ui === undefined || !('kind' in tool.ui)) continue;
+    for (const item of tool.ui.resources) {
+      const taken = byUri.get(item.uri);
+      if (taken === undefined) byUri.set(item.uri, item);
+      else if (taken !== item)
+        throw invalidOption(owner, 'tools', `UI resources whose URIs no other resource has`, item.uri);
+    }
+  }
+  return [...byUri.values()];
 }
