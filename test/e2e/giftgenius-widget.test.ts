@@ -227,6 +227,22 @@ describeBrowser('the GiftGenius widget')('the GiftGenius widget in an MCP Apps h
     expect(await texts(rig, 'li.gift strong')).toEqual(FINAL);
     expect(rig.calls).toEqual([]);
   }, 60_000);
+
+  it("stops polling at an answer that asking again cannot change: a job that is not the user's", async () => {
+    const rig = await setup(100);
+    // A stranger's job and a job that never existed read alike (not_found): the widget cannot tell them apart.
+    const handle = { job_id: 'job_not_yours', status: 'pending' };
+    await rig.page.evaluate(
+      (result) =>
+        (window as unknown as { host: { toolResult(r: unknown): Promise<void> } }).host.toolResult(result),
+      { content: [{ type: 'text', text: 'Started.' }], structuredContent: handle },
+    );
+    await widget(rig).locator('#error', { hasText: 'There is no job job_not_yours.' }).waitFor();
+    // Five poll periods later, still the one call.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(rig.calls).toEqual([{ name: 'get_job_status', arguments: { job_id: 'job_not_yours' } }]);
+    expect(await widget(rig).locator('#cancel').isDisabled()).toBe(true);
+  }, 60_000);
 });
 
 describeBrowser('the GiftGenius widget')('the GiftGenius widget in ChatGPT (Apps SDK form)', () => {

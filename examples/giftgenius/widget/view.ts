@@ -9,7 +9,8 @@
  *
  * The job id is kept in the widget's state (and in ChatGPT's `widgetState`, which outlives a reload). A push
  * (a tool result the host delivers) updates the view at once; when none came for {@link POLL_MS}, the widget
- * polls `get_job_status` through the host, until the job is finished. Every value from the server is put
+ * polls `get_job_status` through the host, until the job is finished (or an answer says asking again cannot
+ * help, such as a job that is not the user's). Every value from the server is put
  * on the page as text, never as HTML.
  */
 import { App } from '@modelcontextprotocol/ext-apps';
@@ -48,6 +49,8 @@ const state = {
   summary: null as string | null,
   error: null as string | null,
   canceling: false,
+  /** Set by an error that asking again cannot fix (`retryable: false`, e.g. no such job): polling stops. */
+  stopped: false,
 };
 
 let host: Host | undefined;
@@ -96,6 +99,7 @@ function apply(value: Json | undefined, isError: boolean): void {
   if (isError || error !== undefined) {
     const message = typeof error?.['message'] === 'string' ? error['message'] : 'The analysis failed.';
     state.error = state.status === 'canceled' ? null : message;
+    if (isError && error?.['retryable'] === false) state.stopped = true;
   } else if (!FINISHED.has(state.status)) state.error = null;
   render();
 }
@@ -109,7 +113,7 @@ function push(value: Json | undefined, isError = false): void {
 function schedule(): void {
   if (timer !== undefined) clearTimeout(timer);
   timer = undefined;
-  if (state.jobId === null || FINISHED.has(state.status)) return;
+  if (state.jobId === null || FINISHED.has(state.status) || state.stopped) return;
   timer = setTimeout(() => void poll(), POLL_MS);
 }
 
@@ -186,7 +190,7 @@ function render(): void {
   error.hidden = state.error === null;
   error.textContent = state.error ?? '';
   const button = byId('cancel') as HTMLButtonElement;
-  button.disabled = state.jobId === null || FINISHED.has(state.status) || state.canceling;
+  button.disabled = state.jobId === null || FINISHED.has(state.status) || state.canceling || state.stopped;
 }
 
 /** The Apps SDK's `window.openai`, as far as the widget uses it. */
