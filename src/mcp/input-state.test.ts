@@ -41,6 +41,17 @@ const tools = () => [
     },
   }),
   resilientTool({
+    name: 'essay',
+    description: 'Asks for a text, then for a title.',
+    inputSchema: {},
+    handler: async (_args, ctx) => {
+      const schema = { type: 'object', properties: { text: { type: 'string' } } } as const;
+      await ctx.requestInput({ key: 'text', message: 'Your text?', schema });
+      await ctx.requestInput({ key: 'title', message: 'Its title?', schema });
+      return 'done';
+    },
+  }),
+  resilientTool({
     name: 'pester',
     description: 'Asks a new question every round.',
     inputSchema: {},
@@ -86,6 +97,24 @@ const call = (
 const accept = (content: Record<string, unknown>) => ({ action: 'accept', content });
 
 describe('the requestState of a call that asks the user, MCP 2026-07-28', () => {
+  it(`answers larger than a state may carry (${INPUT_BOUNDS.maxStateChars} characters) fail the call: payload_too_large`, async () => {
+    await start();
+    const big = await call(
+      'ada',
+      'essay',
+      {},
+      {
+        inputResponses: { text: accept({ text: 'x'.repeat(INPUT_BOUNDS.maxStateChars) }) },
+      },
+    );
+    expect(big.result).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'payload_too_large' } },
+    });
+    const small = await call('ada', 'essay', {}, { inputResponses: { text: accept({ text: 'short' }) } });
+    expect(Object.keys(small.result!.inputRequests!)).toEqual(['title']);
+  });
+
   it('a tampered state, one minted for another caller, or for other arguments: -32602', async () => {
     await start();
     const one = await call('ada', 'survey', { topic: 'gifts' });

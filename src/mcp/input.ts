@@ -242,19 +242,19 @@ export function inputContext(channel: InputChannel | undefined, signal: AbortSig
   async function ask(requests: Map<string, WireInputRequest>): Promise<Map<string, unknown>> {
     if (requests.size > INPUT_BOUNDS.maxRequestsPerRound)
       throw new TypeError(`requestInputs asks at most ${INPUT_BOUNDS.maxRequestsPerRound} at once`);
+    if (channel === undefined)
+      throw new BreakwaterError('input_unavailable', {
+        message: 'This request cannot ask the user anything: it is not a call that can wait for input.',
+      });
     for (const request of requests.values()) {
       const kind = KIND[request.method];
-      if (channel === undefined)
-        throw new BreakwaterError('input_unavailable', {
-          message: 'This request cannot ask the user anything: it is not a call that can wait for input.',
-        });
       if (!support[kind])
         throw new BreakwaterError('input_unavailable', {
           message: `The request needs input of a kind this client cannot give (${request.method}): it did not declare the ${kind} capability.`,
           details: { method: request.method },
         });
     }
-    const answers = await channel!.fulfil(requests, signal);
+    const answers = await channel.fulfil(requests, signal);
     for (const [key, request] of requests) {
       const problem = answers.has(key) ? answerProblem(request, answers.get(key)) : 'no answer';
       if (problem !== undefined)
