@@ -14,6 +14,7 @@ export {
   type ToolArgs,
   type ToolContext,
   type ToolInput,
+  type LogLevel,
 } from './tool.js';
 export { jobTool, type JobToolDefinition } from './job-tools.js';
 export {
@@ -24,7 +25,15 @@ export {
   type ResourceContents,
   type ResourceDefinition,
   type ResourceListing,
+  type CacheHint,
 } from './resource.js';
+export {
+  resourceTemplate,
+  type Completer,
+  type McpResourceTemplate,
+  type ResourceTemplateDefinition,
+  type ResourceTemplateListing,
+} from './resource-template.js';
 export {
   prompt,
   type McpPrompt,

@@ -22,8 +22,10 @@ import {
   type CallToolResult,
   type GetPromptResult,
   type McpRequestContext,
+  type ServerContext,
 } from '@modelcontextprotocol/server';
-import type { Catalog } from './catalog.js';
+import type { Catalog, CatalogRequest, CompletionRef } from './catalog.js';
+import type { CacheHint } from './resource.js';
 import type { SdkToolCall } from './sdk.js';
 import { McpProtocolError, type ToolListing, type ToolResult } from './types.js';
 
@@ -91,42 +93,69 @@ export function createModernEndpoint(options: ModernEndpointOptions): ModernEndp
   };
 }
 
-/** One request's `Server`: tools, and resources and prompts when the app has them, over `handlers`. */
+/** One request's `Server`: tools, and resources, prompts and completions when the app has them, over `handlers`. */
 function modernServer(options: ModernEndpointOptions, handlers: ModernHandlers): Server {
-  const { resources, prompts } = handlers.catalog;
+  const { resources, prompts, completions, cacheHints } = handlers.catalog;
   const server = new Server(
     { name: options.name, version: options.version },
     {
       capabilities: {
         tools: { listChanged: false },
+        // Log messages go out only for a request whose `_meta` names a log level (the SDK's `mcpReq.log`).
+        logging: {},
         ...(resources === undefined ? {} : { resources: { listChanged: false } }),
         ...(prompts === undefined ? {} : { prompts: { listChanged: false } }),
+        ...(completions === undefined ? {} : { completions: {} }),
       },
       instructions: options.instructions,
+      cacheHints,
     },
   );
+  // 2026-07-28 removed `logging/setLevel` (the level travels in each request's `_meta`): not served here.
+  server.removeRequestHandler('logging/setLevel');
+  const catalogRequest = (ctx: ServerContext): CatalogRequest => ({
+    signal: ctx.mcpReq.signal,
+    headers: headersOf(ctx.http?.req),
+    log: (level, data) => ctx.mcpReq.log(level, data),
+  });
   if (resources !== undefined) {
-    server.setRequestHandler('resources/list', () => ({ resources: [...resources.list()] }));
+    server.setRequestHandler('resources/list', (request, ctx) =>
+      protocolErrors(() => resources.list(request.params?.cursor, catalogRequest(ctx))),
+    );
+    const templates = resources.templates;
+    if (templates !== undefined)
+      server.setRequestHandler('resources/templates/list', (request) =>
+        protocolErrors(async () => templates(request.params?.cursor)),
+      );
     server.setRequestHandler('resources/read', (request, ctx) =>
-      protocolErrors(() =>
-        resources.read(request.params.uri, {
-          signal: ctx.mcpReq.signal,
-          headers: headersOf(ctx.http?.req),
-        }),
-      ),
+      protocolErrors(async () => {
+        const { contents, cacheHint } = await resources.read(request.params.uri, catalogRequest(ctx));
+        return { contents, ...hintFields(cacheHint) };
+      }),
     );
   }
   if (prompts !== undefined) {
-    server.setRequestHandler('prompts/list', () => ({ prompts: [...prompts.list()] }));
+    server.setRequestHandler('prompts/list', (request) =>
+      protocolErrors(async () => prompts.list(request.params?.cursor)),
+    );
     server.setRequestHandler('prompts/get', async (request, ctx) => {
       const result = await protocolErrors(() =>
-        prompts.get(request.params.name, request.params.arguments, {
-          signal: ctx.mcpReq.signal,
-          headers: headersOf(ctx.http?.req),
-        }),
+        prompts.get(request.params.name, request.params.arguments, catalogRequest(ctx)),
       );
       return result as GetPromptResult;
     });
+  }
+  if (completions !== undefined) {
+    server.setRequestHandler('completion/complete', (request, ctx) =>
+      protocolErrors(() =>
+        completions.complete(
+          request.params.ref as CompletionRef,
+          request.params.argument,
+          request.params.context?.arguments,
+          catalogRequest(ctx),
+        ),
+      ),
+    );
   }
   server.setRequestHandler('tools/list', () => ({ tools: [...handlers.listTools()] }));
   server.setRequestHandler('tools/call', async (request, ctx) => {
@@ -140,11 +169,20 @@ function modernServer(options: ModernEndpointOptions, handlers: ModernHandlers):
       signal: ctx.mcpReq.signal,
       headers: headersOf(ctx.http?.req),
       notify: (method, notificationParams) => ctx.mcpReq.notify({ method, params: notificationParams }),
+      log: (level, data) => ctx.mcpReq.log(level, data),
     };
     const result = await protocolErrors(() => handlers.callTool(call));
     return server.projectCallToolResult(result as CallToolResult, undefined);
   });
   return server;
+}
+
+/** A resource's own cache hint as the result fields the SDK keeps (a field left out: its fallback). */
+function hintFields(hint: CacheHint | undefined): CacheHint {
+  const fields: CacheHint = {};
+  if (hint?.ttlMs !== undefined) fields.ttlMs = hint.ttlMs;
+  if (hint?.cacheScope !== undefined) fields.cacheScope = hint.cacheScope;
+  return fields;
 }
 
 /** The request's headers as Node shows them (lower-case names). */

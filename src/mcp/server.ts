@@ -120,7 +120,22 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     process.emitWarning(warning);
   };
 
-  const catalog = createCatalog({ resources: config.resources, prompts: config.prompts, clock, report });
+  const hints: NonNullable<McpServerOptions['cacheHints']> = config.cacheHints ?? {};
+  const catalog = createCatalog({
+    resources: config.resources,
+    prompts: config.prompts,
+    pageSize: config.listPageSize,
+    cacheHints: {
+      ...(hints.tools === undefined ? {} : { 'tools/list': hints.tools }),
+      ...(hints.resources === undefined ? {} : { 'resources/list': hints.resources }),
+      ...(hints.resourceTemplates === undefined
+        ? {}
+        : { 'resources/templates/list': hints.resourceTemplates }),
+      ...(hints.prompts === undefined ? {} : { 'prompts/list': hints.prompts }),
+    },
+    clock,
+    report,
+  });
 
   async function callSync(tool: SyncTool, call: SdkToolCall, scope: CallScope): Promise<ToolResult> {
     const parsed = await parseArgs(tool, call.arguments);
@@ -283,6 +298,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       correlationId: correlationIdFrom(call.headers),
       progressToken,
       sendProgress: (params) => call.notify('notifications/progress', { ...params, progressToken }),
+      sendLog: call.log,
     };
     if (call.task !== undefined && session !== undefined) {
       // Spec 2025-11-25: a task-augmented call of a tool without task support is "method not found".

@@ -44,7 +44,31 @@ export interface ToolContext {
    * (`reconcile`) with outcome `unknown`, so the caller resumes it instead of starting a second one.
    */
   operation(operationId: string, reconcile?: { method: string; path: string } | null): void;
+  /**
+   * Sends a log message to the caller as `notifications/message` (MCP "Logging"): `level` one of `debug`,
+   * `info`, `notice`, `warning`, `error`, `critical`, `alert`, `emergency`; `data` any JSON value (one over
+   * 16 KiB as JSON is cut to a string of that size). Sent only when the client asked for that level or a
+   * lower one: `logging/setLevel` on a 2025 session, the request's `_meta` log level on 2026-07-28
+   * (none asked: nothing is sent). At most 100 messages per call; never blocks or throws, and does nothing
+   * once the call answered.
+   */
+  log(level: LogLevel, data: unknown): void;
 }
+
+/** The MCP log levels (RFC 5424 severities), least severe first. */
+export const LOG_LEVELS = [
+  'debug',
+  'info',
+  'notice',
+  'warning',
+  'error',
+  'critical',
+  'alert',
+  'emergency',
+] as const;
+
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 interface ToolBase {
   readonly name: string;
