@@ -1,4 +1,4 @@
-import { Client as ModernClient } from '@modelcontextprotocol/client';
+import type { Client as ModernClient } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BreakwaterError, PrincipalContext } from '../core/index.js';

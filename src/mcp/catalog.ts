@@ -6,7 +6,7 @@
  * none of these results has an error form. Lists are paged (see `catalog-pages.ts`); what a caller may not
  * see (`scopes`) is left out of its lists and answered as unknown.
  */
-import { hasScope, isBreakwaterError, PrincipalContext, type Clock, type Principal } from '../core/index.js';
+import { hasScope, PrincipalContext, type Clock, type Principal } from '../core/index.js';
 import { pageOf } from './catalog-pages.js';
 import { promptResult, type McpPrompt, type PromptListing, type PromptResult } from './prompt.js';
 import {
