@@ -5,6 +5,7 @@
  */
 export {
   resilientTool,
+  jsonSchemaInput,
   TOOL_DEADLINE_DEFAULT_MS,
   TOOL_DEADLINE_MAX_MS,
   type JobTool,

@@ -15,6 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import {
   createMcpHandler,
+  fromJsonSchema,
   isLegacyRequest,
   ProtocolError,
   Server,
@@ -25,6 +26,7 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { Catalog, CatalogRequest, CompletionRef } from './catalog.js';
+import { HEADER_MISMATCH, paramHeaderMismatch, paramHeadersOf } from './param-headers.js';
 import type { CacheHint } from './resource.js';
 import type { SdkToolCall } from './sdk.js';
 import { McpProtocolError, type ToolListing, type ToolResult } from './types.js';
@@ -61,6 +63,26 @@ export interface ModernEndpoint {
   close(): Promise<void>;
 }
 
+/**
+ * A checker of values against a JSON Schema (the dialect its `$schema` names, 2020-12 without one), with the
+ * SDK's validator (AJV on Node). Resolves with the problems found (message and path), none for a valid value.
+ * @throws Error when the schema does not compile (a bug of the definition).
+ */
+export function jsonSchemaChecker(
+  schema: Record<string, unknown>,
+): (value: unknown) => Promise<{ message: string; path: PropertyKey[] }[]> {
+  const standard = fromJsonSchema(schema as Parameters<typeof fromJsonSchema>[0])['~standard'];
+  // Compiled now, so a bad schema fails at definition rather than at the first call.
+  void standard.validate({});
+  return async (value) => {
+    const result = await standard.validate(value);
+    return (result.issues ?? []).map((issue) => ({
+      message: issue.message,
+      path: (issue.path ?? []).map((segment) => (typeof segment === 'object' ? segment.key : segment)),
+    }));
+  };
+}
+
 /** The key under `authInfo.extra` that carries a request's {@link ModernHandlers} to the server factory. */
 const HANDLERS = Symbol('breakwater.mcp.handlers');
 
@@ -82,6 +104,7 @@ export function createModernEndpoint(options: ModernEndpointOptions): ModernEndp
       return !(await isLegacyRequest(await toWebRequest(req, body), body));
     },
     async handle(req, res, body, handlers) {
+      if (rejectedParamHeaders(req, res, body, handlers)) return;
       const authInfo: AuthInfo = { token: '', clientId: '', scopes: [], extra: { [HANDLERS]: handlers } };
       const serve = toNodeHandler(
         { fetch: (request, requestOptions) => handler.fetch(request, { ...requestOptions, authInfo }) },
@@ -91,6 +114,37 @@ export function createModernEndpoint(options: ModernEndpointOptions): ModernEndp
     },
     close: () => handler.close(),
   };
+}
+
+/**
+ * Answers a `tools/call` whose `Mcp-Param-*` headers disagree with its arguments (see `param-headers.ts`):
+ * HTTP 400, JSON-RPC -32020, before any handler runs. True when it answered.
+ */
+function rejectedParamHeaders(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+  handlers: ModernHandlers,
+): boolean {
+  const message = body as {
+    method?: unknown;
+    id?: unknown;
+    params?: { name?: unknown; arguments?: unknown };
+  };
+  if (typeof message !== 'object' || message === null || message.method !== 'tools/call') return false;
+  const tool = handlers.listTools().find((listing) => listing.name === message.params?.name);
+  if (tool === undefined) return false;
+  const declared = paramHeadersOf(tool.inputSchema as Record<string, unknown>);
+  if (declared.length === 0) return false;
+  const mismatch = paramHeaderMismatch(declared, message.params?.arguments, (name) => {
+    const value = req.headers[name.toLowerCase()];
+    return Array.isArray(value) ? value[0] : value;
+  });
+  if (mismatch === undefined) return false;
+  const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
+  res.writeHead(400, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: HEADER_MISMATCH, ...mismatch } }));
+  return true;
 }
 
 /** One request's `Server`: tools, and resources, prompts and completions when the app has them, over `handlers`. */

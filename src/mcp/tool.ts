@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defineOptions, o, Schema, type OptionProblem, type Parsed } from '../core/index.js';
 import { requiredScopesFor } from '../http/index.js';
 import type { EnqueueOptions } from '../jobs/index.js';
+import { jsonSchemaChecker } from './sdk-v2.js';
 import type { ContentBlock, ToolAnnotations, ToolListing } from './types.js';
 
 /** Tool deadlines (docs/architecture.md#deadlines): 10 s by default, 30 s at most (heavy tools). */
@@ -183,6 +184,34 @@ export interface ToolBaseDefinition {
 interface CheckedInput {
   readonly schema: z.ZodType;
   readonly json: Record<string, unknown>;
+  /** True for a {@link jsonSchemaInput}: listed exactly as given, `$schema` included. */
+  readonly verbatim: boolean;
+}
+
+/** The JSON Schema of each {@link jsonSchemaInput} schema, as given. */
+const VERBATIM = new WeakMap<z.ZodType, Record<string, unknown>>();
+
+/**
+ * A tool input given as JSON Schema rather than zod (MCP 2025-11-25 "Tools": input schemas are JSON Schema,
+ * 2020-12 unless `$schema` names another dialect): `tools/list` shows it exactly as given (`$schema`, `$defs`,
+ * `$anchor`, `allOf`/`anyOf`, `if`/`then`/`else`, `additionalProperties`, `x-mcp-header` annotations kept),
+ * and a call's arguments are checked against it with the MCP SDK's JSON Schema validator (AJV); a bad call
+ * is answered like a zod one (`invalid_payload` naming up to five problems). The handler gets the arguments
+ * as sent.
+ * @throws RangeError when `schema` is not an object, or is not of `type: "object"`; Error when the validator
+ *   cannot compile it.
+ */
+export function jsonSchemaInput(schema: Record<string, unknown>): z.ZodType<Record<string, unknown>> {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema) || schema['type'] !== 'object')
+    throw new RangeError('jsonSchemaInput: a JSON Schema object of type "object"');
+  const given = structuredClone(schema);
+  const check = jsonSchemaChecker(given);
+  const zod = z.record(z.string(), z.unknown()).superRefine(async (value, ctx) => {
+    for (const problem of await check(value))
+      ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
+  });
+  VERBATIM.set(zod, given);
+  return zod;
 }
 
 /** The object schema of a {@link ToolInput}, or undefined with its problems recorded. */
@@ -203,10 +232,12 @@ function objectSchema(input: unknown, option: string, problems: OptionProblem[])
 const inputSchemaOption = new Schema<CheckedInput, ToolInput>((input, option, problems) => {
   const schema = objectSchema(input, option, problems);
   if (schema === undefined) return undefined as never;
+  const given = VERBATIM.get(schema);
+  if (given !== undefined) return { schema, json: structuredClone(given), verbatim: true };
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   if (json['type'] !== 'object')
     problems.push({ option, rule: 'an object schema (JSON Schema type "object")', value: input });
-  return { schema, json };
+  return { schema, json, verbatim: false };
 });
 
 /** The schemas of {@link ToolBaseDefinition}, shared by `resilientTool` and `jobTool`. */
@@ -244,9 +275,9 @@ const parseResilientTool = defineOptions<ResilientToolDefinition<ToolInput>>()('
  */
 export function toolBase(definition: ParsedToolBase, execution: ToolListing['execution']): ToolBase {
   const { name, title, description, deadlineMs, annotations } = definition;
-  const { schema, json: inputSchema } = definition.inputSchema;
-  // Clients read the dialect from the spec (2020-12 by default); the marker only adds bytes to every list.
-  delete inputSchema['$schema'];
+  const { schema, json: inputSchema, verbatim } = definition.inputSchema;
+  // Clients read the dialect from the spec (2020-12 by default); zod's marker only adds bytes to every list.
+  if (!verbatim) delete inputSchema['$schema'];
   const listing: ToolListing = {
     name,
     description,
