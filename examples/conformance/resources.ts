@@ -1,6 +1,6 @@
 /**
  * The suite's resource fixtures (`resources-list`, `resources-read-text`, `resources-read-binary`,
- * `resources-templates-read`), served with `resource` and `resourceTemplate` like any app's resources.
+ * `resources-templates-read`, `resources-subscribe`), served with `resource` and `resourceTemplate` like any app's resources.
  */
 import {
   resource,
@@ -30,6 +30,13 @@ export function staticResources(): (McpResource | McpResourceTemplate)[] {
       description: 'A static binary resource (a 1x1 PNG).',
       mimeType: 'image/png',
       read: () => new Uint8Array(PNG),
+    }),
+    resource({
+      uri: 'test://watched-resource',
+      name: 'watched-resource',
+      description: 'A resource clients subscribe to (resources-subscribe).',
+      mimeType: 'text/plain',
+      read: () => 'This resource is watched.',
     }),
     resourceTemplate({
       uriTemplate: 'test://template/{id}/data',

@@ -56,6 +56,8 @@ export interface Catalog {
     ): Promise<ListPage<'resources', ResourceListing>>;
     /** Present when there are templates: `resources/templates/list`. */
     templates?(cursor: string | undefined): ListPage<'resourceTemplates', ResourceTemplateListing>;
+    /** True when the caller may see `uri`: a visible resource has it, or a visible template makes it. */
+    knows(uri: string): boolean;
     /** `cacheHint` is the resource's (or template's), for 2026-07-28 results only. */
     read(
       uri: string,
@@ -237,6 +239,13 @@ export function createCatalog(options: CatalogOptions): Catalog {
                       cursor,
                       pageSize,
                     ),
+            knows(uri) {
+              const item = byUri.get(uri);
+              if (item !== undefined && visible(item)) return true;
+              return templates.some(
+                (template) => visible(template) && template.template.match(uri) !== undefined,
+              );
+            },
             async read(uri, request) {
               const item = byUri.get(uri);
               if (item !== undefined && visible(item)) {
@@ -336,6 +345,7 @@ export function catalogFor(catalog: Catalog, principal: Principal): Catalog {
         : {
             list: (cursor, request) => as(() => resources.list(cursor, request)),
             templates: templates === undefined ? undefined : (cursor) => as(() => templates(cursor)),
+            knows: (uri) => as(() => resources.knows(uri)),
             read: (uri, request) => as(() => resources.read(uri, request)),
           },
     prompts:

@@ -112,6 +112,13 @@ export interface BreakwaterMcpServer {
   /** Open sessions. */
   readonly sessionCount: number;
   /**
+   * Tells the sessions subscribed to `uri` (`resources/subscribe`, 2025 revisions) that it changed:
+   * `notifications/resources/updated` on their standalone stream. With `principalId` (the resource's
+   * owner, a `Principal.id`), only that principal's sessions and admin ones hear it. Never waits or throws;
+   * returns how many sessions it was sent to. 2026-07-28 clients (`subscriptions/listen`) are not told yet.
+   */
+  notifyResourceUpdated(uri: string, options?: { principalId?: string }): number;
+  /**
    * Answers one HTTP request to the MCP endpoint (Streamable HTTP, MCP 2025-11-25 "Transports") on the raw
    * Node objects, with the body already parsed (POST): a request of the 2026-07-28 revision (its `_meta`
    * envelope) statelessly, any other through the sessions. Never rejects: a failure is answered as a JSON-RPC

@@ -27,6 +27,8 @@ import {
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
   ReadResourceRequestSchema,
   McpError,
   RELATED_TASK_META_KEY,
@@ -77,6 +79,8 @@ export interface SdkHandlers {
   callTool(call: SdkToolCall): Promise<ToolResult | CreateTaskAnswer>;
   /** Resources and prompts; each capability is declared only when the catalog has it. */
   catalog: Catalog;
+  /** `resources/subscribe` and `resources/unsubscribe`; present when there are resources. */
+  subscriptions?: { subscribe(uri: string): void; unsubscribe(uri: string): void };
   /** Present when the server offers tasks. */
   tasks?: {
     store: TaskStoreLike;
@@ -134,7 +138,9 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
       capabilities: {
         tools: { listChanged: false },
         logging: {},
-        ...(resources === undefined ? {} : { resources: { listChanged: false } }),
+        ...(resources === undefined
+          ? {}
+          : { resources: { listChanged: false, subscribe: handlers.subscriptions !== undefined } }),
         ...(prompts === undefined ? {} : { prompts: { listChanged: false } }),
         ...(completions === undefined ? {} : { completions: {} }),
         ...(tasks === undefined
@@ -206,6 +212,19 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
         return { contents };
       }),
     );
+  }
+  const subscriptions = handlers.subscriptions;
+  if (subscriptions !== undefined) {
+    server.setRequestHandler(SubscribeRequestSchema, (request) =>
+      protocolErrors(async () => {
+        subscriptions.subscribe(request.params.uri);
+        return {};
+      }),
+    );
+    server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+      subscriptions.unsubscribe(request.params.uri);
+      return {};
+    });
   }
   if (prompts !== undefined) {
     server.setRequestHandler(ListPromptsRequestSchema, (request) =>

@@ -36,6 +36,7 @@ import {
   type ToolResult,
 } from './types.js';
 import { SessionTable, type Session } from './sessions.js';
+import { ResourceSubscriptions } from './subscriptions.js';
 import {
   JOB_STATUS_TOOL_NAMES,
   parseMcpServerOptions,
@@ -136,6 +137,8 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     clock,
     report,
   });
+
+  const subscriptions = new ResourceSubscriptions();
 
   async function callSync(tool: SyncTool, call: SdkToolCall, scope: CallScope): Promise<ToolResult> {
     const parsed = await parseArgs(tool, call.arguments);
@@ -255,9 +258,11 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
    */
   const handlersFor = (session: Session): SdkHandlers => {
     const tasks = taskStore?.forPrincipal(session.principal);
+    const sessionCatalog = catalogFor(catalog, session.principal);
     return {
       listTools: () => listings,
-      catalog: catalogFor(catalog, session.principal),
+      catalog: sessionCatalog,
+      subscriptions: subscriptions.forSession(session, sessionCatalog),
       callTool: (call) => PrincipalContext.run(session.principal, () => callTool(session, call)),
       tasks:
         tasks === undefined
@@ -336,7 +341,10 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
         handlers: handlersFor(session),
         eventStore,
         onInitialized,
-        onClosed,
+        onClosed: (sdkSession) => {
+          subscriptions.closed(session);
+          onClosed(sdkSession);
+        },
         // Transport errors are mostly clients' bad requests (already answered): only a given hook hears them.
         onError: (error) => config.onError?.(error, { sessionId }),
       });
@@ -357,6 +365,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     get sessionCount() {
       return table.size;
     },
+    notifyResourceUpdated: (uri, options) => subscriptions.notify(uri, options?.principalId),
     async handle(req, res, body) {
       // After close, the session table answers every request (503), whatever its revision.
       if (closed) return table.handle(req, res, body);
