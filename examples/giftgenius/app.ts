@@ -16,7 +16,7 @@ import { createUpstreams, type UpstreamSettings } from './upstreams.js';
 import { DEMO_WEBHOOK_SECRET, paymentWebhooks } from './webhooks.js';
 import { giftGeniusAi, type GiftGeniusAi } from './ai.js';
 import { createOrderAction } from './checkout.js';
-import { giftGeniusResources } from './resources.js';
+import { giftGeniusPrompts, giftGeniusResources } from './resources.js';
 import { giftGeniusRoutes } from './routes.js';
 
 /** Settings of {@link createGiftGeniusApp}; anything left out comes from the environment or the defaults. */
@@ -117,7 +117,8 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
         version: '1.0.0',
         instructions: INSTRUCTIONS,
         tools: giftGeniusTools(upstreams, operations, { deadlineMs: settings.toolDeadlineMs, createOrder }),
-        resources: giftGeniusResources(),
+        resources: giftGeniusResources(operations),
+        prompts: giftGeniusPrompts(),
         routes: giftGeniusRoutes(operations, createOrder),
         upstreams: [upstreams.gift, upstreams.commerce, upstreams.analytics],
         webhooks,

@@ -5,6 +5,7 @@
  */
 export {
   resilientTool,
+  jsonSchemaInput,
   TOOL_DEADLINE_DEFAULT_MS,
   TOOL_DEADLINE_MAX_MS,
   type JobTool,
@@ -14,6 +15,7 @@ export {
   type ToolArgs,
   type ToolContext,
   type ToolInput,
+  type LogLevel,
   jobTool,
   type JobToolDefinition,
   INPUT_BOUNDS,
@@ -34,6 +36,12 @@ export {
   type ResourceContents,
   type ResourceDefinition,
   type ResourceListing,
+  type CacheHint,
+  resourceTemplate,
+  type Completer,
+  type McpResourceTemplate,
+  type ResourceTemplateDefinition,
+  type ResourceTemplateListing,
   prompt,
   type McpPrompt,
   type PromptArguments,

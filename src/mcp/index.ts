@@ -5,6 +5,7 @@
  */
 export {
   resilientTool,
+  jsonSchemaInput,
   TOOL_DEADLINE_DEFAULT_MS,
   TOOL_DEADLINE_MAX_MS,
   type JobTool,
@@ -14,6 +15,7 @@ export {
   type ToolArgs,
   type ToolContext,
   type ToolInput,
+  type LogLevel,
 } from './tool.js';
 export { jobTool, type JobToolDefinition } from './job-tools.js';
 export {
@@ -37,7 +39,15 @@ export {
   type ResourceContents,
   type ResourceDefinition,
   type ResourceListing,
+  type CacheHint,
 } from './resource.js';
+export {
+  resourceTemplate,
+  type Completer,
+  type McpResourceTemplate,
+  type ResourceTemplateDefinition,
+  type ResourceTemplateListing,
+} from './resource-template.js';
 export {
   prompt,
   type McpPrompt,

@@ -7,7 +7,7 @@ import {
   type Clock,
 } from '../core/index.js';
 import { inputContext, type InputChannel } from './input.js';
-import type { McpTool, ToolContext } from './tool.js';
+import { LOG_LEVELS, type LogLevel, type McpTool, type ToolContext } from './tool.js';
 
 /** `notifications/progress` parameters, without the token (the call scope adds it). */
 export interface ProgressParams {
@@ -27,7 +27,17 @@ export interface CallScope {
   sendProgress(params: ProgressParams): Promise<void>;
   /** How the call asks the user (see `input.ts`); none: `ctx.requestInput` fails `input_unavailable`. */
   input?: InputChannel;
+  /**
+   * Sends one `notifications/message` for this request when the client asked for `level` (the adapter knows
+   * the session's or the request's threshold); absent: logs go nowhere.
+   */
+  sendLog?(level: LogLevel, data: unknown): Promise<void>;
 }
+
+/** Most log messages one call sends (later ones are dropped). */
+export const MAX_LOGS_PER_CALL = 100;
+/** Most bytes of one log message's `data` as JSON; a larger one is sent as its first this many characters. */
+export const MAX_LOG_DATA_CHARS = 16_384;
 
 /** What {@link runUnderDeadline} needs of what it runs: a tool, or a resource read or prompt get. */
 export type DeadlineOwner = Pick<McpTool, 'name' | 'deadlineMs' | 'annotations'>;
@@ -70,8 +80,17 @@ export function runUnderDeadline<T>(
     link.signal.addEventListener('abort', onAbort);
 
     let last = -Infinity;
+    let logs = 0;
     const ctx: ToolContext = {
       ...inputContext(scope.input, link.signal),
+      log(level, data) {
+        if (done || scope.sendLog === undefined || logs >= MAX_LOGS_PER_CALL) return;
+        if (!LOG_LEVELS.includes(level)) return;
+        logs++;
+        scope.sendLog(level, boundedLogData(data)).catch(() => {
+          // Logging is best effort: a closed stream must not fail the work.
+        });
+      },
       operation(id, reconcile) {
         operation = { id, reconcile: reconcile ?? null };
       },
@@ -106,6 +125,18 @@ export function runUnderDeadline<T>(
       (error: unknown) => finish({ ok: false, error }),
     );
   });
+}
+
+/** `data` as a JSON value of at most {@link MAX_LOG_DATA_CHARS} characters (else the cut JSON text). */
+function boundedLogData(data: unknown): unknown {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(data);
+  } catch {
+    return String(data).slice(0, MAX_LOG_DATA_CHARS); // a cycle, a BigInt: its text
+  }
+  if (json === undefined) return null;
+  return json.length <= MAX_LOG_DATA_CHARS ? data : json.slice(0, MAX_LOG_DATA_CHARS);
 }
 
 /**

@@ -11,13 +11,13 @@
  * {@link ModernHandlers} (bound by the caller to the request's principal), handed through the SDK's
  * pass-through `authInfo`, so nothing of one request is reachable from another.
  */
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import {
   CLIENT_CAPABILITIES_META_KEY,
   createMcpHandler,
   createRequestStateCodec,
+  fromJsonSchema,
   inputRequired,
   isLegacyRequest,
   ProtocolError,
@@ -29,12 +29,14 @@ import {
   type InputRequests,
   type InputRequiredResult,
   type McpRequestContext,
-  type ReadResourceResult,
   type RequestStateCodec,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import type { Catalog } from './catalog.js';
+import type { Catalog, CatalogRequest, CompletionRef } from './catalog.js';
 import { InputRound, inputSupportOf, isInputRequiredAnswer, type InputRequiredAnswer } from './input.js';
+import { isSealedState, stateTarget, type SealedState } from './input-state.js';
+import { HEADER_MISMATCH, paramHeaderMismatch, paramHeadersOf } from './param-headers.js';
+import type { CacheHint } from './resource.js';
 import type { SdkToolCall } from './sdk.js';
 import { McpProtocolError, type ToolListing, type ToolResult } from './types.js';
 
@@ -78,6 +80,26 @@ export interface ModernEndpoint {
   close(): Promise<void>;
 }
 
+/**
+ * A checker of values against a JSON Schema (the dialect its `$schema` names, 2020-12 without one), with the
+ * SDK's validator (AJV on Node). Resolves with the problems found (message and path), none for a valid value.
+ * @throws Error when the schema does not compile (a bug of the definition).
+ */
+export function jsonSchemaChecker(
+  schema: Record<string, unknown>,
+): (value: unknown) => Promise<{ message: string; path: PropertyKey[] }[]> {
+  const standard = fromJsonSchema(schema as Parameters<typeof fromJsonSchema>[0])['~standard'];
+  // Compiled now, so a bad schema fails at definition rather than at the first call.
+  void standard.validate({});
+  return async (value) => {
+    const result = await standard.validate(value);
+    return (result.issues ?? []).map((issue) => ({
+      message: issue.message,
+      path: (issue.path ?? []).map((segment) => (typeof segment === 'object' ? segment.key : segment)),
+    }));
+  };
+}
+
 /** The key under `authInfo.extra` that carries a request's {@link ModernHandlers} to the server factory. */
 const HANDLERS = Symbol('breakwater.mcp.handlers');
 
@@ -106,6 +128,7 @@ export function createModernEndpoint(options: ModernEndpointOptions): ModernEndp
       return !(await isLegacyRequest(await toWebRequest(req, body), body));
     },
     async handle(req, res, body, handlers) {
+      if (rejectedParamHeaders(req, res, body, handlers)) return;
       const authInfo: AuthInfo = { token: '', clientId: '', scopes: [], extra: { [HANDLERS]: handlers } };
       const serve = toNodeHandler(
         { fetch: (request, requestOptions) => handler.fetch(request, { ...requestOptions, authInfo }) },
@@ -117,21 +140,40 @@ export function createModernEndpoint(options: ModernEndpointOptions): ModernEndp
   };
 }
 
+/**
+ * Answers a `tools/call` whose `Mcp-Param-*` headers disagree with its arguments (see `param-headers.ts`):
+ * HTTP 400, JSON-RPC -32020, before any handler runs. True when it answered.
+ */
+function rejectedParamHeaders(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+  handlers: ModernHandlers,
+): boolean {
+  const message = body as {
+    method?: unknown;
+    id?: unknown;
+    params?: { name?: unknown; arguments?: unknown };
+  };
+  if (typeof message !== 'object' || message === null || message.method !== 'tools/call') return false;
+  const tool = handlers.listTools().find((listing) => listing.name === message.params?.name);
+  if (tool === undefined) return false;
+  const declared = paramHeadersOf(tool.inputSchema as Record<string, unknown>);
+  if (declared.length === 0) return false;
+  const mismatch = paramHeaderMismatch(declared, message.params?.arguments, (name) => {
+    const value = req.headers[name.toLowerCase()];
+    return Array.isArray(value) ? value[0] : value;
+  });
+  if (mismatch === undefined) return false;
+  const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
+  res.writeHead(400, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: HEADER_MISMATCH, ...mismatch } }));
+  return true;
+}
+
 /** The request's {@link ModernHandlers}, carried by `authInfo.extra`. */
 function handlersOf(authInfo: AuthInfo | undefined): ModernHandlers | undefined {
   return (authInfo?.extra as { [HANDLERS]?: ModernHandlers } | undefined)?.[HANDLERS];
-}
-
-/**
- * What `requestState` carries, signed (readable by the client, not changeable): the round it closed, the
- * answers kept, the hash of the request it answers (method, tool/prompt name or URI, arguments) and its
- * expiry (ms since the epoch on the server's clock).
- */
-interface SealedState {
-  r: number;
-  a: Record<string, unknown>;
-  t: string;
-  e: number;
 }
 
 /** One request's multi-round-trip part: its round of answers, and how to answer when questions remain. */
@@ -140,92 +182,125 @@ interface ModernInput {
   answer(asked: InputRequiredAnswer): Promise<InputRequiredResult>;
 }
 
-/** One request's `Server`: tools, and resources and prompts when the app has them, over `handlers`. */
+/**
+ * The round of a request to `name` (a tool, a prompt, a URI) with `args`. The SDK already refused a state that
+ * fails its MAC or binding (-32602, "Invalid or expired requestState"); a state minted for another request
+ * (name or arguments) or past its expiry is refused the same way here.
+ */
+function roundOf(
+  options: ModernEndpointOptions,
+  codec: RequestStateCodec<SealedState>,
+  ctx: ServerContext,
+  name: string,
+  args: unknown,
+): ModernInput {
+  const target = stateTarget(ctx.mcpReq.method, name, args);
+  const state = ctx.mcpReq.requestState<SealedState>();
+  if (state !== undefined && (!isSealedState(state) || state.t !== target || state.e < options.clock.now()))
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', {
+      reason: 'invalid_request_state',
+    });
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const round = new InputRound(
+    inputSupportOf(envelope?.[CLIENT_CAPABILITIES_META_KEY]),
+    state === undefined ? undefined : { round: state.r, answers: state.a },
+    ctx.mcpReq.inputResponses,
+  );
+  return {
+    round,
+    async answer(asked) {
+      const sealed: SealedState = {
+        r: asked.state.round,
+        a: asked.state.answers,
+        t: target,
+        e: options.clock.now() + options.requestStateTtlMs,
+      };
+      return inputRequired({
+        inputRequests: asked.inputRequests as InputRequests,
+        requestState: await codec.mint(sealed, ctx),
+      });
+    },
+  };
+}
+
+/** One request's `Server`: tools, and resources, prompts and completions when the app has them, over `handlers`. */
 function modernServer(
   options: ModernEndpointOptions,
   handlers: ModernHandlers,
   codec: RequestStateCodec<SealedState>,
 ): Server {
-  const { resources, prompts } = handlers.catalog;
-  /**
-   * The round of a request to `name` (a tool, a prompt, a URI) with `args`. The SDK already refused a state
-   * that fails its MAC or binding (-32602, "Invalid or expired requestState"); a state minted for another
-   * request (name or arguments) or past its expiry is refused the same way here.
-   */
-  const roundOf = (ctx: ServerContext, name: string, args: unknown): ModernInput => {
-    const target = targetOf(ctx.mcpReq.method, name, args);
-    const state = ctx.mcpReq.requestState<SealedState>();
-    if (state !== undefined && (!isSealed(state) || state.t !== target || state.e < options.clock.now()))
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', {
-        reason: 'invalid_request_state',
-      });
-    const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-    const round = new InputRound(
-      inputSupportOf(envelope?.[CLIENT_CAPABILITIES_META_KEY]),
-      state === undefined ? undefined : { round: state.r, answers: state.a },
-      ctx.mcpReq.inputResponses,
-    );
-    return {
-      round,
-      async answer(asked) {
-        const sealed: SealedState = {
-          r: asked.state.round,
-          a: asked.state.answers,
-          t: target,
-          e: options.clock.now() + options.requestStateTtlMs,
-        };
-        return inputRequired({
-          inputRequests: asked.inputRequests as InputRequests,
-          requestState: await codec.mint(sealed, ctx),
-        });
-      },
-    };
-  };
+  const { resources, prompts, completions, cacheHints } = handlers.catalog;
   const server = new Server(
     { name: options.name, version: options.version },
     {
       capabilities: {
         tools: { listChanged: false },
+        // Log messages go out only for a request whose `_meta` names a log level (the SDK's `mcpReq.log`).
+        logging: {},
         ...(resources === undefined ? {} : { resources: { listChanged: false } }),
         ...(prompts === undefined ? {} : { prompts: { listChanged: false } }),
+        ...(completions === undefined ? {} : { completions: {} }),
       },
       instructions: options.instructions,
+      cacheHints,
       // Refuses a state that fails its MAC, binding or the codec's expiry: -32602 before any handler runs.
       requestState: { verify: codec.verify },
     },
   );
+  // 2026-07-28 removed `logging/setLevel` (the level travels in each request's `_meta`): not served here.
+  server.removeRequestHandler('logging/setLevel');
+  const catalogRequest = (ctx: ServerContext): CatalogRequest => ({
+    signal: ctx.mcpReq.signal,
+    headers: headersOf(ctx.http?.req),
+    log: (level, data) => ctx.mcpReq.log(level, data),
+  });
   if (resources !== undefined) {
-    server.setRequestHandler('resources/list', () => ({ resources: [...resources.list()] }));
-    server.setRequestHandler('resources/read', async (request, ctx) => {
-      const input = roundOf(ctx, request.params.uri, {});
-      const result = await protocolErrors(() =>
-        resources.read(request.params.uri, {
-          signal: ctx.mcpReq.signal,
-          headers: headersOf(ctx.http?.req),
-          input: input.round,
-        }),
+    server.setRequestHandler('resources/list', (request, ctx) =>
+      protocolErrors(() => resources.list(request.params?.cursor, catalogRequest(ctx))),
+    );
+    const templates = resources.templates;
+    if (templates !== undefined)
+      server.setRequestHandler('resources/templates/list', (request) =>
+        protocolErrors(async () => templates(request.params?.cursor)),
       );
-      return isInputRequiredAnswer(result) ? input.answer(result) : (result as ReadResourceResult);
+    server.setRequestHandler('resources/read', async (request, ctx) => {
+      const input = roundOf(options, codec, ctx, request.params.uri, {});
+      const result = await protocolErrors(() =>
+        resources.read(request.params.uri, { ...catalogRequest(ctx), input: input.round }),
+      );
+      if (isInputRequiredAnswer(result)) return input.answer(result);
+      return { contents: result.contents, ...hintFields(result.cacheHint) };
     });
   }
   if (prompts !== undefined) {
-    server.setRequestHandler('prompts/list', () => ({ prompts: [...prompts.list()] }));
+    server.setRequestHandler('prompts/list', (request) =>
+      protocolErrors(async () => prompts.list(request.params?.cursor)),
+    );
     server.setRequestHandler('prompts/get', async (request, ctx) => {
-      const input = roundOf(ctx, request.params.name, request.params.arguments ?? {});
+      const { name, arguments: args } = request.params;
+      const input = roundOf(options, codec, ctx, name, args ?? {});
       const result = await protocolErrors(() =>
-        prompts.get(request.params.name, request.params.arguments, {
-          signal: ctx.mcpReq.signal,
-          headers: headersOf(ctx.http?.req),
-          input: input.round,
-        }),
+        prompts.get(name, args, { ...catalogRequest(ctx), input: input.round }),
       );
       return isInputRequiredAnswer(result) ? input.answer(result) : (result as GetPromptResult);
     });
   }
+  if (completions !== undefined) {
+    server.setRequestHandler('completion/complete', (request, ctx) =>
+      protocolErrors(() =>
+        completions.complete(
+          request.params.ref as CompletionRef,
+          request.params.argument,
+          request.params.context?.arguments,
+          catalogRequest(ctx),
+        ),
+      ),
+    );
+  }
   server.setRequestHandler('tools/list', () => ({ tools: [...handlers.listTools()] }));
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const params = request.params;
-    const input = roundOf(ctx, params.name, params.arguments ?? {});
+    const input = roundOf(options, codec, ctx, params.name, params.arguments ?? {});
     const call: SdkToolCall = {
       name: params.name,
       arguments: params.arguments,
@@ -235,6 +310,7 @@ function modernServer(
       signal: ctx.mcpReq.signal,
       headers: headersOf(ctx.http?.req),
       notify: (method, notificationParams) => ctx.mcpReq.notify({ method, params: notificationParams }),
+      log: (level, data) => ctx.mcpReq.log(level, data),
       input: input.round,
     };
     const result = await protocolErrors(() => handlers.callTool(call));
@@ -244,31 +320,12 @@ function modernServer(
   return server;
 }
 
-/** The hash a `requestState` is bound to: the method, the name (tool, prompt, URI) and the arguments. */
-function targetOf(method: string, name: string, args: unknown): string {
-  return createHash('sha256')
-    .update(JSON.stringify([method, name, canonical(args)]))
-    .digest('base64url');
-}
-
-/** `value` with every object's keys sorted, so equal arguments hash alike whatever their key order. */
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (typeof value !== 'object' || value === null) return value;
-  const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1));
-  return Object.fromEntries(entries.map(([key, item]) => [key, canonical(item)]));
-}
-
-function isSealed(value: unknown): value is SealedState {
-  if (typeof value !== 'object' || value === null) return false;
-  const state = value as Partial<SealedState>;
-  return (
-    Number.isInteger(state.r) &&
-    typeof state.a === 'object' &&
-    state.a !== null &&
-    typeof state.t === 'string' &&
-    typeof state.e === 'number'
-  );
+/** A resource's own cache hint as the result fields the SDK keeps (a field left out: its fallback). */
+function hintFields(hint: CacheHint | undefined): CacheHint {
+  const fields: CacheHint = {};
+  if (hint?.ttlMs !== undefined) fields.ttlMs = hint.ttlMs;
+  if (hint?.cacheScope !== undefined) fields.cacheScope = hint.cacheScope;
+  return fields;
 }
 
 /** The request's headers as Node shows them (lower-case names). */

@@ -38,6 +38,7 @@ import {
   type ToolResult,
 } from './types.js';
 import { SessionTable, type Session } from './sessions.js';
+import { ResourceSubscriptions } from './subscriptions.js';
 import {
   JOB_STATUS_TOOL_NAMES,
   parseMcpServerOptions,
@@ -124,12 +125,24 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     process.emitWarning(warning);
   };
 
+  const hints: NonNullable<McpServerOptions['cacheHints']> = config.cacheHints ?? {};
   const catalog = createCatalog({
     resources: withUiResources(owner, config.resources, tools),
     prompts: config.prompts,
+    pageSize: config.listPageSize,
+    cacheHints: {
+      ...(hints.tools === undefined ? {} : { 'tools/list': hints.tools }),
+      ...(hints.resources === undefined ? {} : { 'resources/list': hints.resources }),
+      ...(hints.resourceTemplates === undefined
+        ? {}
+        : { 'resources/templates/list': hints.resourceTemplates }),
+      ...(hints.prompts === undefined ? {} : { 'prompts/list': hints.prompts }),
+    },
     clock,
     report,
   });
+
+  const subscriptions = new ResourceSubscriptions();
 
   /** A call of a `resilientTool`; on 2026-07-28 it may answer the questions its run left unanswered. */
   async function callSync(
@@ -261,9 +274,11 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
    */
   const handlersFor = (session: Session): SdkHandlers => {
     const tasks = taskStore?.forPrincipal(session.principal);
+    const sessionCatalog = catalogFor(catalog, session.principal);
     return {
       listTools: () => listings,
-      catalog: catalogFor(catalog, session.principal),
+      catalog: sessionCatalog,
+      subscriptions: subscriptions.forSession(session, sessionCatalog),
       // A session's input channel waits for answers: its calls never leave questions pending.
       callTool: (call) =>
         PrincipalContext.run(
@@ -313,6 +328,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       correlationId: correlationIdFrom(call.headers),
       progressToken,
       sendProgress: (params) => call.notify('notifications/progress', { ...params, progressToken }),
+      sendLog: call.log,
       input: call.input,
     };
     if (call.task !== undefined && session !== undefined) {
@@ -351,7 +367,10 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
         handlers: handlersFor(session),
         eventStore,
         onInitialized,
-        onClosed,
+        onClosed: (sdkSession) => {
+          subscriptions.closed(session);
+          onClosed(sdkSession);
+        },
         // Transport errors are mostly clients' bad requests (already answered): only a given hook hears them.
         onError: (error) => config.onError?.(error, { sessionId }),
       });
@@ -375,6 +394,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     get sessionCount() {
       return table.size;
     },
+    notifyResourceUpdated: (uri, options) => subscriptions.notify(uri, options?.principalId),
     async handle(req, res, body) {
       // After close, the session table answers every request (503), whatever its revision.
       if (closed) return table.handle(req, res, body);

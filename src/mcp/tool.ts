@@ -3,6 +3,7 @@ import { defineOptions, o, Schema, type OptionProblem, type Parsed } from '../co
 import { requiredScopesFor } from '../http/index.js';
 import type { EnqueueOptions } from '../jobs/index.js';
 import type { InputContext } from './input.js';
+import { jsonSchemaChecker } from './sdk-v2.js';
 import type { ContentBlock, ToolAnnotations, ToolListing } from './types.js';
 import { isToolUi, uiToolMeta, type ToolUi } from './ui-meta.js';
 
@@ -49,7 +50,31 @@ export interface ToolContext extends InputContext {
    * (`reconcile`) with outcome `unknown`, so the caller resumes it instead of starting a second one.
    */
   operation(operationId: string, reconcile?: { method: string; path: string } | null): void;
+  /**
+   * Sends a log message to the caller as `notifications/message` (MCP "Logging"): `level` one of `debug`,
+   * `info`, `notice`, `warning`, `error`, `critical`, `alert`, `emergency`; `data` any JSON value (one over
+   * 16 KiB as JSON is cut to a string of that size). Sent only when the client asked for that level or a
+   * lower one: `logging/setLevel` on a 2025 session, the request's `_meta` log level on 2026-07-28
+   * (none asked: nothing is sent). At most 100 messages per call; never blocks or throws, and does nothing
+   * once the call answered.
+   */
+  log(level: LogLevel, data: unknown): void;
 }
+
+/** The MCP log levels (RFC 5424 severities), least severe first. */
+export const LOG_LEVELS = [
+  'debug',
+  'info',
+  'notice',
+  'warning',
+  'error',
+  'critical',
+  'alert',
+  'emergency',
+] as const;
+
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 interface ToolBase {
   readonly name: string;
@@ -177,6 +202,34 @@ export interface ToolBaseDefinition {
 interface CheckedInput {
   readonly schema: z.ZodType;
   readonly json: Record<string, unknown>;
+  /** True for a {@link jsonSchemaInput}: listed exactly as given, `$schema` included. */
+  readonly verbatim: boolean;
+}
+
+/** The JSON Schema of each {@link jsonSchemaInput} schema, as given. */
+const VERBATIM = new WeakMap<z.ZodType, Record<string, unknown>>();
+
+/**
+ * A tool input given as JSON Schema rather than zod (MCP 2025-11-25 "Tools": input schemas are JSON Schema,
+ * 2020-12 unless `$schema` names another dialect): `tools/list` shows it exactly as given (`$schema`, `$defs`,
+ * `$anchor`, `allOf`/`anyOf`, `if`/`then`/`else`, `additionalProperties`, `x-mcp-header` annotations kept),
+ * and a call's arguments are checked against it with the MCP SDK's JSON Schema validator (AJV); a bad call
+ * is answered like a zod one (`invalid_payload` naming up to five problems). The handler gets the arguments
+ * as sent.
+ * @throws RangeError when `schema` is not an object, or is not of `type: "object"`; Error when the validator
+ *   cannot compile it.
+ */
+export function jsonSchemaInput(schema: Record<string, unknown>): z.ZodType<Record<string, unknown>> {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema) || schema['type'] !== 'object')
+    throw new RangeError('jsonSchemaInput: a JSON Schema object of type "object"');
+  const given = structuredClone(schema);
+  const check = jsonSchemaChecker(given);
+  const zod = z.record(z.string(), z.unknown()).superRefine(async (value, ctx) => {
+    for (const problem of await check(value))
+      ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
+  });
+  VERBATIM.set(zod, given);
+  return zod;
 }
 
 /** The object schema of a {@link ToolInput}, or undefined with its problems recorded. */
@@ -197,10 +250,12 @@ function objectSchema(input: unknown, option: string, problems: OptionProblem[])
 const inputSchemaOption = new Schema<CheckedInput, ToolInput>((input, option, problems) => {
   const schema = objectSchema(input, option, problems);
   if (schema === undefined) return undefined as never;
+  const given = VERBATIM.get(schema);
+  if (given !== undefined) return { schema, json: structuredClone(given), verbatim: true };
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   if (json['type'] !== 'object')
     problems.push({ option, rule: 'an object schema (JSON Schema type "object")', value: input });
-  return { schema, json };
+  return { schema, json, verbatim: false };
 });
 
 /** The schemas of {@link ToolBaseDefinition}, shared by `resilientTool` and `jobTool`. */
@@ -239,9 +294,9 @@ const parseResilientTool = defineOptions<ResilientToolDefinition<ToolInput>>()('
  */
 export function toolBase(definition: ParsedToolBase, execution: ToolListing['execution']): ToolBase {
   const { name, title, description, deadlineMs, annotations } = definition;
-  const { schema, json: inputSchema } = definition.inputSchema;
-  // Clients read the dialect from the spec (2020-12 by default); the marker only adds bytes to every list.
-  delete inputSchema['$schema'];
+  const { schema, json: inputSchema, verbatim } = definition.inputSchema;
+  // Clients read the dialect from the spec (2020-12 by default); zod's marker only adds bytes to every list.
+  if (!verbatim) delete inputSchema['$schema'];
   const listing: ToolListing = {
     name,
     description,

@@ -9,6 +9,7 @@
  */
 import { defineOptions, invalidOption, o } from '../core/index.js';
 import { resource, type McpResource, type ReadContext } from './resource.js';
+import type { McpResourceTemplate } from './resource-template.js';
 import { TOOL_DEADLINE_DEFAULT_MS, TOOL_DEADLINE_MAX_MS, type McpTool, type SyncTool } from './tool.js';
 import { APPS_SDK_MIME_TYPE, isUiUri, MCP_APP_MIME_TYPE, type UiResource } from './ui-meta.js';
 
@@ -179,10 +180,13 @@ export function widgetAccessible(tool: SyncTool): SyncTool {
  */
 export function withUiResources(
   owner: string,
-  resources: readonly McpResource[],
+  resources: readonly (McpResource | McpResourceTemplate)[],
   tools: readonly McpTool[],
-): McpResource[] {
-  const byUri = new Map(resources.map((item) => [item.uri, item]));
+): (McpResource | McpResourceTemplate)[] {
+  const templates = resources.filter((item) => item.kind === 'resourceTemplate');
+  const byUri = new Map(
+    resources.filter((item): item is McpResource => item.kind === 'resource').map((item) => [item.uri, item]),
+  );
   for (const tool of tools) {
     if (tool.ui === undefined || !('kind' in tool.ui)) continue;
     for (const item of tool.ui.resources) {
@@ -192,5 +196,5 @@ export function withUiResources(
         throw invalidOption(owner, 'tools', `UI resources whose URIs no other resource has`, item.uri);
     }
   }
-  return [...byUri.values()];
+  return [...byUri.values(), ...templates];
 }
