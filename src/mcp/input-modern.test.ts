@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { as } from '../../test/support/principals.js';
 import { prompt } from './prompt.js';
+import { resource } from './resource.js';
 import { modernRpc, startGateway, type Gateway } from './test-support.js';
 import { resilientTool } from './tool.js';
 
@@ -33,6 +34,17 @@ async function start(): Promise<void> {
   gw = await startGateway({
     server: {
       requestStateTtlMs: 60_000,
+      resources: [
+        resource({
+          uri: 'test://asks',
+          name: 'asks',
+          mimeType: 'text/plain',
+          read: async (ctx) => {
+            const answer = await ctx.requestInput({ message: 'Which part?', schema: NAME });
+            return `part ${String(answer.content?.['name'])}`;
+          },
+        }),
+      ],
       prompts: [
         prompt({
           name: 'brief',
@@ -231,6 +243,22 @@ describe('asking the user, MCP 2026-07-28: rounds, state and bounds', () => {
     });
     expect(done.result?.['messages']).toEqual([
       { role: 'user', content: { type: 'text', text: 'tea: green' } },
+    ]);
+  });
+});
+
+describe('asking the user, MCP 2026-07-28: a resource read', () => {
+  it('input_required from resources/read, then its contents', async () => {
+    await start();
+    const first = await rpc('ada', 'resources/read', { uri: 'test://asks' });
+    expect(first.result?.resultType).toBe('input_required');
+    const done = await rpc('ada', 'resources/read', {
+      uri: 'test://asks',
+      inputResponses: { '0': accept({ name: 'two' }) },
+      requestState: first.result!.requestState,
+    });
+    expect(done.result?.['contents']).toEqual([
+      { uri: 'test://asks', mimeType: 'text/plain', text: 'part two' },
     ]);
   });
 });
