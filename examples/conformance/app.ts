@@ -4,9 +4,9 @@
  * Breakwater gateway like any app (`breakwater serve --app examples/conformance/app.ts`). `npm run
  * conformance` (test/conformance/run.ts) runs the suite against it; GiftGenius keeps its own end-to-end tests.
  *
- * One file per fixture group (`tools.ts`: text results, `content.ts`: image, audio and resource results, `resources.ts`: static
- * resources); a
- * new group is a file whose parts this app adds.
+ * One file per fixture group (`tools.ts`: text results, `content.ts`: image, audio and resource results,
+ * `resources.ts`: static resources, `tasks.ts`: the tasks extension's tools and their job types); a new group
+ * is a file whose parts this app adds.
  * What Breakwater cannot serve yet is listed, with its reason, in the suite's baselines
  * (test/conformance/expected-failures.*.yaml).
  *
@@ -15,16 +15,18 @@
 import { defineApp, type AppParts, type BreakwaterApp } from '../../src/entries/gateway.js';
 import { contentTools } from './content.js';
 import { staticResources } from './resources.js';
+import { defineTaskJobs, taskTools } from './tasks.js';
 import { textTools } from './tools.js';
 
 export function createConformanceApp(): BreakwaterApp {
   return defineApp({
-    setup(): AppParts {
+    setup({ jobs }): AppParts {
+      defineTaskJobs(jobs);
       return {
         name: 'breakwater-conformance',
         version: '1.0.0',
         instructions: 'Fixtures of the MCP conformance suite; not an app for people.',
-        tools: [...textTools(), ...contentTools()],
+        tools: [...textTools(), ...contentTools(), ...taskTools()],
         resources: staticResources(),
       };
     },

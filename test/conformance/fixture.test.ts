@@ -67,6 +67,13 @@ describe('the conformance fixture app', () => {
       'test_audio_content',
       'test_embedded_resource',
       'test_multiple_content_types',
+      'greet',
+      'slow_compute',
+      'failing_job',
+      'protocol_error_job',
+      // Added by the gateway with job tools.
+      'get_job_status',
+      'cancel_job',
     ];
     expect((await legacy.listTools()).tools.map((t) => t.name)).toEqual(expected);
     expect((await modern.listTools()).tools.map((t) => t.name)).toEqual(expected);
