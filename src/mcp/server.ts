@@ -20,7 +20,7 @@ import {
   type JobToolDeps,
 } from './job-tools.js';
 import { catalogFor, createCatalog } from './catalog.js';
-import { summarizeResult, summarizeTask, ToolCallObserver } from './observe.js';
+import { summarizeResult, summarizeTask, summarizeTaskOrResult, ToolCallObserver } from './observe.js';
 import { forwardJobProgress, waitForJob } from './progress.js';
 import { errorResult, successResult, toolErrorInfo } from './results.js';
 import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
@@ -104,20 +104,13 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
           pageSize,
         });
   // The 2026-07-28 tasks extension, on the same store (see `tasks-ext.ts`, `tasks-listen.ts`).
-  const tasksExt =
-    deps === undefined
-      ? undefined
-      : new JobTasksExtension({ ...deps, ttlMs: config.taskTtlMs, pollIntervalMs });
+  const tasksExt = deps && new JobTasksExtension({ ...deps, ttlMs: config.taskTtlMs, pollIntervalMs });
   const listeners =
-    tasksExt === undefined
-      ? undefined
-      : new TaskListeners({
-          jobs: deps!.jobs,
-          tasks: tasksExt,
-          clock,
-          maxPerPrincipal: config.maxTaskListensPerPrincipal,
-          maxListens: config.maxTaskListens,
-        });
+    tasksExt &&
+    new TaskListeners({
+      ...{ jobs: deps!.jobs, tasks: tasksExt, clock },
+      ...{ maxPerPrincipal: config.maxTaskListensPerPrincipal, maxListens: config.maxTaskListens },
+    });
 
   const report = (
     error: unknown,
@@ -350,16 +343,8 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       );
     }
     if (tool.kind === 'job' && session === undefined && call.tasksExtension === true) {
-      return observer.observe(
-        tool,
-        scope,
-        call.headers,
-        () => startExtTask(tool, call, scope),
-        (answer) =>
-          'resultType' in answer && answer.resultType === 'task'
-            ? { outcome: 'succeeded', job_id: (answer as CreateTaskResult).taskId }
-            : summarizeResult(answer as ToolResult),
-      );
+      const start = () => startExtTask(tool, call, scope);
+      return observer.observe(tool, scope, call.headers, start, summarizeTaskOrResult);
     }
     if (tool.kind === 'job' && tool.taskSupport === 'required') {
       // SEP-2663: a tool that cannot answer without a task needs the extension (-32021); 2025-11-25 answers

@@ -1,4 +1,4 @@
-import { humanDuration, isErrorCode } from '../core/index.js';
+import { humanDuration, isErrorCode, PrincipalContext, type Principal } from '../core/index.js';
 import type { JobRecord } from '../store/index.js';
 import { completedResult, enqueueFor, latestProgress, visibleJob, type JobToolDeps } from './job-tools.js';
 import { jobErrorInfo, jobErrorResult } from './results.js';
@@ -108,6 +108,15 @@ export class JobTasksExtension {
   constructor(private readonly deps: TasksExtensionOptions) {
     this.ttlMs = deps.ttlMs ?? TASKS_EXTENSION_DEFAULTS.ttlMs;
     this.pollIntervalMs = deps.pollIntervalMs ?? TASKS_EXTENSION_DEFAULTS.pollIntervalMs;
+  }
+
+  /** This extension's `tasks/*` methods acting for `principal`, whatever the context they are called from. */
+  forPrincipal(principal: Principal): Pick<JobTasksExtension, 'get' | 'cancel' | 'update'> {
+    const as =
+      <A extends unknown[], R>(method: (...args: A) => R) =>
+      (...args: A): R =>
+        PrincipalContext.run(principal, () => method.apply(this, args));
+    return { get: as(this.get), cancel: as(this.cancel), update: as(this.update) };
   }
 
   /**
