@@ -74,10 +74,11 @@ function defineJobs(jobs: Jobs): void {
 }
 
 async function gateway(
-  options: { dbPath?: string; maxTaskListensPerPrincipal?: number } = {},
+  options: { dbPath?: string; maxTaskListensPerPrincipal?: number; startWorker?: boolean } = {},
 ): Promise<Gateway> {
   const gw = await startGateway({
     dbPath: options.dbPath,
+    startWorker: options.startWorker,
     tools,
     defineJobs,
     server: {
@@ -259,6 +260,12 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) on 2026-07-28', ()
     });
   });
 
+  it('checks its options: taskTtlMs is an integer >= 1 or null', async () => {
+    await expect(startGateway({ tools, defineJobs, server: { taskTtlMs: 0 } })).rejects.toThrow(
+      'createMcpServer: taskTtlMs must be an integer >= 1 (ms) or null, got 0',
+    );
+  });
+
   it('without the extension: the handle as before, tasks/* refused with -32021; server/discover declares it', async () => {
     release = gate();
     const gw = await gateway();
@@ -292,19 +299,23 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) on 2026-07-28', ()
     expect((await rpc(gw, 'ada', 'tasks/list', {})).error?.code).toBe(-32601);
   });
 
-  it('tasks/get answers from a second gateway on the same store, and after the first is closed and reopened', async () => {
+  it('tasks/get and notifications/tasks from a second gateway on the same store, and after the first reopens', async () => {
     release = gate();
     const tmp = tempDir();
     cleanups.push(() => tmp.remove());
     const dbPath = join(tmp.dir, 'breakwater.db');
     const first = await gateway({ dbPath });
-    const second = await gateway({ dbPath });
+    // No worker here: whatever this gateway says about the task comes from the store.
+    const second = await gateway({ dbPath, startWorker: false });
     const taskId = await startTask(first, 'ada', 'deep_analysis', { recipient: 'dad' });
     expect(body(await rpc(second, 'ada', 'tasks/get', { taskId }))).toMatchObject({
       taskId,
       status: 'working',
     });
     expect((await rpc(second, 'bob', 'tasks/get', { taskId })).error?.code).toBe(-32602);
+    const listen = await openListen(second.mcpUrl, as('ada'), 1, [taskId]);
+    cleanups.push(() => listen.close());
+    expect(await listen.next()).toMatchObject({ params: { notifications: { taskIds: [taskId] } } });
 
     await first.close();
     release.open();
@@ -312,6 +323,11 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) on 2026-07-28', ()
     const done = await until(reopened, 'ada', taskId, (task) => task['status'] !== 'working');
     expect(done).toMatchObject({ status: 'completed', result: { structuredContent: { gifts: ['scarf'] } } });
     expect(body(await rpc(second, 'ada', 'tasks/get', { taskId }))).toEqual(done);
+    let heard: Record<string, unknown>;
+    do heard = ((await listen.next()) as { params: Record<string, unknown> }).params;
+    while (heard['status'] === 'working');
+    const { resultType: _complete, ...task } = done;
+    expect(heard).toEqual({ ...task, _meta: { 'io.modelcontextprotocol/subscriptionId': 1 } });
   });
 
   it('notifications/tasks over subscriptions/listen: the acknowledgement, each change, then the graceful close', async () => {
