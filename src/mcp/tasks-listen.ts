@@ -84,6 +84,10 @@ export class TaskListeners {
   /** Serves one listen {@link TaskListeners.claims} took, for `principal`. Never rejects. */
   async serve(req: IncomingMessage, res: ServerResponse, body: unknown, principal: Principal): Promise<void> {
     const request = listenRequest(body)!;
+    // The standard headers (SEP-2243), checked as the SDK checks them on the requests it serves: -32020.
+    if (req.headers['mcp-protocol-version'] === undefined) {
+      return reply(res, 400, request.id, -32020, 'Bad Request: the MCP-Protocol-Version header is missing.');
+    }
     const method = req.headers['mcp-method'];
     if (method !== 'subscriptions/listen') {
       return reply(
