@@ -6,7 +6,8 @@
  *
  * One file per fixture group (`tools.ts`: text results, `content.ts`: image, audio and resource results,
  * `diagnostics.ts`: logging, JSON Schema and header tools, `resources.ts`: resources and templates,
- * `prompts.ts`: prompts and completions); a new group is a file whose parts this app adds.
+ * `prompts.ts`: prompts and completions, `tasks.ts`: the tasks extension's tools and their job types); a new
+ * group is a file whose parts this app adds.
  * What Breakwater cannot serve yet is listed, with its reason, in the suite's baselines
  * (test/conformance/expected-failures.*.yaml).
  *
@@ -17,16 +18,18 @@ import { contentTools } from './content.js';
 import { diagnosticTools } from './diagnostics.js';
 import { fixturePrompts } from './prompts.js';
 import { staticResources } from './resources.js';
+import { defineTaskJobs, taskTools } from './tasks.js';
 import { textTools } from './tools.js';
 
 export function createConformanceApp(): BreakwaterApp {
   return defineApp({
-    setup(): AppParts {
+    setup({ jobs }): AppParts {
+      defineTaskJobs(jobs);
       return {
         name: 'breakwater-conformance',
         version: '1.0.0',
         instructions: 'Fixtures of the MCP conformance suite; not an app for people.',
-        tools: [...textTools(), ...contentTools(), ...diagnosticTools()],
+        tools: [...textTools(), ...contentTools(), ...diagnosticTools(), ...taskTools()],
         resources: staticResources(),
         prompts: fixturePrompts(),
       };

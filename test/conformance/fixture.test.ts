@@ -71,6 +71,13 @@ describe('the conformance fixture app', () => {
       'test_logging_tool',
       'json_schema_2020_12_tool',
       'test_custom_header',
+      'greet',
+      'slow_compute',
+      'failing_job',
+      'protocol_error_job',
+      // Added by the gateway with job tools.
+      'get_job_status',
+      'cancel_job',
     ];
     expect((await legacy.listTools()).tools.map((t) => t.name)).toEqual(expected);
     expect((await modern.listTools()).tools.map((t) => t.name)).toEqual(expected);
