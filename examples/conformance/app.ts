@@ -6,7 +6,8 @@
  *
  * One file per fixture group (`tools.ts`: text results, `content.ts`: image, audio and resource results,
  * `diagnostics.ts`: logging, JSON Schema and header tools, `resources.ts`: resources and templates,
- * `prompts.ts`: prompts and completions); a new group is a file whose parts this app adds.
+ * `prompts.ts`: prompts and completions, `tasks.ts`: the tasks extension's tools and their job types); a new
+ * group is a file whose parts this app adds.
  * What Breakwater cannot serve yet is listed, with its reason, in the suite's baselines
  * (test/conformance/expected-failures.*.yaml).
  *
@@ -19,11 +20,13 @@ import { elicitationTools } from './elicitation.js';
 import { inputPrompts, inputTools } from './input.js';
 import { fixturePrompts } from './prompts.js';
 import { staticResources } from './resources.js';
+import { defineTaskJobs, taskTools } from './tasks.js';
 import { textTools } from './tools.js';
 
 export function createConformanceApp(): BreakwaterApp {
   return defineApp({
-    setup(): AppParts {
+    setup({ jobs }): AppParts {
+      defineTaskJobs(jobs);
       return {
         name: 'breakwater-conformance',
         version: '1.0.0',
@@ -32,6 +35,7 @@ export function createConformanceApp(): BreakwaterApp {
           ...textTools(),
           ...contentTools(),
           ...diagnosticTools(),
+          ...taskTools(),
           ...inputTools(),
           ...elicitationTools(),
         ],

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { as } from '../../test/support/principals.js';
 import { prompt } from './prompt.js';
 import { resource } from './resource.js';
-import { modernRpc, startGateway, type Gateway } from './test-support.js';
+import { mrtrRpc, startGateway, type Gateway } from './test-support.js';
 import { resilientTool } from './tool.js';
 
 /**
@@ -111,7 +111,7 @@ const call = (
 ) => rpc(caller, 'tools/call', { name, arguments: args, ...more });
 
 const rpc = (caller: string, method: string, params: Record<string, unknown>) =>
-  modernRpc(gw.mcpUrl, caller, method, params);
+  mrtrRpc(gw.mcpUrl, caller, method, params);
 
 const accept = (content: Record<string, unknown>) => ({ action: 'accept', content });
 

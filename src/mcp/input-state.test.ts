@@ -4,7 +4,7 @@ import { FakeClock } from '../core/index.js';
 import { INPUT_BOUNDS } from './input.js';
 import { prompt } from './prompt.js';
 import { createMcpServer } from './server.js';
-import { modernRpc, startGateway, type Gateway } from './test-support.js';
+import { mrtrRpc, startGateway, type Gateway } from './test-support.js';
 import { resilientTool } from './tool.js';
 
 /**
@@ -85,7 +85,7 @@ async function start(clock?: FakeClock): Promise<void> {
 }
 
 const rpc = (caller: string, method: string, params: Record<string, unknown>) =>
-  modernRpc(gw.mcpUrl, caller, method, params);
+  mrtrRpc(gw.mcpUrl, caller, method, params);
 
 const call = (
   caller: string,

@@ -28,6 +28,13 @@ export interface JobToolDefinition<I extends ToolInput> extends ToolBaseDefiniti
   toResult?(result: unknown): unknown;
   /** The text the model reads for the finished job's result (default: the value as JSON). */
   toText?(result: unknown): string;
+  /**
+   * `'optional'` (default): a call without a task answers with the job's handle (or waits, see below).
+   * `'required'`: the tool runs only as a task; on 2026-07-28 a request that does not declare the tasks
+   * extension gets -32021 (Missing Required Client Capability), on 2025-11-25 a call that is not
+   * task-augmented gets -32601 (the spec's answer for a tool whose task support is required).
+   */
+  taskSupport?: 'optional' | 'required';
 }
 
 /**
@@ -47,9 +54,10 @@ export interface JobToolDefinition<I extends ToolInput> extends ToolBaseDefiniti
  * wait is not an option: the token is the client's request for progress, which MCP lets a server send only
  * while the request is open, and a client that wants the handle at once sends no token.
  *
- * The tool is listed with `execution.taskSupport: 'optional'`: a client may also call it as an MCP task,
- * whose id is the job id and whose result (`tasks/result`) is the job's result as a tool result; a task's
- * progress is forwarded until the job ends.
+ * The tool is listed with `execution.taskSupport: 'optional'` (or `taskSupport`): a 2025-11-25 client may
+ * also call it as an MCP task, whose id is the job id and whose result (`tasks/result`) is the job's result as
+ * a tool result; a task's progress is forwarded until the job ends. On 2026-07-28, a request that declares
+ * the tasks extension (`io.modelcontextprotocol/tasks`) gets a task instead of the handle (see `tasks-ext.ts`).
  *
  * @throws OptionsError (`RangeError`, `invalid_options`, owner `jobTool`) at definition, naming every bad
  *   option: name, description, deadline, schema, `jobType`, `enqueueOptions` or a callback.
@@ -58,7 +66,8 @@ export function jobTool<I extends ToolInput>(definition: JobToolDefinition<I>): 
   const parsed = parseJobTool(definition as unknown as JobToolDefinition<ToolInput>);
   return {
     kind: 'job',
-    ...toolBase(parsed, { taskSupport: 'optional' }),
+    ...toolBase(parsed, { taskSupport: parsed.taskSupport ?? 'optional' }),
+    taskSupport: parsed.taskSupport ?? 'optional',
     jobType: parsed.jobType,
     toPayload: (parsed.toPayload ?? ((args: unknown) => args)) as JobTool['toPayload'],
     enqueueOptions: parsed.enqueueOptions as JobTool['enqueueOptions'],
@@ -82,6 +91,7 @@ const parseJobTool = defineOptions<JobToolDefinition<ToolInput>>()('jobTool', {
     .optional(),
   toResult: o.fn<AnyFn>().optional(),
   toText: o.fn<AnyFn>().optional(),
+  taskSupport: o.enum(['optional', 'required'] as const).optional(),
 });
 
 /** Where the job endpoints are: `${publicUrl}/jobs/:id` and `${publicUrl}/jobs/:id/events`. */
@@ -264,6 +274,14 @@ export function cancelJobTool(deps: JobToolDeps, name = 'cancel_job'): SyncTool 
       };
     },
   });
+}
+
+/**
+ * The latest progress a job reported (`{ step, total, message? }`), or null: what `get_job_status` shows, from
+ * the job's stored events (at most {@link MAX_EVENTS_READ} read).
+ */
+export async function latestProgress(store: JobStore, jobId: string): Promise<EventSummary['progress']> {
+  return (await readEvents(store, jobId)).progress;
 }
 
 interface EventSummary {

@@ -129,6 +129,16 @@ export function summarizeTask(answer: CreateTaskAnswer): ToolCallSummary {
   return { outcome: 'succeeded', job_id: answer.task.taskId };
 }
 
+/** The summary of a 2026-07-28 job tool call: a task (`resultType: "task"`) or a plain tool result. */
+export function summarizeTaskOrResult(
+  answer: ToolResult | { resultType: 'task'; taskId: string },
+): ToolCallSummary {
+  const task = answer as { resultType?: unknown; taskId: string };
+  return task.resultType === 'task'
+    ? { outcome: 'succeeded', job_id: task.taskId }
+    : summarizeResult(answer as ToolResult);
+}
+
 function thrownSummary(error: unknown): ToolCallSummary {
   if (error instanceof McpProtocolError) {
     const info = (error.data as { error?: Partial<ToolErrorInfo> } | undefined)?.error;

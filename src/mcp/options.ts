@@ -6,6 +6,8 @@ import type { McpEventStore } from './sdk.js';
 import { isHttpUrl } from './job-tools.js';
 import { SESSION_DEFAULTS } from './sessions.js';
 import { TASK_STORE_DEFAULTS, type JobTaskStore } from './task-store.js';
+import { TASKS_EXTENSION_DEFAULTS } from './tasks-ext.js';
+import { TASK_LISTEN_DEFAULTS } from './tasks-listen.js';
 import type { McpPrompt } from './prompt.js';
 import { cacheHintOption, type CacheHint, type McpResource } from './resource.js';
 import type { McpResourceTemplate } from './resource-template.js';
@@ -63,8 +65,24 @@ export interface McpServerOptions {
   eventStore?: McpEventStore | ((sessionId: string) => McpEventStore);
   /** Add the `get_job_status` and `cancel_job` tools when there are job tools (default true). */
   jobStatusTools?: boolean;
-  /** `pollInterval` suggested on tasks, ms (integer >= 1, default 2 000). */
+  /**
+   * The poll interval suggested on tasks, ms (integer >= 1, default 2 000): `pollInterval` of 2025-11-25
+   * tasks and `pollIntervalMs` of the 2026-07-28 tasks extension.
+   */
   taskPollIntervalMs?: number;
+  /**
+   * `ttlMs` of the 2026-07-28 tasks extension's tasks, ms (integer >= 1), or null (default): no limit. The
+   * gateway never expires a task (its job stays until the store's retention removes it once finished), so
+   * give at most that retention; a client may give up on a task after `createdAt + ttlMs`.
+   */
+  taskTtlMs?: number | null;
+  /**
+   * Most open `subscriptions/listen` streams of task notifications (2026-07-28 tasks extension) of one
+   * principal, this process (integer >= 1, default 8); over it a listen gets -32603.
+   */
+  maxTaskListensPerPrincipal?: number;
+  /** Most open streams of task notifications in all, this process (integer >= 1, default 256). */
+  maxTaskListens?: number;
   /** Tasks per `tasks/list` page (integer in [1, 1000], default 50). */
   taskPageSize?: number;
   /**
@@ -145,6 +163,9 @@ export const MCP_SERVER_DEFAULTS = {
   taskPageSize: TASK_STORE_DEFAULTS.pageSize,
   requestStateTtlMs: 600_000,
   listPageSize: 100,
+  taskTtlMs: TASKS_EXTENSION_DEFAULTS.ttlMs,
+  maxTaskListensPerPrincipal: TASK_LISTEN_DEFAULTS.maxPerPrincipal,
+  maxTaskListens: TASK_LISTEN_DEFAULTS.maxListens,
   ...SESSION_DEFAULTS,
 } as const;
 
@@ -188,6 +209,18 @@ export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
         prompts: cacheHintOption,
       })
       .optional(),
+    taskTtlMs: o
+      .custom<number | null>(
+        (v) => v === null || (typeof v === 'number' && Number.isInteger(v) && v >= 1),
+        'an integer >= 1 (ms) or null',
+      )
+      .default(MCP_SERVER_DEFAULTS.taskTtlMs as number | null),
+    maxTaskListensPerPrincipal: o
+      .number()
+      .int()
+      .min(1)
+      .default(MCP_SERVER_DEFAULTS.maxTaskListensPerPrincipal),
+    maxTaskListens: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxTaskListens),
     maxSessions: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxSessions),
     maxSessionsPerPrincipal: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxSessionsPerPrincipal),
     sessionIdleMs: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.sessionIdleMs),

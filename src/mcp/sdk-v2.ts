@@ -32,24 +32,57 @@ import {
   type RequestStateCodec,
   type ServerContext,
 } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import type { Catalog, CatalogRequest, CompletionRef } from './catalog.js';
 import { InputRound, inputSupportOf, isInputRequiredAnswer, type InputRequiredAnswer } from './input.js';
 import { isSealedState, stateTarget, type SealedState } from './input-state.js';
 import { HEADER_MISMATCH, paramHeaderMismatch, paramHeadersOf } from './param-headers.js';
 import type { CacheHint } from './resource.js';
 import type { SdkToolCall } from './sdk.js';
+import {
+  negotiatesTasks,
+  tasksCapabilityMissing,
+  TASKS_EXTENSION,
+  type CreateTaskResult,
+} from './tasks-ext.js';
 import { McpProtocolError, type ToolListing, type ToolResult } from './types.js';
 
-/** What one 2026-07-28 request may ask of mcp/: tools (no tasks: a job tool answers with its job's handle). */
+/** What one 2026-07-28 request may ask of mcp/: tools, resources, prompts, and tasks (the extension). */
 export interface ModernHandlers {
   listTools(): readonly ToolListing[];
-  /** `call.task` is always undefined on this path; `call.input` is the request's round of answers. */
-  callTool(call: SdkToolCall): Promise<ToolResult | InputRequiredAnswer>;
+  /**
+   * `call.task` is always undefined on this path; `call.tasksExtension` says whether the request declared the
+   * tasks extension. A {@link CreateTaskResult} (`resultType: "task"`) is answered as it is. `call.input` is the
+   * request's round of answers: a call that waits for input answers an {@link InputRequiredAnswer}.
+   */
+  callTool(call: SdkToolCall): Promise<ToolResult | CreateTaskResult | InputRequiredAnswer>;
   /** Resources and prompts; each capability is declared only when the catalog has it. */
   catalog: Catalog;
+  /**
+   * The tasks extension (`io.modelcontextprotocol/tasks`, see `tasks-ext.ts`), when the server has job tools:
+   * then `server/discover` declares it, and `tasks/get`, `tasks/update` and `tasks/cancel` are served to
+   * requests that declare it (others get -32021). Without it those methods are unknown (-32601).
+   */
+  tasks?: ModernTaskHandlers;
   /** The caller's principal id: `requestState` minted for one caller is refused for another. */
   callerId: string;
 }
+
+/** The `tasks/*` methods of the tasks extension, bound to the request's principal. */
+export interface ModernTaskHandlers {
+  /** `tasks/get`: the detailed task. @throws McpProtocolError -32602 for an unknown task. */
+  get(taskId: string): Promise<object>;
+  /** `tasks/cancel` (the ack is empty). @throws McpProtocolError -32602 for an unknown task. */
+  cancel(taskId: string): Promise<void>;
+  /** `tasks/update` (the ack is empty). @throws McpProtocolError -32602 for an unknown task. */
+  update(taskId: string, inputResponses: unknown): Promise<void>;
+}
+
+/**
+ * The params of `tasks/get`, `tasks/update` and `tasks/cancel`. The SDK lifts `inputResponses` (of
+ * `tasks/update`) out of the params into `ctx.mcpReq.inputResponses`, as for any request of 2026-07-28.
+ */
+const TASK_PARAMS = z.looseObject({ taskId: z.string() });
 
 /** Options of {@link createModernEndpoint}. */
 export interface ModernEndpointOptions {
@@ -240,6 +273,7 @@ function modernServer(
         ...(resources === undefined ? {} : { resources: { listChanged: false } }),
         ...(prompts === undefined ? {} : { prompts: { listChanged: false } }),
         ...(completions === undefined ? {} : { completions: {} }),
+        ...(handlers.tasks === undefined ? {} : { extensions: { [TASKS_EXTENSION]: {} } }),
       },
       instructions: options.instructions,
       cacheHints,
@@ -307,6 +341,7 @@ function modernServer(
       requestId: ctx.mcpReq.id,
       progressToken: params._meta?.progressToken,
       task: undefined,
+      tasksExtension: declaresTasks(ctx.mcpReq.envelope),
       signal: ctx.mcpReq.signal,
       headers: headersOf(ctx.http?.req),
       notify: (method, notificationParams) => ctx.mcpReq.notify({ method, params: notificationParams }),
@@ -315,8 +350,37 @@ function modernServer(
     };
     const result = await protocolErrors(() => handlers.callTool(call));
     if (isInputRequiredAnswer(result)) return input.answer(result);
+    if ((result as { resultType?: unknown }).resultType === 'task') return result as never;
     return server.projectCallToolResult(result as CallToolResult, undefined);
   });
+  const tasks = handlers.tasks;
+  if (tasks !== undefined) {
+    /** Runs a `tasks/*` method for a request that declared the extension; -32021 for one that did not. */
+    const gated = async (
+      method: string,
+      ctx: { mcpReq: { envelope?: object } },
+      fn: () => Promise<object>,
+    ): Promise<Record<string, unknown>> => {
+      if (!declaresTasks(ctx.mcpReq.envelope)) {
+        const error = tasksCapabilityMissing(method);
+        throw new ProtocolError(error.rpcCode, error.message, error.data);
+      }
+      return (await protocolErrors(fn)) as Record<string, unknown>;
+    };
+    server.setRequestHandler('tasks/get', { params: TASK_PARAMS }, (params, ctx) =>
+      gated('tasks/get', ctx, () => tasks.get(params.taskId)),
+    );
+    server.setRequestHandler('tasks/cancel', { params: TASK_PARAMS }, (params, ctx) =>
+      gated('tasks/cancel', ctx, async () => (await tasks.cancel(params.taskId), {})),
+    );
+    server.setRequestHandler('tasks/update', { params: TASK_PARAMS }, (params, ctx) =>
+      gated(
+        'tasks/update',
+        ctx,
+        async () => (await tasks.update(params.taskId, ctx.mcpReq.inputResponses), {}),
+      ),
+    );
+  }
   return server;
 }
 
@@ -326,6 +390,11 @@ function hintFields(hint: CacheHint | undefined): CacheHint {
   if (hint?.ttlMs !== undefined) fields.ttlMs = hint.ttlMs;
   if (hint?.cacheScope !== undefined) fields.cacheScope = hint.cacheScope;
   return fields;
+}
+
+/** True when a request's `_meta` envelope (as the SDK lifted it) declares the tasks extension. */
+function declaresTasks(envelope: object | undefined): boolean {
+  return negotiatesTasks((envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY]);
 }
 
 /** The request's headers as Node shows them (lower-case names). */

@@ -70,6 +70,11 @@ export interface SdkToolCall {
   progressToken: string | number | undefined;
   /** The task augmentation (`params.task`), when the client asked for a task. */
   task: { ttl?: number } | undefined;
+  /**
+   * 2026-07-28 only: the request's `_meta` client capabilities declare the tasks extension
+   * (`io.modelcontextprotocol/tasks`), so a job tool may answer with a task. Undefined on the 2025 path.
+   */
+  tasksExtension?: boolean;
   /** Aborts when the client cancels the request or the session closes. */
   signal: AbortSignal;
   /** The HTTP headers of the POST that carried the request. */

@@ -21,13 +21,21 @@ import {
 } from './job-tools.js';
 import { catalogFor, createCatalog } from './catalog.js';
 import { inputRequiredOf, isInputRequiredAnswer, type InputRequiredAnswer } from './input.js';
-import { summarizeResult, summarizeTask, ToolCallObserver, type ToolCallSummary } from './observe.js';
+import {
+  summarizeResult,
+  summarizeTask,
+  summarizeTaskOrResult,
+  ToolCallObserver,
+  type ToolCallSummary,
+} from './observe.js';
 import { forwardJobProgress, waitForJob } from './progress.js';
 import { errorResult, successResult, toolErrorInfo } from './results.js';
 import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
 import { openSdkSession, type SdkHandlers, type SdkSession, type SdkToolCall } from './sdk.js';
 import { createModernEndpoint, type ModernHandlers } from './sdk-v2.js';
 import { isTerminalTask, JobTaskStore } from './task-store.js';
+import { JobTasksExtension, tasksCapabilityMissing, type CreateTaskResult } from './tasks-ext.js';
+import { TaskListeners } from './tasks-listen.js';
 import { widgetAccessible, withUiResources } from './ui.js';
 import { parseArgs, type JobTool, type McpTool, type SyncTool } from './tool.js';
 import {
@@ -106,6 +114,14 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
           pollIntervalMs,
           pageSize,
         });
+  // The 2026-07-28 tasks extension, on the same store (see `tasks-ext.ts`, `tasks-listen.ts`).
+  const tasksExt = deps && new JobTasksExtension({ ...deps, ttlMs: config.taskTtlMs, pollIntervalMs });
+  const listeners =
+    tasksExt &&
+    new TaskListeners({
+      ...{ jobs: deps!.jobs, tasks: tasksExt, clock },
+      ...{ maxPerPrincipal: config.maxTaskListensPerPrincipal, maxListens: config.maxTaskListens },
+    });
 
   const report = (
     error: unknown,
@@ -227,6 +243,23 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
   }
 
   /**
+   * A job tool called on 2026-07-28 by a request that declared the tasks extension: enqueues its job under the
+   * tool's deadline and answers the task once the job is committed; bad arguments and a failed enqueue answer
+   * as a plain call's (a tool result with `isError`), never with a task.
+   */
+  async function startExtTask(
+    tool: JobTool,
+    call: SdkToolCall,
+    scope: CallScope,
+  ): Promise<ToolResult | CreateTaskResult> {
+    const parsed = await parseArgs(tool, call.arguments);
+    if (!parsed.ok) return invalidArguments(parsed.problems);
+    const settled = await runUnderDeadline(tool, scope, clock, () => tasksExt!.create(tool, parsed.value));
+    if (settled.ok) return settled.value;
+    return finish(tool, scope, settled, () => ({ content: [] }));
+  }
+
+  /**
    * Forwards a task's progress and final status to the session (its standalone stream) until its job ends or
    * the session closes.
    */
@@ -304,22 +337,35 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
    * The handlers of one 2026-07-28 request (stateless: no session, no tasks), bound to the principal the HTTP
    * edge admitted for it, exactly as a session's are bound to the principal that initialized it.
    */
-  const modernHandlersFor = (principal: Principal): ModernHandlers => ({
-    listTools: () => listings,
-    catalog: catalogFor(catalog, principal),
-    callTool: (call) =>
-      PrincipalContext.run(
-        principal,
-        () => callTool(undefined, call) as Promise<ToolResult | InputRequiredAnswer>,
+  const modernHandlersFor = (principal: Principal): ModernHandlers => {
+    const as =
+      <A extends unknown[], R>(fn: (...args: A) => R) =>
+      (...args: A): R =>
+        PrincipalContext.run(principal, () => fn(...args));
+    return {
+      listTools: () => listings,
+      catalog: catalogFor(catalog, principal),
+      callTool: as(
+        (call: SdkToolCall) =>
+          callTool(undefined, call) as Promise<ToolResult | CreateTaskResult | InputRequiredAnswer>,
       ),
-    callerId: principal.id,
-  });
+      callerId: principal.id,
+      tasks:
+        tasksExt === undefined
+          ? undefined
+          : {
+              get: as((taskId: string) => tasksExt.get(taskId)),
+              cancel: as((taskId: string) => tasksExt.cancel(taskId)),
+              update: as((taskId: string, responses: unknown) => tasksExt.update(taskId, responses)),
+            },
+    };
+  };
 
   /** One `tools/call`; `session` is undefined on the stateless path, where `call.task` is never set. */
   async function callTool(
     session: Session | undefined,
     call: SdkToolCall,
-  ): Promise<ToolResult | CreateTaskAnswer | InputRequiredAnswer> {
+  ): Promise<ToolResult | CreateTaskAnswer | CreateTaskResult | InputRequiredAnswer> {
     const tool = byName.get(call.name);
     if (tool === undefined) throw new McpProtocolError(RPC.invalidParams, `Unknown tool: ${call.name}`);
     const progressToken = call.progressToken;
@@ -342,6 +388,16 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
         () => startTask(tool, call, scope, session),
         summarizeTask,
       );
+    }
+    if (tool.kind === 'job' && session === undefined && call.tasksExtension === true) {
+      const start = () => startExtTask(tool, call, scope);
+      return observer.observe(tool, scope, call.headers, start, summarizeTaskOrResult);
+    }
+    if (tool.kind === 'job' && tool.taskSupport === 'required') {
+      // SEP-2663: a tool that cannot answer without a task needs the extension (-32021); 2025-11-25 answers
+      // a plain call of a task-required tool with -32601.
+      if (session === undefined) throw tasksCapabilityMissing(`tools/call of ${tool.name}`);
+      throw new McpProtocolError(RPC.methodNotFound, `Tool ${tool.name} runs only as a task.`);
     }
     return observer.observe(
       tool,
@@ -405,6 +461,9 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
         isModern = false; // not classifiable as 2026-07-28: the session table answers it
       }
       if (!isModern) return table.handle(req, res, body);
+      // A listen for task notifications is served from the job store, not by the SDK (see `tasks-listen.ts`).
+      if (listeners !== undefined && TaskListeners.claims(body))
+        return listeners.serve(req, res, body, callerPrincipal());
       try {
         await modern.handle(req, res, body, modernHandlersFor(callerPrincipal()));
       } catch {
@@ -418,6 +477,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     },
     async close() {
       closed = true;
+      listeners?.closeAll();
       await Promise.all([table.close(), modern.close()]);
     },
   };

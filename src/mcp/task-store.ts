@@ -232,6 +232,7 @@ export function isTerminalTask(status: TaskStatus): boolean {
   return status === 'completed' || status === 'failed' || status === 'cancelled';
 }
 
-function taskNotFound(taskId: string): McpProtocolError {
+/** The answer to a task id that is unknown or not the caller's (the two are not told apart): -32602. */
+export function taskNotFound(taskId: string): McpProtocolError {
   return new McpProtocolError(RPC.invalidParams, `Task not found: ${taskId}`);
 }

@@ -163,15 +163,141 @@ export function gate(): { promise: Promise<void>; open(): void } {
   return { promise, open };
 }
 
-/** The `_meta` envelope of {@link modernRpc}: 2026-07-28, a client that declares elicitation, sampling, roots. */
-const ENVELOPE = {
+/** The answer of {@link modernRpc}: the HTTP status and the JSON-RPC response. */
+export interface RpcAnswer {
+  status: number;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/**
+ * One 2026-07-28 request as the spec writes it, over raw HTTP: the `_meta` envelope (client capabilities
+ * declaring the tasks extension unless `tasks: false`), `MCP-Protocol-Version`, `Mcp-Method` and, for the
+ * methods that name something, `Mcp-Name` (the tool name or the task id). For what the SDK v2 client does not
+ * send or read (it refuses a `resultType: "task"` answer to `tools/call`).
+ */
+export async function modernRpc(
+  url: URL | string,
+  headers: Record<string, string>,
+  method: string,
+  params: Record<string, unknown> = {},
+  options: { tasks?: boolean; id?: number } = {},
+): Promise<RpcAnswer> {
+  const name = params['taskId'] ?? params['name'];
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      ...headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: options.id ?? 1,
+      method,
+      params: { ...params, _meta: modernEnvelope(options.tasks ?? true) },
+    }),
+  });
+  const body = (await response.json()) as Omit<RpcAnswer, 'status'>;
+  return { status: response.status, result: body.result, error: body.error };
+}
+
+/** The per-request `_meta` envelope of 2026-07-28, declaring the tasks extension when `tasks`. */
+export function modernEnvelope(tasks: boolean): Record<string, unknown> {
+  return {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0.0.1' },
+    'io.modelcontextprotocol/clientCapabilities': tasks
+      ? { extensions: { 'io.modelcontextprotocol/tasks': {} } }
+      : {},
+  };
+}
+
+/** A `subscriptions/listen` stream read message by message (see {@link openListen}). */
+export interface ListenStream {
+  status: number;
+  /** The next JSON-RPC message, or undefined once the stream has ended. */
+  next(): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a 2026-07-28 `subscriptions/listen` for task notifications (`notifications.taskIds`), as SEP-2663
+ * writes it, declaring the tasks extension unless `tasks` is false. A JSON answer (an error) is one message.
+ */
+export async function openListen(
+  url: URL | string,
+  headers: Record<string, string>,
+  id: number,
+  taskIds: string[],
+  tasks = true,
+): Promise<ListenStream> {
+  const abort = new AbortController();
+  const response = await fetch(url, {
+    method: 'POST',
+    signal: abort.signal,
+    headers: {
+      ...headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'subscriptions/listen',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'subscriptions/listen',
+      params: { notifications: { taskIds }, _meta: modernEnvelope(tasks) },
+    }),
+  });
+  const queue: unknown[] = [];
+  if (!(response.headers.get('content-type') ?? '').includes('text/event-stream')) {
+    queue.push(await response.json());
+    return { status: response.status, next: () => Promise.resolve(queue.shift()), close: async () => {} };
+  }
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  return {
+    status: response.status,
+    async next() {
+      for (;;) {
+        if (queue.length > 0) return queue.shift();
+        const end = buffer.indexOf('\n\n');
+        if (end >= 0) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = frame
+            .split('\n')
+            .filter((line) => line.startsWith('data: '))
+            .map((line) => line.slice(6))
+            .join('\n');
+          if (data !== '') queue.push(JSON.parse(data));
+          continue;
+        }
+        const chunk = await reader.read().catch(() => ({ done: true, value: undefined }));
+        if (chunk.done) return undefined;
+        buffer += chunk.value;
+      }
+    },
+    async close() {
+      abort.abort();
+      await reader.cancel().catch(() => undefined);
+    },
+  };
+}
+
+/** The `_meta` envelope of {@link mrtrRpc}: 2026-07-28, a client that declares elicitation, sampling, roots. */
+const MRTR_ENVELOPE = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
   'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0.0.1' },
   'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, sampling: {}, roots: {} },
 };
 
-/** A JSON-RPC answer of {@link modernRpc}. */
-export interface ModernRpcAnswer {
+/** A JSON-RPC answer of {@link mrtrRpc}. */
+export interface MrtrAnswer {
   result?: Record<string, unknown> & { requestState?: string; inputRequests?: Record<string, unknown> };
   error?: { code: number; message: string; data?: unknown };
 }
@@ -179,15 +305,16 @@ export interface ModernRpcAnswer {
 let nextId = 1;
 
 /**
- * One raw 2026-07-28 request over HTTP as `caller` (see `as`), with the `Mcp-Method`/`Mcp-Name` headers;
- * `params._meta` overrides the envelope's keys. Reads a JSON or an SSE answer.
+ * One raw 2026-07-28 request over HTTP as `caller` (see `as`) for the multi-round-trip tests: a client that
+ * declares elicitation, sampling and roots; `params._meta` overrides the envelope's keys; `Mcp-Name` from the
+ * name or URI. Reads a JSON or an SSE answer.
  */
-export async function modernRpc(
+export async function mrtrRpc(
   url: URL,
   caller: string,
   method: string,
   params: Record<string, unknown>,
-): Promise<ModernRpcAnswer> {
+): Promise<MrtrAnswer> {
   const name = (params['name'] ?? params['uri']) as string;
   const response = await fetch(url, {
     method: 'POST',
@@ -203,7 +330,7 @@ export async function modernRpc(
       jsonrpc: '2.0',
       id: nextId++,
       method,
-      params: { ...params, _meta: { ...ENVELOPE, ...(params['_meta'] as object | undefined) } },
+      params: { ...params, _meta: { ...MRTR_ENVELOPE, ...(params['_meta'] as object | undefined) } },
     }),
   });
   const text = await response.text();
@@ -211,8 +338,8 @@ export async function modernRpc(
     const data = text
       .split('\n')
       .filter((line) => line.startsWith('data:'))
-      .map((line) => JSON.parse(line.slice(5)) as ModernRpcAnswer & { id?: number });
+      .map((line) => JSON.parse(line.slice(5)) as MrtrAnswer & { id?: number });
     return data.find((message) => message.id !== undefined)!;
   }
-  return JSON.parse(text) as ModernRpcAnswer;
+  return JSON.parse(text) as MrtrAnswer;
 }

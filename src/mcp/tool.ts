@@ -109,6 +109,8 @@ export interface JobTool extends ToolBase {
   readonly enqueueOptions?: EnqueueOptions | ((args: never) => EnqueueOptions);
   readonly toResult?: (result: never) => unknown;
   readonly toText?: (result: never) => string;
+  /** Whether a call must be a task (see `jobTool`'s `taskSupport`). */
+  readonly taskSupport: 'optional' | 'required';
 }
 
 /** Any tool `createMcpServer` serves. */

@@ -137,6 +137,8 @@ export const RPC = {
   invalidParams: -32602,
   methodNotFound: -32601,
   internalError: -32603,
+  /** MCP 2026-07-28 "Missing Required Client Capability": the request needs a capability the client lacks. */
+  missingClientCapability: -32021,
 } as const;
 
 /**

@@ -71,6 +71,10 @@ describe('the conformance fixture app', () => {
       'test_logging_tool',
       'json_schema_2020_12_tool',
       'test_custom_header',
+      'greet',
+      'slow_compute',
+      'failing_job',
+      'protocol_error_job',
       'test_input_required_result_elicitation',
       'test_input_required_result_sampling',
       'test_input_required_result_list_roots',
@@ -83,6 +87,9 @@ describe('the conformance fixture app', () => {
       'test_elicitation',
       'test_elicitation_sep1034_defaults',
       'test_elicitation_sep1330_enums',
+      // Added by the gateway with job tools.
+      'get_job_status',
+      'cancel_job',
     ];
     expect((await legacy.listTools()).tools.map((t) => t.name)).toEqual(expected);
     expect((await modern.listTools()).tools.map((t) => t.name)).toEqual(expected);

@@ -4,7 +4,8 @@
  * 2026-07-28 (stateless) one client's calls land on all three and every answer is exact: a job started
  * through one gateway is read and cancelled through the others. A 2025-era session is held by the gateway
  * that opened it, so the same proxy breaks it; affinity on `Mcp-Session-Id` (what an operator configures for
- * those clients) makes it work.
+ * those clients) makes it work. A task of the tasks extension (`io.modelcontextprotocol/tasks`) is read on
+ * every gateway, and its result still arrives when the gateway that created it is closed mid-task.
  */
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { Socket } from 'node:net';
@@ -19,6 +20,7 @@ import { createGiftGeniusApp } from '../../examples/giftgenius/app.js';
 import { loadCatalog, recommendGifts } from '../../examples/giftgenius/services/index.js';
 import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { createApiKeys } from '../../src/http/keys/index.js';
+import { modernRpc } from '../../src/mcp/test-support.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { describePostgres, TEST_DATABASE_URL, testSchemas } from '../support/postgres.js';
 import { FAST_SETTINGS, startBackends, until, useCleanups } from './support.js';
@@ -103,7 +105,16 @@ async function threeGateways(): Promise<{ gateways: Gateway[]; key: string }> {
       env: {},
       log: () => undefined,
       leaseMs: 1_500,
+      // A closed gateway gives a running job back at once (another gateway's worker takes it over).
+      graceMs: 100,
     });
+    let closed = false;
+    const close = gateway.close.bind(gateway);
+    gateway.close = async () => {
+      if (closed) return;
+      closed = true;
+      await close();
+    };
     defer(() => gateway.close());
     gateways.push(gateway);
   }
@@ -167,6 +178,45 @@ describePostgres('three GiftGenius gateways behind round robin')('three gateways
     const served = new Set(proxy.hops.map((hop) => hop.gateway));
     expect([...served].sort()).toEqual([0, 1, 2]);
   }, 30_000);
+
+  it('a task is created on one gateway, read on the others, and delivered after its gateway closes mid-task', async () => {
+    const { gateways, key } = await threeGateways();
+    const auth = { authorization: `Bearer ${key}` };
+    const proxy = await roundRobin(gateways.map((gateway) => gateway.url));
+    const rpc = (url: string, method: string, params: Record<string, unknown>) =>
+      modernRpc(`${url}/mcp`, auth, method, params);
+
+    const created = await rpc(proxy.url, 'tools/call', { name: 'start_deep_analysis', arguments: request });
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working', ttlMs: null });
+    const taskId = created.result!['taskId'] as string;
+    const createdOn = proxy.hops.at(-1)!.gateway;
+
+    const readers = new Set<number>();
+    for (let i = 0; i < 3; i++) {
+      const got = await rpc(proxy.url, 'tasks/get', { taskId });
+      expect(got.result).toMatchObject({ resultType: 'complete', taskId, status: 'working' });
+      readers.add(proxy.hops.at(-1)!.gateway);
+    }
+    expect([...readers].sort()).toEqual([0, 1, 2]);
+
+    // The gateway that created the task goes away while its job runs; the other two carry on.
+    await gateways[createdOn]!.close();
+    const rest = await roundRobin(gateways.filter((_, i) => i !== createdOn).map((gateway) => gateway.url));
+    let task: Record<string, unknown> = {};
+    await until(
+      async () => {
+        task = (await rpc(rest.url, 'tasks/get', { taskId })).result!;
+        return task['status'] !== 'working';
+      },
+      'the task to end',
+      20_000,
+    );
+    expect(task['status']).toBe('completed');
+    const result = task['result'] as { structuredContent: { gifts: unknown[] }; isError?: boolean };
+    expect(result.isError).toBeUndefined();
+    expect(result.structuredContent.gifts.length).toBeGreaterThan(0);
+    expect(new Set(rest.hops.map((hop) => hop.gateway)).size).toBe(2);
+  }, 40_000);
 
   it('a 2025-11-25 session breaks under plain round robin and works with Mcp-Session-Id affinity', async () => {
     const { gateways, key } = await threeGateways();

@@ -1,0 +1,100 @@
+/**
+ * The suite's fixtures of the tasks extension (`io.modelcontextprotocol/tasks`, its `tasks-*` scenarios):
+ * `greet` (a plain tool), and the job tools `slow_compute`, `failing_job` and `protocol_error_job`, whose
+ * calls become tasks when the request declares the extension. Names, arguments and results as
+ * `@modelcontextprotocol/conformance` expects them; written with the public API only, like any app's tools.
+ */
+import { z } from 'zod';
+import { BreakwaterError } from '../../src/entries/index.js';
+import type { Jobs } from '../../src/entries/jobs.js';
+import { jobTool, resilientTool, type McpTool } from '../../src/entries/mcp.js';
+
+/** The message of the tool error `failing_job` ends with. */
+export const FAILING_JOB_TEXT = 'This job intentionally fails with a tool error (conformance fixture).';
+/** Ms `failing_job` works before it fails (the suite says about a second). */
+export const FAILING_JOB_MS = 1_000;
+
+const wait = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason as Error);
+      },
+      { once: true },
+    );
+  });
+
+interface ComputePayload {
+  seconds: number;
+  label: string;
+}
+
+/** Defines the job types behind {@link taskTools} (each run once: a failure is the fixture's answer). */
+export function defineTaskJobs(jobs: Jobs): void {
+  jobs.defineJob<ComputePayload>(
+    'conformance.slow_compute',
+    async ({ payload, signal }) => {
+      await wait(payload.seconds * 1000, signal);
+      return { label: payload.label, seconds: payload.seconds };
+    },
+    { maxAttempts: 1, timeoutMs: 120_000 },
+  );
+  jobs.defineJob(
+    'conformance.failing_job',
+    async ({ signal }) => {
+      await wait(FAILING_JOB_MS, signal);
+      throw new BreakwaterError('invalid_payload', { message: FAILING_JOB_TEXT });
+    },
+    { maxAttempts: 1 },
+  );
+  jobs.defineJob(
+    'conformance.protocol_error_job',
+    () => {
+      // A programming error: the job fails as `internal_error`, which the extension reports as `failed`.
+      throw new TypeError('conformance fixture: an internal failure');
+    },
+    { maxAttempts: 1 },
+  );
+}
+
+/** The tasks fixtures, in the order `tools/list` shows them. */
+export function taskTools(): McpTool[] {
+  return [
+    resilientTool({
+      name: 'greet',
+      description: 'Greets by name, at once (conformance fixture).',
+      inputSchema: { name: z.string() },
+      annotations: { readOnlyHint: true },
+      handler: ({ name }) => ({ greeting: `Hello, ${name}!` }),
+      toText: (result) => result.greeting,
+    }),
+    jobTool({
+      name: 'slow_compute',
+      description: 'Works for the given seconds, then answers (conformance fixture).',
+      inputSchema: { seconds: z.number().min(0).max(600), label: z.string().optional() },
+      jobType: 'conformance.slow_compute',
+      toPayload: ({ seconds, label }) => ({ seconds, label: label ?? '' }),
+      toText: (result) => {
+        const { label, seconds } = result as ComputePayload;
+        return `Computed ${label === '' ? 'a result' : label} in ${seconds} s.`;
+      },
+    }),
+    jobTool({
+      name: 'failing_job',
+      description: 'Fails with a tool error after about a second; runs only as a task (conformance fixture).',
+      inputSchema: {},
+      jobType: 'conformance.failing_job',
+      taskSupport: 'required',
+    }),
+    jobTool({
+      name: 'protocol_error_job',
+      description: 'Fails with an internal error (conformance fixture).',
+      inputSchema: {},
+      jobType: 'conformance.protocol_error_job',
+    }),
+  ];
+}

@@ -1,0 +1,220 @@
+import { humanDuration, isErrorCode, PrincipalContext, type Principal } from '../core/index.js';
+import type { JobRecord } from '../store/index.js';
+import { completedResult, enqueueFor, latestProgress, visibleJob, type JobToolDeps } from './job-tools.js';
+import { jobErrorInfo, jobErrorResult } from './results.js';
+import { taskNotFound, taskStatus } from './task-store.js';
+import type { JobTool } from './tool.js';
+import { McpProtocolError, RPC, type ToolResult } from './types.js';
+
+/**
+ * The official tasks extension of MCP 2026-07-28 (`io.modelcontextprotocol/tasks`, SEP-2663) on Breakwater's
+ * durable job store: a task is a job of a job tool, its id is the job id, and nothing about it lives in
+ * memory, so `tasks/get`, `tasks/update` and `tasks/cancel` answer the same from any gateway process sharing
+ * the store, and after a restart.
+ *
+ * Negotiation (SEP-2663 "Capability Negotiation"): the server declares the extension under
+ * `capabilities.extensions` in `server/discover` (when it has job tools); a request takes part only when its
+ * own `_meta` client capabilities name the extension under `extensions`. A job tool called so answers with a
+ * {@link CreateTaskResult} (`resultType: "task"`), and only after the job's row is committed (a `tasks/get` for
+ * the id resolves at once); called without it, it answers as before (the job's handle, or its result when the
+ * call waits). The `tasks/*` methods of a request without the extension are refused with -32021.
+ *
+ * Status (as the 2025-11-25 task store's, see `task-store.ts`): `pending` and `in_progress` → `working` (its
+ * `statusMessage` is the job's latest progress message, or why it waits to retry); a job with a cancel request
+ * or `canceled` → `cancelled`; `completed` → `completed` with the tool result inline. A `failed` job is split as
+ * SEP-2663 "Task Execution Errors" requires: a failure the tool itself would answer as a result with `isError`
+ * (a classified Breakwater error: an upstream down, bad input, …) is `completed` with that result inline;
+ * only an internal failure (`internal_error`: a bug, a crash; or a worker lost with the job out of attempts)
+ * is `failed`, with the JSON-RPC error `-32603` inline (its message is the generic sentence; no stack or
+ * internal detail leaves the server).
+ *
+ * Ownership (docs/architecture.md#identity-and-ownership, the rule of the job tools and `task-store.ts`):
+ * every method acts for the current principal (`PrincipalContext`); a task of another principal answers as an
+ * unknown id (-32602), and a principal with the `admin` scope sees every task.
+ */
+
+/** The extension's identifier, the key under `capabilities.extensions` on both sides. */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+/** Defaults of {@link TasksExtensionOptions}. */
+export const TASKS_EXTENSION_DEFAULTS = { ttlMs: null, pollIntervalMs: 2_000 } as const;
+
+/** Options of {@link JobTasksExtension}. */
+export interface TasksExtensionOptions extends JobToolDeps {
+  /**
+   * `ttlMs` told to clients, ms, or null (default): no limit. Tasks are never expired by the gateway (a job
+   * stays until the store's retention removes it once finished), so set it to at most that retention.
+   */
+  ttlMs?: number | null;
+  /** `pollIntervalMs` suggested to clients, ms (default 2 000). */
+  pollIntervalMs?: number;
+}
+
+/** A task as the extension shows it (SEP-2663 `Task`). Times are ISO 8601. */
+export interface ExtTask {
+  taskId: string;
+  status: 'working' | 'input_required' | 'completed' | 'cancelled' | 'failed';
+  statusMessage?: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttlMs: number | null;
+  pollIntervalMs: number;
+}
+
+/** The JSON-RPC error of a `failed` task. */
+export interface TaskError {
+  code: number;
+  message: string;
+  data?: Record<string, unknown>;
+}
+
+/** What `tasks/get` and `notifications/tasks` carry (SEP-2663 `DetailedTask`). */
+export interface DetailedTask extends ExtTask {
+  /** The tool result, when `completed`. */
+  result?: ToolResult;
+  /** The JSON-RPC error, when `failed`. */
+  error?: TaskError;
+}
+
+/** The answer of a `tools/call` that became a task (SEP-2663 `CreateTaskResult`: flat `Result & Task`). */
+export interface CreateTaskResult extends ExtTask {
+  resultType: 'task';
+}
+
+/** True when a request's client capabilities (its `_meta` envelope) name the tasks extension. */
+export function negotiatesTasks(clientCapabilities: unknown): boolean {
+  const extensions = (clientCapabilities as { extensions?: unknown } | null | undefined)?.extensions;
+  return (
+    typeof extensions === 'object' &&
+    extensions !== null &&
+    (extensions as Record<string, unknown>)[TASKS_EXTENSION] !== undefined
+  );
+}
+
+/** The -32021 error of a request that needs the extension and did not declare it (SEP-2663, SEP-2575). */
+export function tasksCapabilityMissing(what: string): McpProtocolError {
+  return new McpProtocolError(
+    RPC.missingClientCapability,
+    `Missing required client capability: ${what} needs the ${TASKS_EXTENSION} extension.`,
+    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+  );
+}
+
+/** The extension's methods over the job store (see the file's doc). */
+export class JobTasksExtension {
+  readonly ttlMs: number | null;
+  readonly pollIntervalMs: number;
+
+  constructor(private readonly deps: TasksExtensionOptions) {
+    this.ttlMs = deps.ttlMs ?? TASKS_EXTENSION_DEFAULTS.ttlMs;
+    this.pollIntervalMs = deps.pollIntervalMs ?? TASKS_EXTENSION_DEFAULTS.pollIntervalMs;
+  }
+
+  /** This extension's `tasks/*` methods acting for `principal`, whatever the context they are called from. */
+  forPrincipal(principal: Principal): Pick<JobTasksExtension, 'get' | 'cancel' | 'update'> {
+    const as =
+      <A extends unknown[], R>(method: (...args: A) => R) =>
+      (...args: A): R =>
+        PrincipalContext.run(principal, () => method.apply(this, args));
+    return { get: as(this.get), cancel: as(this.cancel), update: as(this.update) };
+  }
+
+  /**
+   * Enqueues the job of `tool` with the parsed `args` for the current principal and answers its task once the
+   * job row is committed and read back (SEP-2663 "Task Creation": durable before the answer).
+   * @throws BreakwaterError from the enqueue (the caller turns it into a tool error or a protocol error).
+   */
+  async create(tool: JobTool, args: unknown): Promise<CreateTaskResult> {
+    const job = await enqueueFor(this.deps, tool, args);
+    const { taskId, status, createdAt, lastUpdatedAt, ttlMs, pollIntervalMs } = this.detailed(job, null);
+    return { resultType: 'task', taskId, status, createdAt, lastUpdatedAt, ttlMs, pollIntervalMs };
+  }
+
+  /**
+   * `tasks/get`: the task with its status-specific fields.
+   * @throws McpProtocolError -32602 for an unknown task or one of another principal.
+   */
+  async get(taskId: string): Promise<DetailedTask> {
+    const job = await visibleJob(this.deps, taskId);
+    if (job === undefined) throw taskNotFound(taskId);
+    const working = taskStatus(job) === 'working';
+    const progress = working ? await latestProgress(this.deps.store, job.id) : null;
+    return this.detailed(job, progress?.message ?? null);
+  }
+
+  /**
+   * `tasks/cancel`: cancels a pending job at once, asks a running one to stop (its task shows `cancelled` from
+   * now on), and leaves a finished one as it is; answers nothing (the ack), as SEP-2663 "Task Cancellation".
+   * @throws McpProtocolError -32602 for an unknown task or one of another principal.
+   */
+  async cancel(taskId: string): Promise<void> {
+    const job = await visibleJob(this.deps, taskId);
+    if (job === undefined) throw taskNotFound(taskId);
+    if (job.status === 'pending' || job.status === 'in_progress') await this.deps.jobs.cancel(taskId);
+  }
+
+  /**
+   * `tasks/update`: delivers `inputResponses` to a task waiting for input. Jobs cannot ask for input yet, so no
+   * task ever has an outstanding request, and SEP-2663 "Task Update Requests" says a server ignores responses
+   * to keys that are not outstanding: the update of a known task is acknowledged and changes nothing.
+   * @throws McpProtocolError -32602 for an unknown task or one of another principal, and for `inputResponses`
+   *   that is not an object.
+   */
+  async update(taskId: string, inputResponses: unknown): Promise<void> {
+    if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses)) {
+      throw new McpProtocolError(RPC.invalidParams, 'inputResponses must be an object.');
+    }
+    const job = await visibleJob(this.deps, taskId);
+    if (job === undefined) throw taskNotFound(taskId);
+  }
+
+  /** The detailed task of a job; `progressMessage`: its latest progress message, if any (for `working`). */
+  detailed(job: JobRecord, progressMessage: string | null): DetailedTask {
+    const base = {
+      taskId: job.id,
+      createdAt: new Date(job.createdAt).toISOString(),
+      lastUpdatedAt: new Date(job.updatedAt).toISOString(),
+      ttlMs: this.ttlMs,
+      pollIntervalMs: this.pollIntervalMs,
+    };
+    const now = this.deps.clock.now();
+    switch (taskStatus(job)) {
+      case 'cancelled':
+        return { ...base, status: 'cancelled', statusMessage: 'The task was cancelled.' };
+      case 'completed':
+        return { ...base, status: 'completed', result: completedResult(this.deps, job) };
+      case 'failed': {
+        const info = jobErrorInfo(job.error, 'failed', now);
+        if (!isInternalFailure(job)) {
+          return { ...base, status: 'completed', result: jobErrorResult(job.error, 'failed', now) };
+        }
+        return {
+          ...base,
+          status: 'failed',
+          statusMessage: info.message,
+          error: { code: RPC.internalError, message: info.message, data: { error: info } },
+        };
+      }
+      default: {
+        const task: DetailedTask = { ...base, status: 'working' };
+        if (job.error !== null && job.status === 'pending') {
+          const waitMs = job.runAt - now;
+          const next = waitMs > 0 ? `in about ${humanDuration(waitMs)}` : 'shortly';
+          task.statusMessage = `Retrying after a failure (attempt ${job.attempts} of ${job.maxAttempts} failed); the next attempt starts ${next}.`;
+        } else if (progressMessage !== null && progressMessage !== '') {
+          task.statusMessage = progressMessage;
+        }
+        return task;
+      }
+    }
+  }
+}
+
+/**
+ * True when a failed job's error is not one its tool would answer as a result: `internal_error` (a bug), or
+ * a code only the job runtime writes (`lease_expired`: the worker was lost and the job ran out of attempts).
+ */
+function isInternalFailure(job: JobRecord): boolean {
+  const code = job.error?.code ?? 'internal_error';
+  return code === 'internal_error' || !isErrorCode(code);
+}
