@@ -116,7 +116,7 @@ function quietJobs(stats: () => Promise<JobStats>): ObservedJobs & { calls: numb
 }
 
 const STATS: JobStats = {
-  counts: { pending: 4, in_progress: 1, completed: 7, failed: 2, canceled: 0 },
+  counts: { pending: 4, in_progress: 1, input_required: 0, completed: 7, failed: 2, canceled: 0 },
   oldestPendingAgeMs: 2_500,
 };
 
