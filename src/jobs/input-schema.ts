@@ -38,7 +38,10 @@ export function schemaProblem(schema: unknown): string | undefined {
     }
   }
   const required = schema.required;
-  if (required !== undefined && !(isStringArray(required) && required.every((name) => names.includes(name)))) {
+  if (
+    required !== undefined &&
+    !(isStringArray(required) && required.every((name) => names.includes(name)))
+  ) {
     return 'required must list property names of the schema';
   }
   return undefined;
@@ -73,8 +76,10 @@ function valueProblem(property: Record<string, unknown>, value: unknown): string
   if (type === 'number' || type === 'integer') {
     if (typeof value !== 'number' || !Number.isFinite(value)) return 'must be a number';
     if (type === 'integer' && !Number.isInteger(value)) return 'must be an integer';
-    if (typeof property.minimum === 'number' && value < property.minimum) return `must be >= ${property.minimum}`;
-    if (typeof property.maximum === 'number' && value > property.maximum) return `must be <= ${property.maximum}`;
+    if (typeof property.minimum === 'number' && value < property.minimum)
+      return `must be >= ${property.minimum}`;
+    if (typeof property.maximum === 'number' && value > property.maximum)
+      return `must be <= ${property.maximum}`;
     return undefined;
   }
   if (type === 'array') {

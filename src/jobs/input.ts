@@ -114,7 +114,8 @@ export class InputReplay {
 
   private async load(): Promise<JobInput> {
     const input = await this.deps.store.jobInput(this.job.id);
-    if (input === undefined) throw new BreakwaterError('not_found', { message: `There is no job ${this.job.id}.` });
+    if (input === undefined)
+      throw new BreakwaterError('not_found', { message: `There is no job ${this.job.id}.` });
     return input;
   }
 }

@@ -285,13 +285,7 @@ export interface JobStartedEvent {
  *   fencing token) or failed; the job's next owner decides its end.
  */
 export type JobRunOutcome =
-  | 'completed'
-  | 'failed'
-  | 'retrying'
-  | 'canceled'
-  | 'released'
-  | 'input_required'
-  | 'lost';
+  'completed' | 'failed' | 'retrying' | 'canceled' | 'released' | 'input_required' | 'lost';
 
 /** A run that ended (see {@link Jobs.onRunEnded}). */
 export interface JobRunEndedEvent {
