@@ -61,6 +61,7 @@ describe('GiftGenius tools over MCP', () => {
       'cancel_job',
       'checkout',
       'get_job_status',
+      'respond_to_job',
       'start_deep_analysis',
       'suggest_and_checkout',
       'suggest_gifts',
