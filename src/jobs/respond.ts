@@ -8,9 +8,10 @@ import { answerProblems } from './input-schema.js';
 /** Options of `Jobs.respond`. */
 export interface RespondOptions {
   /**
-   * Who answers: only the job's owner, or a principal with `admin`, may (docs/architecture.md#identity-and-
-   * ownership); anyone else gets `not_found`, as for a job that does not exist. Default: the current
-   * `PrincipalContext`'s principal, and outside any (the application's own code) every job.
+   * Who answers: only the job's owner, or a principal with `admin`, may
+   * (docs/architecture.md#identity-and-ownership); anyone else gets `not_found`, as for a job that does not
+   * exist. Default: the current `PrincipalContext`'s principal, and outside any (the application's own code)
+   * every job.
    */
   principal?: Principal;
 }
