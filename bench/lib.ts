@@ -2,6 +2,7 @@ import type * as Root from '../src/entries/index.js';
 import type * as Ai from '../src/entries/ai.js';
 import type * as Gateway from '../src/entries/gateway.js';
 import type * as Jobs from '../src/entries/jobs.js';
+import type * as Mcp from '../src/entries/mcp.js';
 import type * as Postgres from '../src/entries/postgres.js';
 import type * as Server from '../src/entries/server.js';
 import type * as Sqlite from '../src/entries/sqlite.js';
@@ -12,12 +13,13 @@ type Library = typeof Root &
   typeof Ai &
   typeof Gateway &
   typeof Jobs &
+  typeof Mcp &
   typeof Postgres &
   typeof Server &
   typeof Sqlite &
   typeof Webhooks;
 
-const ENTRIES = ['index', 'ai', 'gateway', 'jobs', 'postgres', 'server', 'sqlite', 'webhooks'];
+const ENTRIES = ['index', 'ai', 'gateway', 'jobs', 'mcp', 'postgres', 'server', 'sqlite', 'webhooks'];
 
 /**
  * The library under test, loaded as its users load it: the compiled package in `dist/` (`npm run bench` builds

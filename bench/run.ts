@@ -1,12 +1,13 @@
 /**
  * `npm run bench -- <suite>`: benchmarks against peers, never part of `npm test`.
- * Suites: policies, jobs, jobs-scale, webhooks, ai, metric-labels, import; soak (not run by default).
+ * Suites: policies, jobs, jobs-scale, webhooks, mcp, ai, metric-labels, import; soak (not run by default).
  */
 const suites: Record<string, () => Promise<unknown>> = {
   policies: () => import('./policies.js'),
   jobs: () => import('./jobs.js'),
   'jobs-scale': () => import('./jobs-scale.js'),
   webhooks: () => import('./webhooks.js'),
+  mcp: () => import('./mcp.js'),
   ai: () => import('./ai.js'),
   'metric-labels': () => import('./metric-labels.js'),
   import: () => import('./import.js'),
