@@ -35,6 +35,8 @@ async function start(): Promise<void> {
         description: 'Confirms an order, asking the user when unsure.',
         inputSchema: { order: z.string() },
         jobType: 'confirm',
+        // A call that waits for the job (a progress token) answers within a second.
+        deadlineMs: 1_000,
       }),
     ],
     defineJobs: (jobs) =>
@@ -160,6 +162,21 @@ describe('MCP: a job that asks for input', () => {
     await waitingFor(id, 'completed');
     const result = await ada.client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
     expect(result).toMatchObject({ structuredContent: { order: 'o-8', placed: false } });
+  });
+
+  it('a call that waits for the job answers, at its deadline, with a handle that points at the question', async () => {
+    await start();
+    const ada = await v1('ada');
+    const handle = await ada.client.callTool(
+      { name: 'confirm_order', arguments: { order: 'o-10' } },
+      undefined,
+      { onprogress: () => undefined },
+    );
+    const id = (handle.structuredContent as { job_id: string }).job_id;
+    expect(handle.structuredContent).toMatchObject({
+      status: 'input_required',
+      message: `Job ${id} waits for the user's answer to a question. Call get_job_status with its job_id to read it, then respond_to_job with the answer.`,
+    });
   });
 
   it('the 2026-07-28 client reads the question and answers with respond_to_job', async () => {

@@ -153,7 +153,12 @@ export function jobHandle(deps: JobToolDeps, job: JobRecord, waited = false): Re
     status: job.status,
     status_url: deps.urls.status(job.id),
     events_url: deps.urls.events(job.id),
-    message: waited && !finished ? stillRunningMessage(job.id) : jobMessage(job.id, finished),
+    message:
+      job.status === 'input_required'
+        ? `Job ${job.id} waits for the user's answer to a question. Call get_job_status with its job_id to read it, then respond_to_job with the answer.`
+        : waited && !finished
+          ? stillRunningMessage(job.id)
+          : jobMessage(job.id, finished),
   };
 }
 
