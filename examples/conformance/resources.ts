@@ -1,8 +1,13 @@
 /**
- * The suite's static resource fixtures (`resources-list`, `resources-read-text`, `resources-read-binary`),
- * served with `resource` like any app's resources.
+ * The suite's resource fixtures (`resources-list`, `resources-read-text`, `resources-read-binary`,
+ * `resources-templates-read`, `resources-subscribe`), served with `resource` and `resourceTemplate` like any app's resources.
  */
-import { resource, type McpResource } from '../../src/entries/mcp.js';
+import {
+  resource,
+  resourceTemplate,
+  type McpResource,
+  type McpResourceTemplate,
+} from '../../src/entries/mcp.js';
 
 /** A 1x1 red PNG. */
 const PNG = Buffer.from(
@@ -10,7 +15,7 @@ const PNG = Buffer.from(
   'base64',
 );
 
-export function staticResources(): McpResource[] {
+export function staticResources(): (McpResource | McpResourceTemplate)[] {
   return [
     resource({
       uri: 'test://static-text',
@@ -25,6 +30,20 @@ export function staticResources(): McpResource[] {
       description: 'A static binary resource (a 1x1 PNG).',
       mimeType: 'image/png',
       read: () => new Uint8Array(PNG),
+    }),
+    resource({
+      uri: 'test://watched-resource',
+      name: 'watched-resource',
+      description: 'A resource clients subscribe to (resources-subscribe).',
+      mimeType: 'text/plain',
+      read: () => 'This resource is watched.',
+    }),
+    resourceTemplate({
+      uriTemplate: 'test://template/{id}/data',
+      name: 'template-data',
+      description: 'A resource template whose reads carry their id.',
+      mimeType: 'application/json',
+      read: ({ id }) => JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }),
     }),
   ];
 }

@@ -17,7 +17,7 @@ import { DEMO_WEBHOOK_SECRET, paymentWebhooks } from './webhooks.js';
 import { giftGeniusAi, type GiftGeniusAi } from './ai.js';
 import { createOrderAction } from './checkout.js';
 import { confirmCheckoutTool, defineCheckoutConfirm } from './confirm.js';
-import { giftGeniusResources } from './resources.js';
+import { giftGeniusPrompts, giftGeniusResources } from './resources.js';
 import { giftGeniusRoutes } from './routes.js';
 
 /** Settings of {@link createGiftGeniusApp}; anything left out comes from the environment or the defaults. */
@@ -123,7 +123,8 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
           ...giftGeniusTools(upstreams, operations, { deadlineMs: settings.toolDeadlineMs, createOrder }),
           confirmCheckoutTool(),
         ],
-        resources: giftGeniusResources(),
+        resources: giftGeniusResources(operations),
+        prompts: giftGeniusPrompts(),
         routes: giftGeniusRoutes(operations, createOrder),
         upstreams: [upstreams.gift, upstreams.commerce, upstreams.analytics],
         webhooks,

@@ -10,7 +10,7 @@ import type { Jobs } from '../jobs/index.js';
 import type { Store } from '../store/index.js';
 import type { Upstream } from '../upstream/index.js';
 import type { CounterStore } from '../store/index.js';
-import type { McpPrompt, McpResource, McpTool } from '../mcp/index.js';
+import type { McpPrompt, McpResource, McpResourceTemplate, McpTool } from '../mcp/index.js';
 import type { AuditLog, OperationLedger } from '../operations/index.js';
 import type { AiGatewayOptions } from '../ai/index.js';
 import type { WebhookDeclarations } from '../webhooks/index.js';
@@ -59,8 +59,11 @@ export interface AppParts {
   instructions?: string;
   /** The MCP tools (`resilientTool`, `jobTool`). */
   tools?: readonly McpTool[];
-  /** The MCP resources (`resource`): `resources/list` and `resources/read` (docs/mcp.md). */
-  resources?: readonly McpResource[];
+  /**
+   * The MCP resources (`resource`) and resource templates (`resourceTemplate`): `resources/list`,
+   * `resources/templates/list` and `resources/read` (docs/mcp.md).
+   */
+  resources?: readonly (McpResource | McpResourceTemplate)[];
   /** The MCP prompts (`prompt`): `prompts/list` and `prompts/get` (docs/mcp.md). */
   prompts?: readonly McpPrompt[];
   /** The app's dependencies: their breakers are listed by `/readyz`, and they are closed at shutdown. */

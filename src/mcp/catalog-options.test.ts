@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { expectOptionsError } from '../../test/support/options.js';
 import { prompt } from './prompt.js';
 import { resource } from './resource.js';
+import { resourceTemplate } from './resource-template.js';
 import { createMcpServer } from './server.js';
 
 describe('resource, prompt and their createMcpServer options', () => {
@@ -29,6 +30,55 @@ describe('resource, prompt and their createMcpServer options', () => {
           get: undefined as never,
         }),
       { owner: 'prompt', options: ['name', 'arguments', 'get'] },
+    );
+  });
+
+  it('resourceTemplate names every bad option', () => {
+    expectOptionsError(
+      () =>
+        resourceTemplate({
+          uriTemplate: 'gift://orders/{id*}',
+          name: '',
+          scopes: ['has space'],
+          cacheHint: { ttlMs: -1, cacheScope: 'shared' as never },
+          read: undefined as never,
+          complete: { id: 'x' as never },
+        }),
+      {
+        owner: 'resourceTemplate',
+        options: [
+          'uriTemplate',
+          'name',
+          'scopes',
+          'cacheHint.ttlMs',
+          'cacheHint.cacheScope',
+          'read',
+          'complete',
+        ],
+      },
+    );
+    expectOptionsError(
+      () =>
+        resourceTemplate({
+          uriTemplate: 'gift://orders/{id}',
+          name: 'o',
+          read: () => '',
+          complete: { other: () => [] },
+        }),
+      { owner: 'resourceTemplate', options: ['complete'] },
+    );
+  });
+
+  it('prompt refuses completers of arguments it lacks', () => {
+    expectOptionsError(
+      () =>
+        prompt({
+          name: 'p',
+          arguments: { a: z.string() },
+          complete: { b: () => [] } as never,
+          get: () => [],
+        }),
+      { owner: 'prompt', options: ['complete'] },
     );
   });
 

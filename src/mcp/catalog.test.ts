@@ -280,9 +280,9 @@ describe('capabilities', () => {
 
     await start(false);
     const plain = await v1('ada');
-    expect(plain.getServerCapabilities()).toEqual({ tools: { listChanged: false } });
+    expect(plain.getServerCapabilities()).toEqual({ tools: { listChanged: false }, logging: {} });
     const modernPlain = await modern('ada');
-    expect(modernPlain.getServerCapabilities()).toEqual({ tools: { listChanged: false } });
+    expect(modernPlain.getServerCapabilities()).toEqual({ tools: { listChanged: false }, logging: {} });
     expect(await errorOf(plain.listResources())).toMatchObject({ code: -32601 });
     const raw = await fetch(gw!.mcpUrl, {
       method: 'POST',

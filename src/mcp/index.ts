@@ -5,6 +5,7 @@
  */
 export {
   resilientTool,
+  jsonSchemaInput,
   TOOL_DEADLINE_DEFAULT_MS,
   TOOL_DEADLINE_MAX_MS,
   type JobTool,
@@ -14,6 +15,7 @@ export {
   type ToolArgs,
   type ToolContext,
   type ToolInput,
+  type LogLevel,
 } from './tool.js';
 export { jobTool, type JobToolDefinition } from './job-tools.js';
 export {
@@ -24,7 +26,15 @@ export {
   type ResourceContents,
   type ResourceDefinition,
   type ResourceListing,
+  type CacheHint,
 } from './resource.js';
+export {
+  resourceTemplate,
+  type Completer,
+  type McpResourceTemplate,
+  type ResourceTemplateDefinition,
+  type ResourceTemplateListing,
+} from './resource-template.js';
 export {
   prompt,
   type McpPrompt,
@@ -35,6 +45,8 @@ export {
   type PromptMessage,
   type PromptResult,
 } from './prompt.js';
+export { uiResource, type UiCsp, type UiResourceDefinition } from './ui.js';
+export { APPS_SDK_MIME_TYPE, MCP_APP_MIME_TYPE, type ToolUi, type UiResource } from './ui-meta.js';
 export { errorResult, successResult, toolErrorInfo, type ErrorResultOptions } from './results.js';
 export { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 export { MCP_SERVER_DEFAULTS } from './options.js';

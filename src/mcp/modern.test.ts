@@ -205,7 +205,7 @@ describe('MCP 2026-07-28 on /mcp, next to the 2025-11-25 sessions', () => {
     const body = (await discover.json()) as { result: Record<string, unknown> };
     expect(body.result).toEqual({
       supportedVersions: ['2026-07-28'],
-      capabilities: { tools: { listChanged: false } },
+      capabilities: { tools: { listChanged: false }, logging: {} },
       resultType: 'complete',
       ttlMs: 0,
       cacheScope: 'private',

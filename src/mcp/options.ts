@@ -7,7 +7,8 @@ import { isHttpUrl } from './job-tools.js';
 import { SESSION_DEFAULTS } from './sessions.js';
 import { TASK_STORE_DEFAULTS, type JobTaskStore } from './task-store.js';
 import type { McpPrompt } from './prompt.js';
-import type { McpResource } from './resource.js';
+import { cacheHintOption, type CacheHint, type McpResource } from './resource.js';
+import type { McpResourceTemplate } from './resource-template.js';
 import type { McpTool } from './tool.js';
 
 /** Options of {@link createMcpServer}; validated at construction (an OptionsError names every bad option). */
@@ -20,15 +21,32 @@ export interface McpServerOptions {
   /** The tools (`resilientTool`, `jobTool`); names must be unique. */
   tools: readonly McpTool[];
   /**
-   * The resources (`resource`), served by `resources/list` and `resources/read` in both eras; URIs must be
-   * unique. Default none (then no `resources` capability is declared).
+   * The resources (`resource`) and resource templates (`resourceTemplate`), served by `resources/list`,
+   * `resources/templates/list` and `resources/read` in both eras; URIs and URI templates must be unique.
+   * Default none (then no `resources` capability is declared).
    */
-  resources?: readonly McpResource[];
+  resources?: readonly (McpResource | McpResourceTemplate)[];
   /**
    * The prompts (`prompt`), served by `prompts/list` and `prompts/get`; names must be unique. Default none
    * (then no `prompts` capability is declared).
    */
   prompts?: readonly McpPrompt[];
+  /**
+   * Entries per page of `resources/list`, `resources/templates/list` and `prompts/list` (integer in
+   * [1, 1000], default 100); a longer list is paged with an opaque `nextCursor` (MCP "Pagination").
+   */
+  listPageSize?: number;
+  /**
+   * Cache hints of the 2026-07-28 list results, by list: `tools`, `resources`, `resourceTemplates`,
+   * `prompts`, each `{ ttlMs?, cacheScope? }` (see `CacheHint`; a resource's reads take its own
+   * `cacheHint`). Default the SDK's (`ttlMs: 0`, `cacheScope: 'private'`). 2025 results never carry them.
+   */
+  cacheHints?: {
+    tools?: CacheHint;
+    resources?: CacheHint;
+    resourceTemplates?: CacheHint;
+    prompts?: CacheHint;
+  };
   /** The jobs runtime; required when a job tool is given. Its job types must be defined in this process. */
   jobs?: Jobs;
   /** The job store behind `jobs`; required with `jobs` (`get_job_status` reads progress and partial results). */
@@ -94,6 +112,13 @@ export interface BreakwaterMcpServer {
   /** Open sessions. */
   readonly sessionCount: number;
   /**
+   * Tells the sessions subscribed to `uri` (`resources/subscribe`, 2025 revisions) that it changed:
+   * `notifications/resources/updated` on their standalone stream. With `principalId` (the resource's
+   * owner, a `Principal.id`), only that principal's sessions and admin ones hear it. Never waits or throws;
+   * returns how many sessions it was sent to. 2026-07-28 clients (`subscriptions/listen`) are not told yet.
+   */
+  notifyResourceUpdated(uri: string, options?: { principalId?: string }): number;
+  /**
    * Answers one HTTP request to the MCP endpoint (Streamable HTTP, MCP 2025-11-25 "Transports") on the raw
    * Node objects, with the body already parsed (POST): a request of the 2026-07-28 revision (its `_meta`
    * envelope) statelessly, any other through the sessions. Never rejects: a failure is answered as a JSON-RPC
@@ -109,6 +134,7 @@ export const MCP_SERVER_DEFAULTS = {
   jobStatusTools: true,
   taskPollIntervalMs: TASK_STORE_DEFAULTS.pollIntervalMs,
   taskPageSize: TASK_STORE_DEFAULTS.pageSize,
+  listPageSize: 100,
   ...SESSION_DEFAULTS,
 } as const;
 
@@ -126,7 +152,9 @@ export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
     version: o.string().min(1),
     instructions: o.string().optional(),
     tools: o.custom<readonly McpTool[]>(Array.isArray, 'an array of tools'),
-    resources: o.custom<readonly McpResource[]>(Array.isArray, 'an array of resources').default([]),
+    resources: o
+      .custom<readonly (McpResource | McpResourceTemplate)[]>(Array.isArray, 'an array of resources')
+      .default([]),
     prompts: o.custom<readonly McpPrompt[]>(Array.isArray, 'an array of prompts').default([]),
     // Required with job tools (the check below); they are the jobs runtime and its store, made elsewhere.
     jobs: o.any<Jobs | undefined>(),
@@ -141,6 +169,15 @@ export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
     jobStatusTools: o.boolean().default(MCP_SERVER_DEFAULTS.jobStatusTools),
     taskPollIntervalMs: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.taskPollIntervalMs),
     taskPageSize: o.number().int().min(1).max(1000).default(MCP_SERVER_DEFAULTS.taskPageSize),
+    listPageSize: o.number().int().min(1).max(1000).default(MCP_SERVER_DEFAULTS.listPageSize),
+    cacheHints: o
+      .object({
+        tools: cacheHintOption,
+        resources: cacheHintOption,
+        resourceTemplates: cacheHintOption,
+        prompts: cacheHintOption,
+      })
+      .optional(),
     maxSessions: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxSessions),
     maxSessionsPerPrincipal: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxSessionsPerPrincipal),
     sessionIdleMs: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.sessionIdleMs),
@@ -152,8 +189,14 @@ export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
     onError: o.fn<NonNullable<McpServerOptions['onError']>>().optional(),
   },
   ({ tools, jobs, store, publicUrl, jobStatusTools, resources, prompts }, report) => {
-    checkCatalog('resources', resources, 'resource', (item) => item.uri, report);
-    checkCatalog('prompts', prompts, 'prompt', (item) => item.name, report);
+    checkCatalog(
+      'resources',
+      resources,
+      ['resource', 'resourceTemplate'],
+      (item) => (item.kind === 'resource' ? item.uri : `template ${item.uriTemplate}`),
+      report,
+    );
+    checkCatalog('prompts', prompts, ['prompt'], (item) => item.name, report);
     if (!Array.isArray(tools)) return;
     const bad = tools.find((t: unknown) => !isObject(t) || (t.kind !== 'sync' && t.kind !== 'job'));
     if (bad !== undefined) return report('tools', 'tools made by resilientTool or jobTool', bad);
@@ -173,15 +216,16 @@ export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
 function checkCatalog<T extends { kind: string }>(
   option: string,
   items: readonly T[] | undefined,
-  kind: string,
+  kinds: readonly string[],
   keyOf: (item: T) => string,
   report: (option: string, rule: string, value: unknown) => void,
 ): void {
   if (!Array.isArray(items)) return;
-  const bad = items.find((item: unknown) => !isObject(item) || item.kind !== kind);
-  if (bad !== undefined) return report(option, `things made by ${kind}()`, bad);
+  const bad = items.find((item: unknown) => !isObject(item) || !kinds.includes(item.kind as string));
+  if (bad !== undefined)
+    return report(option, `things made by ${kinds.map((k) => `${k}()`).join(' or ')}`, bad);
   const keys = items.map(keyOf);
   const twice = keys.find((key, i) => keys.indexOf(key) !== i);
   if (twice !== undefined)
-    report(option, `${option} with unique ${kind === 'resource' ? 'URIs' : 'names'}`, twice);
+    report(option, `${option} with unique ${option === 'resources' ? 'URIs' : 'names'}`, twice);
 }

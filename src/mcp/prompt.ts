@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineOptions, o } from '../core/index.js';
-import type { ResourceContents, ReadContext } from './resource.js';
+import { scopesOption, type ResourceContents, type ReadContext } from './resource.js';
+import type { Completer } from './resource-template.js';
 import { TOOL_DEADLINE_DEFAULT_MS, TOOL_DEADLINE_MAX_MS } from './tool.js';
 
 /** A prompt's arguments: a zod shape of string schemas (MCP prompt arguments are strings). */
@@ -43,8 +44,19 @@ export interface PromptDefinition<A extends PromptArguments = PromptArguments> {
    * is listed `required: false`. Default none.
    */
   arguments?: A;
-  /** The get's whole budget in ms: integer in [1, 30 000], default 10 000 (as tools). */
+  /** The get's (and a completion's) whole budget in ms: integer in [1, 30 000], default 10 000 (as tools). */
   deadlineMs?: number;
+  /**
+   * Scopes a caller must hold, all of them (`admin` holds every scope), to see the prompt: a caller without
+   * them does not find it in `prompts/list` and gets "Unknown prompt" (-32602) on a get or a completion.
+   * Default none.
+   */
+  scopes?: readonly string[];
+  /**
+   * Completers of its arguments, by name (each must be an argument), for `completion/complete` with a
+   * `ref/prompt` reference. Default none.
+   */
+  complete?: { readonly [K in keyof A]?: Completer };
   /** Builds the messages, under the deadline and the caller's `PrincipalContext`. */
   get(
     args: z.output<z.ZodObject<A>>,
@@ -59,6 +71,8 @@ export interface McpPrompt {
   readonly deadlineMs: number;
   readonly schema: z.ZodType;
   readonly listing: PromptListing;
+  readonly scopes: readonly string[];
+  readonly complete: Readonly<Record<string, Completer>>;
   readonly get: (args: never, ctx: ReadContext) => unknown;
 }
 
@@ -67,22 +81,41 @@ const PROMPT_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const isZod = (value: unknown): value is z.ZodType =>
   typeof value === 'object' && value !== null && '_zod' in value;
 
-const parsePrompt = defineOptions<PromptDefinition>()('prompt', {
-  name: o
-    .string()
-    .min(1)
-    .refine((name) => PROMPT_NAME.test(name), '1 to 128 of A-Z a-z 0-9 _ - .'),
-  title: o.string().min(1).optional(),
-  description: o.string().min(1).optional(),
-  arguments: o
-    .custom<PromptArguments>(
-      (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every(isZod),
-      'a zod shape ({ name: z.string() })',
-    )
-    .optional(),
-  deadlineMs: o.number().int().min(1).max(TOOL_DEADLINE_MAX_MS).default(TOOL_DEADLINE_DEFAULT_MS),
-  get: o.fn<PromptDefinition['get']>(),
-});
+const parsePrompt = defineOptions<PromptDefinition>()(
+  'prompt',
+  {
+    name: o
+      .string()
+      .min(1)
+      .refine((name) => PROMPT_NAME.test(name), '1 to 128 of A-Z a-z 0-9 _ - .'),
+    title: o.string().min(1).optional(),
+    description: o.string().min(1).optional(),
+    arguments: o
+      .custom<PromptArguments>(
+        (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every(isZod),
+        'a zod shape ({ name: z.string() })',
+      )
+      .optional(),
+    deadlineMs: o.number().int().min(1).max(TOOL_DEADLINE_MAX_MS).default(TOOL_DEADLINE_DEFAULT_MS),
+    scopes: scopesOption,
+    complete: o
+      .custom<{ readonly [x: string]: Completer | undefined }>(
+        (v) =>
+          typeof v === 'object' &&
+          v !== null &&
+          !Array.isArray(v) &&
+          Object.values(v).every((fn) => typeof fn === 'function'),
+        'an object of completer functions by argument name',
+      )
+      .optional(),
+    get: o.fn<PromptDefinition['get']>(),
+  },
+  ({ arguments: shape, complete }, report) => {
+    if (complete === undefined || shape === undefined) return;
+    const unknown = Object.keys(complete).find((name) => !(name in shape));
+    if (unknown !== undefined) report('complete', "completers of the prompt's arguments", unknown);
+  },
+);
 
 /**
  * Defines a prompt (MCP "Prompts"): listed by `prompts/list` with its arguments, built by `prompts/get`. The
@@ -90,7 +123,8 @@ const parsePrompt = defineOptions<PromptDefinition>()('prompt', {
  *
  * @throws OptionsError (`RangeError`, `invalid_options`, owner `prompt`) naming every bad option: a bad name,
  *   an empty title or description, arguments that are not a zod shape, a `deadlineMs` not an integer in
- *   [1, 30 000], a `get` that is not a function.
+ *   [1, 30 000], `scopes` that are not scope tokens, a `complete` that is not functions or names an argument
+ *   the prompt lacks, a `get` that is not a function.
  */
 export function prompt<A extends PromptArguments>(definition: PromptDefinition<A>): McpPrompt {
   const parsed = parsePrompt(definition as unknown as PromptDefinition);
@@ -114,6 +148,8 @@ export function prompt<A extends PromptArguments>(definition: PromptDefinition<A
     deadlineMs: parsed.deadlineMs,
     schema: z.object(shape),
     listing,
+    scopes: parsed.scopes,
+    complete: (parsed.complete ?? {}) as Record<string, Completer>,
     get: parsed.get as McpPrompt['get'],
   };
 }

@@ -6,7 +6,7 @@ import {
   newId,
   type Clock,
 } from '../core/index.js';
-import type { McpTool, ToolContext } from './tool.js';
+import { LOG_LEVELS, type LogLevel, type McpTool, type ToolContext } from './tool.js';
 
 /** `notifications/progress` parameters, without the token (the call scope adds it). */
 export interface ProgressParams {
@@ -24,7 +24,17 @@ export interface CallScope {
   progressToken: string | number | undefined;
   /** Sends one `notifications/progress` for this request (on its own stream while it is open). */
   sendProgress(params: ProgressParams): Promise<void>;
+  /**
+   * Sends one `notifications/message` for this request when the client asked for `level` (the adapter knows
+   * the session's or the request's threshold); absent: logs go nowhere.
+   */
+  sendLog?(level: LogLevel, data: unknown): Promise<void>;
 }
+
+/** Most log messages one call sends (later ones are dropped). */
+export const MAX_LOGS_PER_CALL = 100;
+/** Most bytes of one log message's `data` as JSON; a larger one is sent as its first this many characters. */
+export const MAX_LOG_DATA_CHARS = 16_384;
 
 /** What {@link runUnderDeadline} needs of what it runs: a tool, or a resource read or prompt get. */
 export type DeadlineOwner = Pick<McpTool, 'name' | 'deadlineMs' | 'annotations'>;
@@ -67,7 +77,16 @@ export function runUnderDeadline<T>(
     link.signal.addEventListener('abort', onAbort);
 
     let last = -Infinity;
+    let logs = 0;
     const ctx: ToolContext = {
+      log(level, data) {
+        if (done || scope.sendLog === undefined || logs >= MAX_LOGS_PER_CALL) return;
+        if (!LOG_LEVELS.includes(level)) return;
+        logs++;
+        scope.sendLog(level, boundedLogData(data)).catch(() => {
+          // Logging is best effort: a closed stream must not fail the work.
+        });
+      },
       operation(id, reconcile) {
         operation = { id, reconcile: reconcile ?? null };
       },
@@ -102,6 +121,18 @@ export function runUnderDeadline<T>(
       (error: unknown) => finish({ ok: false, error }),
     );
   });
+}
+
+/** `data` as a JSON value of at most {@link MAX_LOG_DATA_CHARS} characters (else the cut JSON text). */
+function boundedLogData(data: unknown): unknown {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(data);
+  } catch {
+    return String(data).slice(0, MAX_LOG_DATA_CHARS); // a cycle, a BigInt: its text
+  }
+  if (json === undefined) return null;
+  return json.length <= MAX_LOG_DATA_CHARS ? data : json.slice(0, MAX_LOG_DATA_CHARS);
 }
 
 /**

@@ -15,6 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import {
   createMcpHandler,
+  fromJsonSchema,
   isLegacyRequest,
   ProtocolError,
   Server,
@@ -22,8 +23,11 @@ import {
   type CallToolResult,
   type GetPromptResult,
   type McpRequestContext,
+  type ServerContext,
 } from '@modelcontextprotocol/server';
-import type { Catalog } from './catalog.js';
+import type { Catalog, CatalogRequest, CompletionRef } from './catalog.js';
+import { HEADER_MISMATCH, paramHeaderMismatch, paramHeadersOf } from './param-headers.js';
+import type { CacheHint } from './resource.js';
 import type { SdkToolCall } from './sdk.js';
 import { McpProtocolError, type ToolListing, type ToolResult } from './types.js';
 
@@ -59,6 +63,26 @@ export interface ModernEndpoint {
   close(): Promise<void>;
 }
 
+/**
+ * A checker of values against a JSON Schema (the dialect its `$schema` names, 2020-12 without one), with the
+ * SDK's validator (AJV on Node). Resolves with the problems found (message and path), none for a valid value.
+ * @throws Error when the schema does not compile (a bug of the definition).
+ */
+export function jsonSchemaChecker(
+  schema: Record<string, unknown>,
+): (value: unknown) => Promise<{ message: string; path: PropertyKey[] }[]> {
+  const standard = fromJsonSchema(schema as Parameters<typeof fromJsonSchema>[0])['~standard'];
+  // Compiled now, so a bad schema fails at definition rather than at the first call.
+  void standard.validate({});
+  return async (value) => {
+    const result = await standard.validate(value);
+    return (result.issues ?? []).map((issue) => ({
+      message: issue.message,
+      path: (issue.path ?? []).map((segment) => (typeof segment === 'object' ? segment.key : segment)),
+    }));
+  };
+}
+
 /** The key under `authInfo.extra` that carries a request's {@link ModernHandlers} to the server factory. */
 const HANDLERS = Symbol('breakwater.mcp.handlers');
 
@@ -80,6 +104,7 @@ export function createModernEndpoint(options: ModernEndpointOptions): ModernEndp
       return !(await isLegacyRequest(await toWebRequest(req, body), body));
     },
     async handle(req, res, body, handlers) {
+      if (rejectedParamHeaders(req, res, body, handlers)) return;
       const authInfo: AuthInfo = { token: '', clientId: '', scopes: [], extra: { [HANDLERS]: handlers } };
       const serve = toNodeHandler(
         { fetch: (request, requestOptions) => handler.fetch(request, { ...requestOptions, authInfo }) },
@@ -91,42 +116,100 @@ export function createModernEndpoint(options: ModernEndpointOptions): ModernEndp
   };
 }
 
-/** One request's `Server`: tools, and resources and prompts when the app has them, over `handlers`. */
+/**
+ * Answers a `tools/call` whose `Mcp-Param-*` headers disagree with its arguments (see `param-headers.ts`):
+ * HTTP 400, JSON-RPC -32020, before any handler runs. True when it answered.
+ */
+function rejectedParamHeaders(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+  handlers: ModernHandlers,
+): boolean {
+  const message = body as {
+    method?: unknown;
+    id?: unknown;
+    params?: { name?: unknown; arguments?: unknown };
+  };
+  if (typeof message !== 'object' || message === null || message.method !== 'tools/call') return false;
+  const tool = handlers.listTools().find((listing) => listing.name === message.params?.name);
+  if (tool === undefined) return false;
+  const declared = paramHeadersOf(tool.inputSchema as Record<string, unknown>);
+  if (declared.length === 0) return false;
+  const mismatch = paramHeaderMismatch(declared, message.params?.arguments, (name) => {
+    const value = req.headers[name.toLowerCase()];
+    return Array.isArray(value) ? value[0] : value;
+  });
+  if (mismatch === undefined) return false;
+  const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
+  res.writeHead(400, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: HEADER_MISMATCH, ...mismatch } }));
+  return true;
+}
+
+/** One request's `Server`: tools, and resources, prompts and completions when the app has them, over `handlers`. */
 function modernServer(options: ModernEndpointOptions, handlers: ModernHandlers): Server {
-  const { resources, prompts } = handlers.catalog;
+  const { resources, prompts, completions, cacheHints } = handlers.catalog;
   const server = new Server(
     { name: options.name, version: options.version },
     {
       capabilities: {
         tools: { listChanged: false },
+        // Log messages go out only for a request whose `_meta` names a log level (the SDK's `mcpReq.log`).
+        logging: {},
         ...(resources === undefined ? {} : { resources: { listChanged: false } }),
         ...(prompts === undefined ? {} : { prompts: { listChanged: false } }),
+        ...(completions === undefined ? {} : { completions: {} }),
       },
       instructions: options.instructions,
+      cacheHints,
     },
   );
+  // 2026-07-28 removed `logging/setLevel` (the level travels in each request's `_meta`): not served here.
+  server.removeRequestHandler('logging/setLevel');
+  const catalogRequest = (ctx: ServerContext): CatalogRequest => ({
+    signal: ctx.mcpReq.signal,
+    headers: headersOf(ctx.http?.req),
+    log: (level, data) => ctx.mcpReq.log(level, data),
+  });
   if (resources !== undefined) {
-    server.setRequestHandler('resources/list', () => ({ resources: [...resources.list()] }));
+    server.setRequestHandler('resources/list', (request, ctx) =>
+      protocolErrors(() => resources.list(request.params?.cursor, catalogRequest(ctx))),
+    );
+    const templates = resources.templates;
+    if (templates !== undefined)
+      server.setRequestHandler('resources/templates/list', (request) =>
+        protocolErrors(async () => templates(request.params?.cursor)),
+      );
     server.setRequestHandler('resources/read', (request, ctx) =>
-      protocolErrors(() =>
-        resources.read(request.params.uri, {
-          signal: ctx.mcpReq.signal,
-          headers: headersOf(ctx.http?.req),
-        }),
-      ),
+      protocolErrors(async () => {
+        const { contents, cacheHint } = await resources.read(request.params.uri, catalogRequest(ctx));
+        return { contents, ...hintFields(cacheHint) };
+      }),
     );
   }
   if (prompts !== undefined) {
-    server.setRequestHandler('prompts/list', () => ({ prompts: [...prompts.list()] }));
+    server.setRequestHandler('prompts/list', (request) =>
+      protocolErrors(async () => prompts.list(request.params?.cursor)),
+    );
     server.setRequestHandler('prompts/get', async (request, ctx) => {
       const result = await protocolErrors(() =>
-        prompts.get(request.params.name, request.params.arguments, {
-          signal: ctx.mcpReq.signal,
-          headers: headersOf(ctx.http?.req),
-        }),
+        prompts.get(request.params.name, request.params.arguments, catalogRequest(ctx)),
       );
       return result as GetPromptResult;
     });
+  }
+  if (completions !== undefined) {
+    server.setRequestHandler('completion/complete', (request, ctx) =>
+      protocolErrors(() =>
+        completions.complete(
+          request.params.ref as CompletionRef,
+          request.params.argument,
+          request.params.context?.arguments,
+          catalogRequest(ctx),
+        ),
+      ),
+    );
   }
   server.setRequestHandler('tools/list', () => ({ tools: [...handlers.listTools()] }));
   server.setRequestHandler('tools/call', async (request, ctx) => {
@@ -140,11 +223,20 @@ function modernServer(options: ModernEndpointOptions, handlers: ModernHandlers):
       signal: ctx.mcpReq.signal,
       headers: headersOf(ctx.http?.req),
       notify: (method, notificationParams) => ctx.mcpReq.notify({ method, params: notificationParams }),
+      log: (level, data) => ctx.mcpReq.log(level, data),
     };
     const result = await protocolErrors(() => handlers.callTool(call));
     return server.projectCallToolResult(result as CallToolResult, undefined);
   });
   return server;
+}
+
+/** A resource's own cache hint as the result fields the SDK keeps (a field left out: its fallback). */
+function hintFields(hint: CacheHint | undefined): CacheHint {
+  const fields: CacheHint = {};
+  if (hint?.ttlMs !== undefined) fields.ttlMs = hint.ttlMs;
+  if (hint?.cacheScope !== undefined) fields.cacheScope = hint.cacheScope;
+  return fields;
 }
 
 /** The request's headers as Node shows them (lower-case names). */

@@ -18,12 +18,17 @@ import {
 } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
   GetPromptRequestSchema,
   GetTaskPayloadRequestSchema,
   isInitializeRequest,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
   ReadResourceRequestSchema,
   McpError,
   RELATED_TASK_META_KEY,
@@ -32,7 +37,8 @@ import {
   type GetPromptResult,
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Catalog } from './catalog.js';
+import type { Catalog, CompletionRef } from './catalog.js';
+import { LOG_LEVELS, type LogLevel } from './tool.js';
 import {
   McpProtocolError,
   RELATED_TASK_META,
@@ -63,6 +69,8 @@ export interface SdkToolCall {
   headers: Record<string, string | string[] | undefined>;
   /** Sends a notification tied to this request (on its stream while the request is open). */
   notify(method: string, params: Record<string, unknown>): Promise<void>;
+  /** Sends `notifications/message` for this request when the client asked for `level` (else absent). */
+  log?(level: LogLevel, data: unknown): Promise<void>;
 }
 
 /** What a session asks mcp/ for. */
@@ -71,6 +79,8 @@ export interface SdkHandlers {
   callTool(call: SdkToolCall): Promise<ToolResult | CreateTaskAnswer>;
   /** Resources and prompts; each capability is declared only when the catalog has it. */
   catalog: Catalog;
+  /** `resources/subscribe` and `resources/unsubscribe`; present when there are resources. */
+  subscriptions?: { subscribe(uri: string): void; unsubscribe(uri: string): void };
   /** Present when the server offers tasks. */
   tasks?: {
     store: TaskStoreLike;
@@ -121,13 +131,18 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
   const tasks = handlers.tasks;
   // Compile-time check that our store still fits the SDK's TaskStore interface.
   const taskStore: TaskStore | undefined = tasks?.store;
+  const { resources, prompts, completions } = handlers.catalog;
   const server = new Server(
     { name: options.name, version: options.version },
     {
       capabilities: {
         tools: { listChanged: false },
-        ...(handlers.catalog.resources === undefined ? {} : { resources: { listChanged: false } }),
-        ...(handlers.catalog.prompts === undefined ? {} : { prompts: { listChanged: false } }),
+        logging: {},
+        ...(resources === undefined
+          ? {}
+          : { resources: { listChanged: false, subscribe: handlers.subscriptions !== undefined } }),
+        ...(prompts === undefined ? {} : { prompts: { listChanged: false } }),
+        ...(completions === undefined ? {} : { completions: {} }),
         ...(tasks === undefined
           ? {}
           : { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
@@ -136,6 +151,30 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
       taskStore,
     },
   );
+
+  // The session's log level (MCP "Logging"): none until the client sets one, and then nothing is sent below it.
+  let logLevel: number | undefined;
+  server.setRequestHandler(SetLevelRequestSchema, (request) => {
+    logLevel = LOG_LEVELS.indexOf(request.params.level);
+    return {};
+  });
+  type Extra = { sendNotification(notification: ServerNotification): Promise<void> };
+  const logFor =
+    (extra: Extra) =>
+    (level: LogLevel, data: unknown): Promise<void> =>
+      logLevel === undefined || LOG_LEVELS.indexOf(level) < logLevel
+        ? Promise.resolve()
+        : extra.sendNotification({ method: 'notifications/message', params: { level, data } });
+  const catalogRequest = (
+    extra: {
+      signal: AbortSignal;
+      requestInfo?: { headers: Record<string, string | string[] | undefined> };
+    } & Extra,
+  ) => ({
+    signal: extra.signal,
+    headers: extra.requestInfo?.headers ?? {},
+    log: logFor(extra),
+  });
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...handlers.listTools()] }));
 
@@ -151,34 +190,64 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
       headers: extra.requestInfo?.headers ?? {},
       notify: (method, notificationParams) =>
         extra.sendNotification({ method, params: notificationParams } as ServerNotification),
+      log: logFor(extra),
     };
     const answer = await protocolErrors(() => handlers.callTool(call));
     return answer as CallToolResult | CreateTaskResult;
   });
 
-  const { resources, prompts } = handlers.catalog;
   if (resources !== undefined) {
-    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [...resources.list()] }));
+    server.setRequestHandler(ListResourcesRequestSchema, (request, extra) =>
+      protocolErrors(() => resources.list(request.params?.cursor, catalogRequest(extra))),
+    );
+    const templates = resources.templates;
+    if (templates !== undefined)
+      server.setRequestHandler(ListResourceTemplatesRequestSchema, (request) =>
+        protocolErrors(async () => templates(request.params?.cursor)),
+      );
     server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
-      protocolErrors(() =>
-        resources.read(request.params.uri, {
-          signal: extra.signal,
-          headers: extra.requestInfo?.headers ?? {},
-        }),
-      ),
+      protocolErrors(async () => {
+        // Cache hints are 2026-07-28 fields: a 2025 result has none.
+        const { contents } = await resources.read(request.params.uri, catalogRequest(extra));
+        return { contents };
+      }),
     );
   }
+  const subscriptions = handlers.subscriptions;
+  if (subscriptions !== undefined) {
+    server.setRequestHandler(SubscribeRequestSchema, (request) =>
+      protocolErrors(async () => {
+        subscriptions.subscribe(request.params.uri);
+        return {};
+      }),
+    );
+    server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+      subscriptions.unsubscribe(request.params.uri);
+      return {};
+    });
+  }
   if (prompts !== undefined) {
-    server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: [...prompts.list()] }));
+    server.setRequestHandler(ListPromptsRequestSchema, (request) =>
+      protocolErrors(async () => prompts.list(request.params?.cursor)),
+    );
     server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
       const result = await protocolErrors(() =>
-        prompts.get(request.params.name, request.params.arguments, {
-          signal: extra.signal,
-          headers: extra.requestInfo?.headers ?? {},
-        }),
+        prompts.get(request.params.name, request.params.arguments, catalogRequest(extra)),
       );
       return result as GetPromptResult;
     });
+  }
+  if (completions !== undefined) {
+    server.setRequestHandler(CompleteRequestSchema, (request, extra) =>
+      protocolErrors(() =>
+        completions.complete(
+          request.params.ref as CompletionRef,
+          request.params.argument,
+          request.params.context?.arguments,
+          catalogRequest(extra),
+        ),
+      ),
+    );
   }
 
   if (tasks !== undefined) {

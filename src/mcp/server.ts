@@ -28,6 +28,7 @@ import { openSdkSession, type SdkHandlers, type SdkSession, type SdkToolCall } f
 import { createModernEndpoint, type ModernHandlers } from './sdk-v2.js';
 import { respondToJobTool } from './respond-tool.js';
 import { isTerminalTask, JobTaskStore } from './task-store.js';
+import { widgetAccessible, withUiResources } from './ui.js';
 import { parseArgs, type JobTool, type McpTool, type SyncTool } from './tool.js';
 import {
   McpProtocolError,
@@ -37,6 +38,7 @@ import {
   type ToolResult,
 } from './types.js';
 import { SessionTable, type Session } from './sessions.js';
+import { ResourceSubscriptions } from './subscriptions.js';
 import {
   JOB_STATUS_TOOL_NAMES,
   parseMcpServerOptions,
@@ -88,10 +90,12 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     };
     if (config.jobStatusTools) {
       const [status, cancel, respond] = JOB_STATUS_TOOL_NAMES;
+      // A job tool's UI follows its job with these: ChatGPT lets a component call only tools that say so.
+      const fromUi = jobTools.some((tool) => tool.ui !== undefined) ? widgetAccessible : (t: SyncTool) => t;
       tools.push(
-        getJobStatusTool(deps, status),
-        cancelJobTool(deps, cancel),
-        respondToJobTool(deps, respond),
+        fromUi(getJobStatusTool(deps, status)),
+        fromUi(cancelJobTool(deps, cancel)),
+        fromUi(respondToJobTool(deps, respond)),
       );
     }
   }
@@ -125,7 +129,24 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     process.emitWarning(warning);
   };
 
-  const catalog = createCatalog({ resources: config.resources, prompts: config.prompts, clock, report });
+  const hints: NonNullable<McpServerOptions['cacheHints']> = config.cacheHints ?? {};
+  const catalog = createCatalog({
+    resources: withUiResources(owner, config.resources, tools),
+    prompts: config.prompts,
+    pageSize: config.listPageSize,
+    cacheHints: {
+      ...(hints.tools === undefined ? {} : { 'tools/list': hints.tools }),
+      ...(hints.resources === undefined ? {} : { 'resources/list': hints.resources }),
+      ...(hints.resourceTemplates === undefined
+        ? {}
+        : { 'resources/templates/list': hints.resourceTemplates }),
+      ...(hints.prompts === undefined ? {} : { 'prompts/list': hints.prompts }),
+    },
+    clock,
+    report,
+  });
+
+  const subscriptions = new ResourceSubscriptions();
 
   async function callSync(tool: SyncTool, call: SdkToolCall, scope: CallScope): Promise<ToolResult> {
     const parsed = await parseArgs(tool, call.arguments);
@@ -245,9 +266,11 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
    */
   const handlersFor = (session: Session): SdkHandlers => {
     const tasks = taskStore?.forPrincipal(session.principal);
+    const sessionCatalog = catalogFor(catalog, session.principal);
     return {
       listTools: () => listings,
-      catalog: catalogFor(catalog, session.principal),
+      catalog: sessionCatalog,
+      subscriptions: subscriptions.forSession(session, sessionCatalog),
       callTool: (call) => PrincipalContext.run(session.principal, () => callTool(session, call)),
       tasks:
         tasks === undefined
@@ -288,6 +311,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       correlationId: correlationIdFrom(call.headers),
       progressToken,
       sendProgress: (params) => call.notify('notifications/progress', { ...params, progressToken }),
+      sendLog: call.log,
     };
     if (call.task !== undefined && session !== undefined) {
       // Spec 2025-11-25: a task-augmented call of a tool without task support is "method not found".
@@ -325,7 +349,10 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
         handlers: handlersFor(session),
         eventStore,
         onInitialized,
-        onClosed,
+        onClosed: (sdkSession) => {
+          subscriptions.closed(session);
+          onClosed(sdkSession);
+        },
         // Transport errors are mostly clients' bad requests (already answered): only a given hook hears them.
         onError: (error) => config.onError?.(error, { sessionId }),
       });
@@ -346,6 +373,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     get sessionCount() {
       return table.size;
     },
+    notifyResourceUpdated: (uri, options) => subscriptions.notify(uri, options?.principalId),
     async handle(req, res, body) {
       // After close, the session table answers every request (503), whatever its revision.
       if (closed) return table.handle(req, res, body);

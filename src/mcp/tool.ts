@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { defineOptions, o, Schema, type OptionProblem, type Parsed } from '../core/index.js';
 import { requiredScopesFor } from '../http/index.js';
 import type { EnqueueOptions } from '../jobs/index.js';
+import { jsonSchemaChecker } from './sdk-v2.js';
 import type { ContentBlock, ToolAnnotations, ToolListing } from './types.js';
+import { isToolUi, uiToolMeta, type ToolUi } from './ui-meta.js';
 
 /** Tool deadlines (docs/architecture.md#deadlines): 10 s by default, 30 s at most (heavy tools). */
 export const TOOL_DEADLINE_DEFAULT_MS = 10_000;
@@ -44,7 +46,31 @@ export interface ToolContext {
    * (`reconcile`) with outcome `unknown`, so the caller resumes it instead of starting a second one.
    */
   operation(operationId: string, reconcile?: { method: string; path: string } | null): void;
+  /**
+   * Sends a log message to the caller as `notifications/message` (MCP "Logging"): `level` one of `debug`,
+   * `info`, `notice`, `warning`, `error`, `critical`, `alert`, `emergency`; `data` any JSON value (one over
+   * 16 KiB as JSON is cut to a string of that size). Sent only when the client asked for that level or a
+   * lower one: `logging/setLevel` on a 2025 session, the request's `_meta` log level on 2026-07-28
+   * (none asked: nothing is sent). At most 100 messages per call; never blocks or throws, and does nothing
+   * once the call answered.
+   */
+  log(level: LogLevel, data: unknown): void;
 }
+
+/** The MCP log levels (RFC 5424 severities), least severe first. */
+export const LOG_LEVELS = [
+  'debug',
+  'info',
+  'notice',
+  'warning',
+  'error',
+  'critical',
+  'alert',
+  'emergency',
+] as const;
+
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 interface ToolBase {
   readonly name: string;
@@ -57,6 +83,8 @@ interface ToolBase {
   readonly annotations?: ToolAnnotations;
   /** Scopes a caller must hold besides `mcp` (see `ToolBaseDefinition.scopes`); empty for none. */
   readonly scopes: readonly string[];
+  /** The UI the tool's results are shown with (see `ToolBaseDefinition.ui`). */
+  readonly ui?: ToolUi;
   /** What `tools/list` shows. */
   readonly listing: ToolListing;
 }
@@ -100,6 +128,8 @@ export interface ResilientToolDefinition<I extends ToolInput, R = unknown> {
   annotations?: ToolAnnotations;
   /** Scopes a caller must hold besides `mcp` (see {@link ToolBaseDefinition.scopes}). Default none. */
   scopes?: readonly string[];
+  /** The UI a host shows the tool's results with (see {@link ToolBaseDefinition.ui}). Default none. */
+  ui?: ToolUi;
   /** Does the work; its resolved value becomes the result (see {@link ToolContext}). */
   handler(args: ToolArgs<I>, ctx: ToolContext): R | Promise<R>;
   /** The text the model reads for a success (default: the value as JSON). */
@@ -123,7 +153,8 @@ export interface ResilientToolDefinition<I extends ToolInput, R = unknown> {
  *
  * @throws OptionsError (`RangeError`, `invalid_options`, owner `resilientTool`) at definition, naming every bad
  *   option: a bad name, an empty description or title, a `deadlineMs` that is not an integer in [1, 30 000],
- *   an input schema that is not an object schema, a handler, `toText` or `toContent` that is not a function.
+ *   an input schema that is not an object schema, a handler, `toText` or `toContent` that is not a function,
+ *   a `ui` that is neither a `uiResource` nor `{ resourceUri: 'ui://…' }`.
  */
 export function resilientTool<I extends ToolInput, R = unknown>(
   definition: ResilientToolDefinition<I, R>,
@@ -153,12 +184,48 @@ export interface ToolBaseDefinition {
    * Default none.
    */
   scopes?: readonly string[];
+  /**
+   * The UI a host renders the tool's results with (docs/mcp.md#mcp-apps): a `uiResource(...)`, whose two
+   * resources (MCP Apps and Apps SDK forms) the server then serves, or `{ resourceUri: 'ui://…' }` for a
+   * resource the app serves itself (MCP Apps form only). The listing's `_meta` names it: `ui.resourceUri`
+   * (and the flat `ui/resourceUri`), and for a `uiResource` also `openai/outputTemplate` and
+   * `openai/widgetAccessible: true`. Results are unchanged: the UI reads `structuredContent`. Default none.
+   */
+  ui?: ToolUi;
 }
 
 /** A zod object schema and its JSON Schema (`tools/list`), from a definition's `inputSchema`. */
 interface CheckedInput {
   readonly schema: z.ZodType;
   readonly json: Record<string, unknown>;
+  /** True for a {@link jsonSchemaInput}: listed exactly as given, `$schema` included. */
+  readonly verbatim: boolean;
+}
+
+/** The JSON Schema of each {@link jsonSchemaInput} schema, as given. */
+const VERBATIM = new WeakMap<z.ZodType, Record<string, unknown>>();
+
+/**
+ * A tool input given as JSON Schema rather than zod (MCP 2025-11-25 "Tools": input schemas are JSON Schema,
+ * 2020-12 unless `$schema` names another dialect): `tools/list` shows it exactly as given (`$schema`, `$defs`,
+ * `$anchor`, `allOf`/`anyOf`, `if`/`then`/`else`, `additionalProperties`, `x-mcp-header` annotations kept),
+ * and a call's arguments are checked against it with the MCP SDK's JSON Schema validator (AJV); a bad call
+ * is answered like a zod one (`invalid_payload` naming up to five problems). The handler gets the arguments
+ * as sent.
+ * @throws RangeError when `schema` is not an object, or is not of `type: "object"`; Error when the validator
+ *   cannot compile it.
+ */
+export function jsonSchemaInput(schema: Record<string, unknown>): z.ZodType<Record<string, unknown>> {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema) || schema['type'] !== 'object')
+    throw new RangeError('jsonSchemaInput: a JSON Schema object of type "object"');
+  const given = structuredClone(schema);
+  const check = jsonSchemaChecker(given);
+  const zod = z.record(z.string(), z.unknown()).superRefine(async (value, ctx) => {
+    for (const problem of await check(value))
+      ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
+  });
+  VERBATIM.set(zod, given);
+  return zod;
 }
 
 /** The object schema of a {@link ToolInput}, or undefined with its problems recorded. */
@@ -179,10 +246,12 @@ function objectSchema(input: unknown, option: string, problems: OptionProblem[])
 const inputSchemaOption = new Schema<CheckedInput, ToolInput>((input, option, problems) => {
   const schema = objectSchema(input, option, problems);
   if (schema === undefined) return undefined as never;
+  const given = VERBATIM.get(schema);
+  if (given !== undefined) return { schema, json: structuredClone(given), verbatim: true };
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   if (json['type'] !== 'object')
     problems.push({ option, rule: 'an object schema (JSON Schema type "object")', value: input });
-  return { schema, json };
+  return { schema, json, verbatim: false };
 });
 
 /** The schemas of {@link ToolBaseDefinition}, shared by `resilientTool` and `jobTool`. */
@@ -199,6 +268,7 @@ export const TOOL_BASE_SHAPE = {
   annotations: o.any<ToolAnnotations | undefined>(),
   // Checked by http/'s requiredScopesFor, which names the tool.
   scopes: o.any<readonly string[] | undefined>(),
+  ui: o.custom<ToolUi>(isToolUi, "a uiResource(...) or { resourceUri: 'ui://…' }").optional(),
 };
 
 /** A {@link ToolBaseDefinition} as {@link TOOL_BASE_SHAPE} parses it. */
@@ -220,9 +290,9 @@ const parseResilientTool = defineOptions<ResilientToolDefinition<ToolInput>>()('
  */
 export function toolBase(definition: ParsedToolBase, execution: ToolListing['execution']): ToolBase {
   const { name, title, description, deadlineMs, annotations } = definition;
-  const { schema, json: inputSchema } = definition.inputSchema;
-  // Clients read the dialect from the spec (2020-12 by default); the marker only adds bytes to every list.
-  delete inputSchema['$schema'];
+  const { schema, json: inputSchema, verbatim } = definition.inputSchema;
+  // Clients read the dialect from the spec (2020-12 by default); zod's marker only adds bytes to every list.
+  if (!verbatim) delete inputSchema['$schema'];
   const listing: ToolListing = {
     name,
     description,
@@ -231,6 +301,7 @@ export function toolBase(definition: ParsedToolBase, execution: ToolListing['exe
   if (title !== undefined) listing.title = title;
   if (annotations !== undefined) listing.annotations = { ...annotations };
   if (execution !== undefined) listing.execution = execution;
+  if (definition.ui !== undefined) listing._meta = uiToolMeta(definition.ui);
   return {
     name,
     title,
@@ -239,6 +310,7 @@ export function toolBase(definition: ParsedToolBase, execution: ToolListing['exe
     deadlineMs,
     annotations,
     scopes: requiredScopesFor({ name, scopes: definition.scopes }),
+    ui: definition.ui,
     listing,
   };
 }

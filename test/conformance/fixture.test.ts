@@ -67,6 +67,10 @@ describe('the conformance fixture app', () => {
       'test_audio_content',
       'test_embedded_resource',
       'test_multiple_content_types',
+      'test_tool_with_logging',
+      'test_logging_tool',
+      'json_schema_2020_12_tool',
+      'test_custom_header',
     ];
     expect((await legacy.listTools()).tools.map((t) => t.name)).toEqual(expected);
     expect((await modern.listTools()).tools.map((t) => t.name)).toEqual(expected);
