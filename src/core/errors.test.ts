@@ -39,6 +39,8 @@ const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
   canceled: ['permanent', 499],
   unauthorized: ['permanent', 401],
   handler_failed: ['transient', 500],
+  input_timeout: ['permanent', 408],
+  input_not_awaited: ['permanent', 409],
   internal_error: ['fatal', 500],
 };
 
@@ -47,7 +49,7 @@ const CODES = Object.keys(ERROR_CODES) as ErrorCode[];
 describe('ERROR_CODES', () => {
   it('has exactly the codes of docs/architecture.md, in order', () => {
     expect(CODES).toEqual(Object.keys(EXPECTED));
-    expect(CODES).toHaveLength(23);
+    expect(CODES).toHaveLength(25);
   });
 
   it.each(CODES)('%s has its kind, status, a title and a sentence', (code) => {
