@@ -83,6 +83,7 @@ function renderQueues(stats) {
   $('job-stats').innerHTML = [
     ['pending', stats.queue_depth],
     ['running', stats.counts.in_progress],
+    ['waiting for input', stats.counts.input_required ?? 0],
     ['oldest waiting', duration(stats.oldest_pending_age_ms)],
     ['dead letters', stats.dead_letters],
   ]

@@ -76,6 +76,9 @@ function follow(job, fromSeq = 0) {
     if (fresh) job.progress = p;
   });
   on('job.partial', (p) => (job.partial = 'data' in p ? p.data : p));
+  // Waiting for a user's answer (no worker holds it); answered, it is pending again.
+  on('job.input_required', () => (job.status = 'input_required'));
+  on('job.input_received', () => (job.status = 'pending'));
   on('job.retrying', (p) => {
     job.status = 'pending';
     job.error = p.error ?? null;

@@ -16,6 +16,7 @@ import { createUpstreams, type UpstreamSettings } from './upstreams.js';
 import { DEMO_WEBHOOK_SECRET, paymentWebhooks } from './webhooks.js';
 import { giftGeniusAi, type GiftGeniusAi } from './ai.js';
 import { createOrderAction } from './checkout.js';
+import { confirmCheckoutTool, defineCheckoutConfirm } from './confirm.js';
 import { giftGeniusPrompts, giftGeniusResources } from './resources.js';
 import { giftGeniusRoutes } from './routes.js';
 
@@ -41,12 +42,13 @@ export interface GiftGeniusSettings extends Partial<Omit<UpstreamSettings, 'cloc
 const INSTRUCTIONS = `GiftGenius helps choose and buy gifts. Use suggest_gifts for quick ideas, start_deep_analysis for a
 thorough one (follow it with get_job_status), and checkout to buy. When a tool answers with an error, tell the
 user its message; if the error's outcome is "unknown", the order may exist: call checkout again with the same
-operation_id instead of starting a new one.`;
+operation_id instead of starting a new one. If it stays unknown, call confirm_checkout with that operation_id: its job
+may ask the user whether to place the order again (get_job_status shows the question; answer with respond_to_job).`;
 
 export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): BreakwaterApp {
   return defineApp({
     async setup(context): Promise<AppParts> {
-      const { env, clock, jobs, operations, role, log, sharedBreakers } = context;
+      const { env, clock, jobs, operations, role, log, sharedBreakers, store } = context;
       const given = {
         gift: settings.giftUrl ?? env.GIFT_URL,
         commerce: settings.commerceUrl ?? env.COMMERCE_URL,
@@ -110,13 +112,17 @@ export function createGiftGeniusApp(settings: GiftGeniusSettings = {}): Breakwat
             : `giftgenius: payment webhooks at ${context.publicUrl}/webhooks/payments`,
         );
       }
-      // One action object for the checkout tool and the HTTP route (the ledger allows one per name).
+      // One action object for the checkout tool, the HTTP route and the confirmation job (one per name).
       const createOrder = createOrderAction(upstreams.commerce);
+      defineCheckoutConfirm(jobs, store, operations, createOrder);
       return {
         name: 'giftgenius',
         version: '1.0.0',
         instructions: INSTRUCTIONS,
-        tools: giftGeniusTools(upstreams, operations, { deadlineMs: settings.toolDeadlineMs, createOrder }),
+        tools: [
+          ...giftGeniusTools(upstreams, operations, { deadlineMs: settings.toolDeadlineMs, createOrder }),
+          confirmCheckoutTool(),
+        ],
         resources: giftGeniusResources(operations),
         prompts: giftGeniusPrompts(),
         routes: giftGeniusRoutes(operations, createOrder),

@@ -39,6 +39,8 @@ const EXPECTED: Record<ErrorCode, [ErrorKind, number]> = {
   canceled: ['permanent', 499],
   unauthorized: ['permanent', 401],
   handler_failed: ['transient', 500],
+  input_timeout: ['permanent', 408],
+  input_not_awaited: ['permanent', 409],
   input_unavailable: ['permanent', 412],
   internal_error: ['fatal', 500],
 };
@@ -48,7 +50,7 @@ const CODES = Object.keys(ERROR_CODES) as ErrorCode[];
 describe('ERROR_CODES', () => {
   it('has exactly the codes of docs/architecture.md, in order', () => {
     expect(CODES).toEqual(Object.keys(EXPECTED));
-    expect(CODES).toHaveLength(24);
+    expect(CODES).toHaveLength(26);
   });
 
   it.each(CODES)('%s has its kind, status, a title and a sentence', (code) => {

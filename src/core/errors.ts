@@ -156,6 +156,18 @@ export const ERROR_CODES = {
     sentence:
       'The task failed with an unexpected error in its own code, not because a service it depends on was unavailable; another try may work, but if it keeps failing it needs a fix.',
   },
+  input_timeout: {
+    kind: 'permanent',
+    status: 408,
+    title: 'Input timed out',
+    sentence: 'Nobody answered the question the task asked in time, so the task stopped.',
+  },
+  input_not_awaited: {
+    kind: 'permanent',
+    status: 409,
+    title: 'Input not awaited',
+    sentence: 'The task is not waiting for this answer: it asked no question, or another one.',
+  },
   input_unavailable: {
     kind: 'permanent',
     status: 412,

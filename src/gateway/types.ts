@@ -121,7 +121,7 @@ export interface Gateway {
   operations: OperationLedger;
   audit: AuditLog;
   parts: AppParts;
-  /** The names of the MCP tools served, `get_job_status` and `cancel_job` included. */
+  /** The names of the MCP tools served, `get_job_status`, `cancel_job` and `respond_to_job` included. */
   toolNames: string[];
   /** The app's own routes (`AppParts.routes`), as `METHOD /path` in declaration order; empty without. */
   appRoutes: readonly string[];

@@ -12,12 +12,13 @@ import type { JobEvent } from '../store/index.js';
 import { publicRecord, withCarrier } from './carrier.js';
 import { followJob, jobEvents, type FollowDeps } from './follow.js';
 import { type JobRunEndedEvent, type JobStartedEvent, type Jobs, type JobsOptions } from './types.js';
+import { respondToJob } from './respond.js';
 import { parseStopOptions, resolveJobsOptions, resolveJobType, toNewJob, type JobType } from './validate.js';
 import { Worker } from './worker.js';
 
 /**
  * Creates the jobs runtime (docs/jobs.md) over a job store: the queue API (`enqueue`, `get`, `list`,
- * `cancel`, `retry`, `stats`, `subscribe`/`events`) and a worker for the types defined with `defineJob`,
+ * `cancel`, `retry`, `respond`, `stats`, `subscribe`/`events`) and a worker for the types defined with `defineJob`,
  * which runs only after `start()`. Several runtimes (processes) may share one store; each job runs in one
  * of them at a time (leases with fencing tokens, see `run.ts` for how a run ends).
  *
@@ -110,6 +111,15 @@ export function createJobs(options: JobsOptions): Jobs {
         });
       }
       return job;
+    },
+
+    respond: (id, key, answer, respondOptions) => respondToJob(store, id, key, answer, respondOptions),
+
+    async inputRequest(id) {
+      const input = await store.jobInput(id);
+      if (input === undefined) return undefined;
+      const job = await store.get(id);
+      return job?.status === 'input_required' ? input.request : null;
     },
 
     subscribe(jobId, fromSeq, listener, subscribeOptions = {}) {

@@ -34,7 +34,7 @@ describe('jobs queue', () => {
     expect(await h.jobs.get(other)).toMatchObject({ maxAttempts: 1, timeoutMs: 250, priority: 0 });
     expect((await h.jobs.list({ type: 'email' })).map((j) => j.id)).toEqual([other, id]);
     expect(await h.jobs.stats()).toEqual({
-      counts: { pending: 2, in_progress: 0, completed: 0, failed: 0, canceled: 0 },
+      counts: { pending: 2, in_progress: 0, input_required: 0, completed: 0, failed: 0, canceled: 0 },
       oldestPendingAgeMs: 0,
     });
   });

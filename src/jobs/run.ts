@@ -9,8 +9,9 @@ import {
   type TimerHandle,
 } from '../core/index.js';
 import { withSpan } from '../core/trace.js';
-import type { Claim, JobEvent, JobStore, LeaseRef } from '../store/index.js';
+import type { Claim, InputRequest, JobEvent, JobStore, LeaseRef } from '../store/index.js';
 import { withoutCarrier } from './carrier.js';
+import { InputReplay } from './input.js';
 import { emitRunEnded, emitStarted, endRunSpan, logRunEnd, observeRun } from './observe-run.js';
 import { ProgressThrottle, progressError } from './progress.js';
 import { failureOf as planFailure } from './run-failure.js';
@@ -45,6 +46,8 @@ export interface RunDeps {
   runEnds: EventSource<JobRunEndedEvent>;
   /** Where the run's end is logged. */
   log: Log;
+  /** Told of each question a run of this worker parked its job on (the worker sweeps expiries). */
+  inputAsked?(request: InputRequest): void;
 }
 
 /**
@@ -115,6 +118,8 @@ export class JobRun {
   private readonly span: Span;
   private heartbeatTimer: TimerHandle | undefined;
   private timeoutTimer: TimerHandle | undefined;
+  /** The run's questions (`ctx.requestInput`), made at the first call. */
+  private input: InputReplay | undefined;
   /** Event writes of this run, chained so their seq follows the handler's call order. */
   private writes: Promise<unknown> = Promise.resolve();
   private resolveReleased!: () => void;
@@ -281,6 +286,10 @@ export class JobRun {
       },
       progress: (step, total, message) => this.progress(step, total, message),
       partial: (data) => this.partial(data),
+      requestInput: <T>(options: Parameters<JobContext['requestInput']>[0]) =>
+        (this.input ??= new InputReplay(this.deps, job, this.jobType.maxInputRounds)).request(
+          options,
+        ) as Promise<T>,
     };
   }
 
@@ -339,7 +348,7 @@ export class JobRun {
       }
     }
     if (runEnds.hasListeners) emitRunEnded(runEnds, this.claim.job, ended, this.startedAt, durationMs);
-    const failure = failureOf(stop, outcome);
+    const failure = ended === 'input_required' ? undefined : failureOf(stop, outcome);
     endRunSpan(this.span, ended, failure);
     if (logged) logRunEnd(log, this.claim.job, ended, durationMs, failure);
   }
@@ -361,6 +370,13 @@ export class JobRun {
     const { store } = this.deps;
     if (stop.kind === 'canceled') return store.finishCanceled(this.lease);
     if (stop.kind === 'timeout') return this.fail(stop.error);
+    // A question without an answer parks the job, whatever the handler did after it (input.ts).
+    const asked = this.input?.asked;
+    if (asked !== undefined) {
+      const event = await store.askInput(this.lease, asked);
+      if (event?.type === 'job.input_required') this.deps.inputAsked?.(asked);
+      return event;
+    }
     if (outcome.ok) {
       const result = outcome.value === undefined ? null : outcome.value;
       try {
@@ -397,4 +413,5 @@ const RUN_OUTCOMES: Readonly<Partial<Record<string, JobRunOutcome>>> = {
   'job.failed': 'failed',
   'job.retrying': 'retrying',
   'job.canceled': 'canceled',
+  'job.input_required': 'input_required',
 };

@@ -1,6 +1,8 @@
 import type { Clock, Disposable, Listener, Logger } from '../core/index.js';
 import type { Backoff } from '../policy/index.js';
-import type { JobEvent, JobFilter, JobRecord, JobStats, JobStore } from '../store/index.js';
+import type { InputRequest, JobEvent, JobFilter, JobRecord, JobStats, JobStore } from '../store/index.js';
+import type { RequestInputOptions } from './input.js';
+import type { RespondOptions } from './respond.js';
 
 /**
  * Options of {@link createJobs}; validated at construction (an `OptionsError`, a RangeError with code
@@ -70,6 +72,18 @@ export interface JobContext<P = unknown> {
    * @throws BreakwaterError `invalid_payload` (as a rejection) when `data` is not JSON-serializable.
    */
   partial(data: unknown): Promise<void>;
+  /**
+   * Asks the user a question and resolves with the answer (docs/jobs.md, "Asking for input"), by durable
+   * replay: with no stored answer for the question's key, the run ends here, the job waits in
+   * `input_required` (no worker holds it) and this promise never settles; once answered (`Jobs.respond`, the
+   * MCP tool `respond_to_job`), the job runs again FROM THE START and this call resolves with the stored
+   * answer at once. So the code before a question runs again on every answer: it must be idempotent, or
+   * guarded (an idempotency key, the operation ledger). Do not catch what it throws. Answers are replayed by
+   * key: the call's ordinal in the run (`'0'`, `'1'`, …) or `options.key`.
+   * @throws BreakwaterError `invalid_payload` (as a rejection; the run fails for good) for bad options, a job
+   *   with an ordering key, or more questions than the type's `maxInputRounds`.
+   */
+  requestInput<T = unknown>(options: RequestInputOptions): Promise<T>;
 }
 
 /** Runs one job; its resolved value (JSON, `undefined` stored as null) becomes the result. */
@@ -96,6 +110,8 @@ export interface DefineJobOptions {
    * keeping the wait (`retryAt`), rather than parked past this bound or retried inside the wait.
    */
   maxRetryWaitMs?: number;
+  /** Most questions (`ctx.requestInput` that waited) one job of this type may ask (integer in 1..100, default 10). */
+  maxInputRounds?: number;
 }
 
 /** Options of {@link Jobs.enqueue}; invalid values reject with BreakwaterError `invalid_payload` (400). */
@@ -182,6 +198,25 @@ export interface Jobs {
   /** Counts by status and the age of the oldest due pending job. */
   stats(): Promise<JobStats>;
   /**
+   * Answers the question a job waits on (docs/jobs.md, "Asking for input"): stores `answer` under `key` and
+   * puts the job back to `pending`; its handler reruns and `ctx.requestInput` returns the answer. Resolves
+   * the job after the step. The MCP tool `respond_to_job`, `POST /jobs/:id/input` and the tasks extension's
+   * `tasks/update` call it. Nothing is stored when it throws.
+   * @param key the key of the question (`inputRequest(id).key`).
+   * @param answer a JSON value; with the question's schema, an object of its fields.
+   * @throws BreakwaterError `not_found` (404) when the job does not exist or `options.principal` may not see
+   *   it (not its owner, not `admin`); `input_not_awaited` (409, details `{ status, key? }`) when the job is
+   *   not waiting for input, or waits on another key (`details.key`); `invalid_payload` (400) for a bad key, an
+   *   answer with no JSON form or one that does not fit the schema (details `{ problems }`);
+   *   `payload_too_large` (413) past 64 KiB of JSON; `input_timeout` (408) when the question expired.
+   */
+  respond(id: string, key: string, answer: unknown, options?: RespondOptions): Promise<JobRecord>;
+  /**
+   * The question a job waits on (`key`, `message`, `schema`, `askedAt`, `expiresAt`), null when it waits on
+   * none, undefined when it does not exist. Not checked against the current principal (as `get`).
+   */
+  inputRequest(id: string): Promise<InputRequest | null | undefined>;
+  /**
    * Replays the job's stored events with `seq > fromSeq`, then follows new ones, in seq order, each once,
    * until the terminal event (`job.completed`, `job.failed`, `job.canceled`), after which it ends itself.
    */
@@ -244,10 +279,13 @@ export interface JobStartedEvent {
  * - `completed`, `failed` (the dead letter: permanent, or the last attempt), `retrying` (a transient failure
  *   with attempts left), `canceled`: what the run wrote;
  * - `released`: the worker stopped and gave the lease back (the run is not counted);
+ * - `input_required`: the handler asked a question with no stored answer; the job waits for it (the run is
+ *   not counted);
  * - `lost`: nothing of this run was written: its lease went to another run, or its settle was refused (stale
  *   fencing token) or failed; the job's next owner decides its end.
  */
-export type JobRunOutcome = 'completed' | 'failed' | 'retrying' | 'canceled' | 'released' | 'lost';
+export type JobRunOutcome =
+  'completed' | 'failed' | 'retrying' | 'canceled' | 'released' | 'input_required' | 'lost';
 
 /** A run that ended (see {@link Jobs.onRunEnded}). */
 export interface JobRunEndedEvent {

@@ -20,6 +20,7 @@ import {
   type JobsOptions,
   type StopOptions,
 } from './types.js';
+import { INPUT_BOUNDS } from './input.js';
 
 /** Largest value of the stores' 32-bit integer columns (priority, max_attempts). */
 const INT32_MAX = 2_147_483_647;
@@ -105,6 +106,8 @@ export interface JobType {
   backoff: Backoff;
   /** Longest carried wait a retry waits out, ms (see {@link DefineJobOptions.maxRetryWaitMs}). */
   maxRetryWaitMs: number;
+  /** Most questions one job may ask (see {@link DefineJobOptions.maxInputRounds}). */
+  maxInputRounds: number;
   /** Span names, made once: `enqueue <type>` and `job <type>`. */
   spanNames: { enqueue: string; run: string };
 }
@@ -124,6 +127,7 @@ const parseJobType = defineOptions<DefineJobArguments>()('defineJob', {
   maxAttempts: o.number().int().min(1).max(INT32_MAX).default(JOBS_DEFAULTS.maxAttempts),
   backoff: o.methods<Backoff>('a Backoff with next(retry, previousMs)', 'next').optional(),
   maxRetryWaitMs: o.number().int().min(0).default(JOBS_DEFAULTS.maxRetryWaitMs),
+  maxInputRounds: o.number().int().min(1).max(100).default(INPUT_BOUNDS.maxRounds),
 });
 
 /**
@@ -146,6 +150,7 @@ export function resolveJobType(type: string, handler: JobHandler, options: Defin
     maxAttempts: p.maxAttempts,
     backoff: p.backoff ?? new ExponentialBackoff(JOBS_DEFAULTS.backoff),
     maxRetryWaitMs: p.maxRetryWaitMs,
+    maxInputRounds: p.maxInputRounds,
     spanNames: { enqueue: `enqueue ${type}`, run: `job ${type}` },
   };
 }

@@ -8,7 +8,7 @@ import {
   type TimerHandle,
 } from '../core/index.js';
 import type { Claim, JobEvent, JobStore, StoreNotification } from '../store/index.js';
-import { JobRun } from './run.js';
+import { JobRun, type RunDeps } from './run.js';
 import type { JobRunEndedEvent, JobStartedEvent } from './types.js';
 import type { JobType } from './validate.js';
 
@@ -66,6 +66,10 @@ export class Worker {
   private pollTimer: TimerHandle | undefined;
   private wakeTimer: TimerHandle | undefined;
   private wakeAt = Infinity;
+  /** The timer of the next input expiry sweep, and when it fires (see {@link sweepInputs}). */
+  private inputTimer: TimerHandle | undefined;
+  private inputSweepAt = Infinity;
+  private sweeping = false;
   private pumping = false;
   private pumpAgain = false;
   /** A round is queued to start on the next tick (see wake). */
@@ -80,7 +84,17 @@ export class Worker {
    */
   private readonly scope = Deadline.exit(() => new AsyncResource('BreakwaterWorker'));
 
-  constructor(private readonly deps: WorkerDeps) {}
+  /** What each run gets: the worker's deps, and its ear for questions with a timeout. */
+  private readonly runDeps: RunDeps;
+
+  constructor(private readonly deps: WorkerDeps) {
+    this.runDeps = {
+      ...deps,
+      inputAsked: (request) => {
+        if (request.expiresAt !== null) this.sweepInputsAt(request.expiresAt);
+      },
+    };
+  }
 
   /** Starts claiming. Idempotent while running. @throws Error after {@link stop}. */
   start(): void {
@@ -90,6 +104,7 @@ export class Worker {
     this.subscription = this.deps.store.subscribe((n) => this.onNotification(n));
     this.schedulePoll();
     this.wake();
+    void this.sweepInputs();
   }
 
   /** Asks for a claim round (a type was defined, a slot freed). No-op unless started. */
@@ -124,7 +139,8 @@ export class Worker {
     this.stopping = true;
     if (this.pollTimer !== undefined) clock.clearTimeout(this.pollTimer);
     if (this.wakeTimer !== undefined) clock.clearTimeout(this.wakeTimer);
-    this.pollTimer = this.wakeTimer = undefined;
+    if (this.inputTimer !== undefined) clock.clearTimeout(this.inputTimer);
+    this.pollTimer = this.wakeTimer = this.inputTimer = undefined;
     // Let a claim round in flight finish, so its runs are counted below.
     while (this.pumping) await new Promise<void>((resolve) => setImmediate(resolve));
     const runs = [...this.running.values()].flatMap((set) => [...set]);
@@ -163,7 +179,46 @@ export class Worker {
     this.pollTimer = this.deps.clock.setTimeout(() => {
       this.schedulePoll();
       this.wake();
+      void this.sweepInputs();
     }, this.deps.pollMs);
+  }
+
+  /**
+   * Ends the questions of this worker's types that expired unanswered (`JobStore.expireInputs`: `failed`,
+   * `input_timeout`), telling `ends` of each, then arms a timer for the next expiry left. Runs when the worker
+   * starts, on each safety-net poll (questions other processes asked), when a run of this worker parked a job
+   * on a question with a timeout, and at the expiry it last read. Not part of a claim round: a sweep is a
+   * write, and rounds are the hot path. One sweep at a time; a full batch sweeps again at once.
+   */
+  private async sweepInputs(): Promise<void> {
+    const { store, types, ends } = this.deps;
+    if (this.sweeping || this.stopping || types.size === 0) return;
+    this.sweeping = true;
+    try {
+      const { ended, nextExpiresAt } = await store.expireInputs([...types.keys()]);
+      if (ends.hasListeners) for (const event of ended) ends.emit(event);
+      if (nextExpiresAt !== null) this.sweepInputsAt(nextExpiresAt);
+    } catch (error) {
+      this.deps.warn('ending expired input requests failed', error);
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  /** Arms the sweep timer for `at` unless it is already armed earlier. */
+  private sweepInputsAt(at: number): void {
+    if (this.stopping || !this.started || at >= this.inputSweepAt) return;
+    const { clock } = this.deps;
+    if (this.inputTimer !== undefined) clock.clearTimeout(this.inputTimer);
+    this.inputSweepAt = at;
+    this.inputTimer = clock.setTimeout(
+      () => {
+        this.inputTimer = undefined;
+        this.inputSweepAt = Infinity;
+        void this.sweepInputs();
+      },
+      Math.max(0, at - clock.now()),
+    );
   }
 
   /** Arms the wake timer for `at` unless it is already armed earlier. */
@@ -237,7 +292,7 @@ export class Worker {
   private startRun(claim: Claim, jobType: JobType): void {
     let set = this.running.get(jobType.type);
     if (set === undefined) this.running.set(jobType.type, (set = new Set()));
-    const run = new JobRun(claim, jobType, this.deps);
+    const run = new JobRun(claim, jobType, this.runDeps);
     set.add(run);
     const { type } = jobType;
     this.busy.set(type, (this.busy.get(type) ?? 0) + 1);

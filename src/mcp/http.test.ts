@@ -311,7 +311,12 @@ describe('createMcpServer options', () => {
         store,
         publicUrl: 'http://gw',
       });
-      expect(server.tools.map((t) => t.name)).toEqual(['work', 'get_job_status', 'cancel_job']);
+      expect(server.tools.map((t) => t.name)).toEqual([
+        'work',
+        'get_job_status',
+        'cancel_job',
+        'respond_to_job',
+      ]);
       expect(server.taskStore).toBeDefined();
       const bare = createMcpServer({
         name: 'n',

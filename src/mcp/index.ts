@@ -1,6 +1,6 @@
 /**
  * mcp/: the gateway's MCP server (docs/mcp.md): resilient tools that answer failures as tool results,
- * job tools with `get_job_status` and `cancel_job`, MCP tasks on the durable job store, the progress bridge,
+ * job tools with `get_job_status`, `cancel_job` and `respond_to_job`, MCP tasks on the durable job store, the progress bridge,
  * and Streamable HTTP sessions mounted on Fastify. The official SDK is reached only through `sdk.ts`.
  */
 export {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { BreakwaterError, defineOptions, invalidOption, o, type Clock } from '../core/index.js';
 import { callerPrincipal, jobPaths, jobVisibleTo, type EnqueueOptions, type Jobs } from '../jobs/index.js';
-import type { JobEvent, JobRecord, JobStore } from '../store/index.js';
+import type { InputRequest, JobEvent, JobRecord, JobStore } from '../store/index.js';
 import { jobErrorInfo, jobErrorResult, successResult } from './results.js';
 import {
   resilientTool,
@@ -163,7 +163,12 @@ export function jobHandle(deps: JobToolDeps, job: JobRecord, waited = false): Re
     status: job.status,
     status_url: deps.urls.status(job.id),
     events_url: deps.urls.events(job.id),
-    message: waited && !finished ? stillRunningMessage(job.id) : jobMessage(job.id, finished),
+    message:
+      job.status === 'input_required'
+        ? `Job ${job.id} waits for the user's answer to a question. Call get_job_status with its job_id to read it, then respond_to_job with the answer.`
+        : waited && !finished
+          ? stillRunningMessage(job.id)
+          : jobMessage(job.id, finished),
   };
 }
 
@@ -225,7 +230,9 @@ const JOB_ID = { job_id: z.string().min(1).max(200).describe('The job_id a job t
 /**
  * The `get_job_status` tool: a job's status, latest progress (`{ step, total, message? }` or null), its
  * partial results so far (the latest {@link MAX_PARTIALS}, oldest first, with `partial_count`), and the
- * result (completed) or `error` (failed, canceled), or `last_error` while a retry is scheduled; an error's
+ * result (completed) or `error` (failed, canceled), or `last_error` while a retry is scheduled; while the job
+ * waits for input (`input_required`), the question as `input_request` `{ key, message, schema, asked_at,
+ * expires_at }` and a `message` saying to answer it with `respond_to_job`; an error's
  * `retry_after_ms` and message tell what is left of the wait its failure carried at the time of the call. Only jobs of job tools that the caller owns (or any, for
  * `admin`) are visible; others are `not_found`, as an id that does not exist.
  */
@@ -239,7 +246,14 @@ export function getJobStatusTool(deps: JobToolDeps, name = 'get_job_status'): Sy
     async handler({ job_id }) {
       const job = await visibleJob(deps, job_id);
       if (job === undefined) throw notFound(job_id);
-      return jobStatus(deps, job, await readEvents(deps.store, job.id));
+      const view = jobStatus(deps, job, await readEvents(deps.store, job.id));
+      const request = job.status === 'input_required' ? await deps.jobs.inputRequest(job.id) : null;
+      if (request) {
+        view['input_request'] = inputRequestInfo(request);
+        view['message'] =
+          `The job waits for the user's answer: ask them "${request.message}", then call respond_to_job with this job_id, key ${JSON.stringify(request.key)} and the answer.`;
+      }
+      return view;
     },
   });
 }
@@ -260,8 +274,10 @@ export function cancelJobTool(deps: JobToolDeps, name = 'cancel_job'): SyncTool 
       if (before === undefined) throw notFound(job_id);
       const job = await deps.jobs.cancel(job_id);
       const message =
-        before.status === 'pending' && job.status === 'canceled'
-          ? 'The job was canceled before it started.'
+        (before.status === 'pending' || before.status === 'input_required') && job.status === 'canceled'
+          ? before.status === 'pending'
+            ? 'The job was canceled before it started.'
+            : 'The job was canceled while it waited for an answer.'
           : job.status === 'in_progress'
             ? 'Cancellation was requested; the job stops within a few seconds.'
             : `The job had already finished (${job.status}); nothing was canceled.`;
@@ -336,6 +352,17 @@ function jobStatus(deps: JobToolDeps, job: JobRecord, events: EventSummary): Rec
     view['last_error'] = jobErrorInfo(job.error, 'failed', now);
   }
   return view;
+}
+
+/** The open question as `get_job_status` shows it (snake_case, times as ISO 8601 strings in UTC). */
+export function inputRequestInfo(request: InputRequest): Record<string, unknown> {
+  return {
+    key: request.key,
+    message: request.message,
+    schema: request.schema,
+    asked_at: new Date(request.askedAt).toISOString(),
+    expires_at: request.expiresAt === null ? null : new Date(request.expiresAt).toISOString(),
+  };
 }
 
 function notFound(id: string): BreakwaterError {

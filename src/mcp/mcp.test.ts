@@ -17,6 +17,7 @@ describe('tools/list', () => {
       'deep_analysis',
       'get_job_status',
       'cancel_job',
+      'respond_to_job',
     ]);
     const echo = listed.find((t) => t.name === 'echo')!;
     expect(echo.inputSchema).toEqual({

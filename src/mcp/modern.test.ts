@@ -129,6 +129,7 @@ describe('MCP 2026-07-28 on /mcp, next to the 2025-11-25 sessions', () => {
       'deep_analysis',
       'get_job_status',
       'cancel_job',
+      'respond_to_job',
     ]);
     const suggested = await ada.callTool({ name: 'suggest', arguments: { recipient: 'mum' } });
     expect(suggested.structuredContent).toEqual({ gift: 'scarf for mum' });

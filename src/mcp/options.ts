@@ -63,7 +63,7 @@ export interface McpServerOptions {
    * itself. Default: none (a dropped stream loses what was sent while it was down).
    */
   eventStore?: McpEventStore | ((sessionId: string) => McpEventStore);
-  /** Add the `get_job_status` and `cancel_job` tools when there are job tools (default true). */
+  /** Add the `get_job_status`, `cancel_job` and `respond_to_job` tools when there are job tools (default true). */
   jobStatusTools?: boolean;
   /**
    * The poll interval suggested on tasks, ms (integer >= 1, default 2 000): `pollInterval` of 2025-11-25
@@ -170,7 +170,7 @@ export const MCP_SERVER_DEFAULTS = {
 } as const;
 
 /** Names of the tools added with job tools (`jobStatusTools`); a tool of the app may not take them. */
-export const JOB_STATUS_TOOL_NAMES = ['get_job_status', 'cancel_job'] as const;
+export const JOB_STATUS_TOOL_NAMES = ['get_job_status', 'cancel_job', 'respond_to_job'] as const;
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);

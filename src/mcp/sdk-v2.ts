@@ -44,7 +44,7 @@ import {
   tasksCapabilityMissing,
   TASKS_EXTENSION,
   type CreateTaskResult,
-} from './tasks-ext.js';
+} from './tasks-wire.js';
 import { McpProtocolError, type ToolListing, type ToolResult } from './types.js';
 
 /** What one 2026-07-28 request may ask of mcp/: tools, resources, prompts, and tasks (the extension). */

@@ -33,6 +33,7 @@ import { errorResult, successResult, toolErrorInfo } from './results.js';
 import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
 import { openSdkSession, type SdkHandlers, type SdkSession, type SdkToolCall } from './sdk.js';
 import { createModernEndpoint, type ModernHandlers } from './sdk-v2.js';
+import { respondToJobTool } from './respond-tool.js';
 import { isTerminalTask, JobTaskStore } from './task-store.js';
 import { JobTasksExtension, tasksCapabilityMissing, type CreateTaskResult } from './tasks-ext.js';
 import { TaskListeners } from './tasks-listen.js';
@@ -58,7 +59,7 @@ export type { BreakwaterMcpServer, McpServerOptions };
 
 /**
  * Creates the gateway's MCP server: tools that never fail with a protocol error (see `resilientTool`), job
- * tools with `get_job_status` and `cancel_job`, MCP tasks on the durable job store (see `task-store.ts`), and
+ * tools with `get_job_status`, `cancel_job` and `respond_to_job`, MCP tasks on the durable job store (see `task-store.ts`), and
  * Streamable HTTP sessions (one SDK server and transport per `mcp-session-id`) for the 2025 revisions, and the
  * stateless 2026-07-28 revision for tools (see `sdk-v2.ts`). Mount it with `mcpRoutes`.
  *
@@ -97,10 +98,14 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       clock,
     };
     if (config.jobStatusTools) {
-      const [status, cancel] = JOB_STATUS_TOOL_NAMES;
-      // A job tool's UI follows its job with these two: ChatGPT lets a component call only tools that say so.
+      const [status, cancel, respond] = JOB_STATUS_TOOL_NAMES;
+      // A job tool's UI follows its job with these: ChatGPT lets a component call only tools that say so.
       const fromUi = jobTools.some((tool) => tool.ui !== undefined) ? widgetAccessible : (t: SyncTool) => t;
-      tools.push(fromUi(getJobStatusTool(deps, status)), fromUi(cancelJobTool(deps, cancel)));
+      tools.push(
+        fromUi(getJobStatusTool(deps, status)),
+        fromUi(cancelJobTool(deps, cancel)),
+        fromUi(respondToJobTool(deps, respond)),
+      );
     }
   }
   const byName = new Map(tools.map((tool) => [tool.name, tool]));

@@ -33,8 +33,10 @@ export interface JobTaskStoreOptions extends JobToolDeps {
  * `tasks/list` and `tasks/cancel` answer the same after a restart, and from any gateway process sharing the
  * store.
  *
- * Status: `pending` and `in_progress` → `working`; `completed` → `completed`; `failed` → `failed`;
- * `canceled` → `cancelled`. A job with a cancel request is `cancelled` at once, even while its handler is
+ * Status: `pending` and `in_progress` → `working`; `input_required` → `input_required` (the job's handler
+ * asked a question, docs/jobs.md "Asking for input": its `statusMessage` is the question, answered with the
+ * `respond_to_job` tool, as the job has no elicitation to send on this revision); `completed` → `completed`;
+ * `failed` → `failed`; `canceled` → `cancelled`. A job with a cancel request is `cancelled` at once, even while its handler is
  * still stopping and even if it then completes (the spec: a cancelled task stays cancelled).
  *
  * Tasks belong to the principal that created them (its job's owner;
@@ -103,7 +105,13 @@ export class JobTaskStore implements TaskStoreLike {
 
   async getTask(taskId: string): Promise<TaskInfo | null> {
     const job = await visibleJob(this.deps, taskId);
-    return job === undefined ? null : this.toTask(job);
+    if (job === undefined) return null;
+    const task = this.toTask(job);
+    if (task.status === 'input_required') {
+      const request = await this.deps.jobs.inputRequest(job.id);
+      if (request) task.statusMessage = inputRequiredMessage(job.id, request.key, request.message);
+    }
+    return task;
   }
 
   /** Refused: a job's result is written by the worker that ran it, under its lease. */
@@ -206,6 +214,7 @@ export class JobTaskStore implements TaskStoreLike {
       pollInterval: this.pollIntervalMs,
     };
     if (status === 'cancelled') task.statusMessage = 'The task was cancelled.';
+    else if (status === 'input_required') task.statusMessage = inputRequiredMessage(job.id);
     else if (status === 'failed') {
       task.statusMessage = jobErrorInfo(job.error, 'failed', this.deps.clock.now()).message;
     } else if (status === 'working' && job.error !== null && job.status === 'pending') {
@@ -224,7 +233,16 @@ export function taskStatus(job: JobRecord): TaskStatus {
   if (job.status === 'canceled' || job.cancelRequestedAt !== null) return 'cancelled';
   if (job.status === 'completed') return 'completed';
   if (job.status === 'failed') return 'failed';
+  if (job.status === 'input_required') return 'input_required';
   return 'working';
+}
+
+/** What an `input_required` task tells its client: the question when known, and how to answer it. */
+function inputRequiredMessage(jobId: string, key?: string, question?: string): string {
+  const asked =
+    question === undefined ? 'The task waits for an answer from the user.' : `The task asks: ${question}`;
+  const how = key === undefined ? `job_id ${jobId}` : `job_id ${jobId} and key ${JSON.stringify(key)}`;
+  return `${asked} Answer it with the respond_to_job tool (${how}); get_job_status shows the question's schema.`;
 }
 
 /** True for the statuses a task never leaves. */

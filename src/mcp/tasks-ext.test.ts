@@ -272,6 +272,7 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) on 2026-07-28', ()
     const discovered = body(await rpc(gw, 'ada', 'server/discover', {}, false));
     expect(discovered['capabilities']).toEqual({
       tools: { listChanged: false },
+      logging: {},
       extensions: { 'io.modelcontextprotocol/tasks': {} },
     });
     const plain = body(

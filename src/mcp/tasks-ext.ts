@@ -4,7 +4,18 @@ import { completedResult, enqueueFor, latestProgress, visibleJob, type JobToolDe
 import { jobErrorInfo, jobErrorResult } from './results.js';
 import { taskNotFound, taskStatus } from './task-store.js';
 import type { JobTool } from './tool.js';
-import { McpProtocolError, RPC, type ToolResult } from './types.js';
+import type { CreateTaskResult, DetailedTask } from './tasks-wire.js';
+import { McpProtocolError, RPC } from './types.js';
+
+export {
+  negotiatesTasks,
+  tasksCapabilityMissing,
+  TASKS_EXTENSION,
+  type CreateTaskResult,
+  type DetailedTask,
+  type ExtTask,
+  type TaskError,
+} from './tasks-wire.js';
 
 /**
  * The official tasks extension of MCP 2026-07-28 (`io.modelcontextprotocol/tasks`, SEP-2663) on Breakwater's
@@ -33,9 +44,6 @@ import { McpProtocolError, RPC, type ToolResult } from './types.js';
  * unknown id (-32602), and a principal with the `admin` scope sees every task.
  */
 
-/** The extension's identifier, the key under `capabilities.extensions` on both sides. */
-export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
-
 /** Defaults of {@link TasksExtensionOptions}. */
 export const TASKS_EXTENSION_DEFAULTS = { ttlMs: null, pollIntervalMs: 2_000 } as const;
 
@@ -48,56 +56,6 @@ export interface TasksExtensionOptions extends JobToolDeps {
   ttlMs?: number | null;
   /** `pollIntervalMs` suggested to clients, ms (default 2 000). */
   pollIntervalMs?: number;
-}
-
-/** A task as the extension shows it (SEP-2663 `Task`). Times are ISO 8601. */
-export interface ExtTask {
-  taskId: string;
-  status: 'working' | 'input_required' | 'completed' | 'cancelled' | 'failed';
-  statusMessage?: string;
-  createdAt: string;
-  lastUpdatedAt: string;
-  ttlMs: number | null;
-  pollIntervalMs: number;
-}
-
-/** The JSON-RPC error of a `failed` task. */
-export interface TaskError {
-  code: number;
-  message: string;
-  data?: Record<string, unknown>;
-}
-
-/** What `tasks/get` and `notifications/tasks` carry (SEP-2663 `DetailedTask`). */
-export interface DetailedTask extends ExtTask {
-  /** The tool result, when `completed`. */
-  result?: ToolResult;
-  /** The JSON-RPC error, when `failed`. */
-  error?: TaskError;
-}
-
-/** The answer of a `tools/call` that became a task (SEP-2663 `CreateTaskResult`: flat `Result & Task`). */
-export interface CreateTaskResult extends ExtTask {
-  resultType: 'task';
-}
-
-/** True when a request's client capabilities (its `_meta` envelope) name the tasks extension. */
-export function negotiatesTasks(clientCapabilities: unknown): boolean {
-  const extensions = (clientCapabilities as { extensions?: unknown } | null | undefined)?.extensions;
-  return (
-    typeof extensions === 'object' &&
-    extensions !== null &&
-    (extensions as Record<string, unknown>)[TASKS_EXTENSION] !== undefined
-  );
-}
-
-/** The -32021 error of a request that needs the extension and did not declare it (SEP-2663, SEP-2575). */
-export function tasksCapabilityMissing(what: string): McpProtocolError {
-  return new McpProtocolError(
-    RPC.missingClientCapability,
-    `Missing required client capability: ${what} needs the ${TASKS_EXTENSION} extension.`,
-    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
-  );
 }
 
 /** The extension's methods over the job store (see the file's doc). */

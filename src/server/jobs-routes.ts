@@ -3,7 +3,7 @@ import { BreakwaterError, type Clock } from '../core/index.js';
 import { callerPrincipal, listOwner, jobVisibleTo, type Jobs } from '../jobs/index.js';
 import { JOB_STATUSES, MAX_OWNER_LENGTH, type JobRecord, type JobStatus } from '../store/index.js';
 import type { ServerStore } from './options.js';
-import { lastProgress, toJobView, type JobView } from './views.js';
+import { lastProgress, toInputRequestView, toJobView, type JobView } from './views.js';
 
 /** What the job routes need. */
 export interface JobRoutesOptions {
@@ -33,7 +33,8 @@ interface ListQuery {
 }
 
 /**
- * `GET /jobs/:id` (poll one job), `POST /jobs/:id/cancel` and `GET /jobs` (list). Answers are
+ * `GET /jobs/:id` (poll one job), `POST /jobs/:id/cancel`, `POST /jobs/:id/input` (answer its question) and
+ * `GET /jobs` (list). Answers are
  * {@link JobView}s with `Cache-Control: no-store`, so no proxy serves a stale status to a poller.
  *
  * Ownership (docs/architecture.md#identity-and-ownership): a job is answered only to its owner and to
@@ -47,7 +48,12 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
 
   const fullView = async (job: JobRecord): Promise<JobView> => {
     const extra = await lastProgress(store, job.id);
-    return toJobView(job, clock.now(), publicUrl, extra);
+    const view = toJobView(job, clock.now(), publicUrl, extra);
+    if (job.status === 'input_required') {
+      const request = await jobs.inputRequest(job.id);
+      if (request) view.input_request = toInputRequestView(request);
+    }
+    return view;
   };
 
   app.get<{ Params: { id: string } }>(
@@ -69,6 +75,34 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
       await accessibleJob(jobs, request, request.params.id);
       const job = await jobs.cancel(request.params.id);
       void reply.code(202).header('cache-control', 'no-store');
+      return fullView(job);
+    },
+  );
+
+  // The answer to the question an input_required job waits on (docs/jobs.md, "Asking for input"): its owner
+  // or admin only (a stranger gets the not_found of a missing job, nothing stored). 200 with the job, now
+  // pending; refusals are jobs.respond's errors (input_not_awaited 409, invalid_payload 400,
+  // payload_too_large 413, input_timeout 408) and store nothing.
+  app.post<{ Params: { id: string }; Body: { key: string; answer: unknown } }>(
+    '/jobs/:id/input',
+    {
+      schema: {
+        params: JOB_ID_PARAMS,
+        body: {
+          type: 'object',
+          required: ['key', 'answer'],
+          properties: { key: { type: 'string', minLength: 1, maxLength: 255 }, answer: {} },
+          additionalProperties: false,
+        },
+      },
+    },
+    async (request, reply) => {
+      await accessibleJob(jobs, request, request.params.id);
+      const { key, answer } = request.body;
+      const job = await jobs.respond(request.params.id, key, answer, {
+        principal: callerPrincipal(request.principal),
+      });
+      void reply.header('cache-control', 'no-store');
       return fullView(job);
     },
   );

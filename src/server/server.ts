@@ -21,6 +21,7 @@ import { installRequestTimeout } from './request-timeout.js';
  * `app.listen({ port, host })` (or `app.inject()` in tests), and {@link closeGracefully} to stop.
  *
  * Routes: `GET /healthz`, `GET /readyz`, `GET /jobs`, `GET /jobs/:id`, `POST /jobs/:id/cancel`,
+ * `POST /jobs/:id/input`,
  * `GET /jobs/:id/events` (SSE), then every `options.routes` entry (the MCP endpoint, …). Every error any
  * route throws, and Fastify's own (unknown route, schema validation, body too large, unsupported media type,
  * malformed URL or HTTP), is answered by the edge's one error handler: `application/problem+json` (RFC 9457)

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { FakeClock, type Disposable } from '../core/index.js';
 import { createJobs, type Jobs } from '../jobs/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
-import { type JobStore } from '../store/index.js';
+import { type InputSchema, type JobStore } from '../store/index.js';
 import { createServer } from './server.js';
 import type { ServerOptions } from './options.js';
 
@@ -21,6 +21,13 @@ export function gate(): Gate {
   const promise = new Promise<void>((resolve) => (open = resolve));
   return { promise, open };
 }
+
+/** The schema of the `ask` job's question. */
+export const SIZE_SCHEMA = {
+  type: 'object',
+  properties: { size: { type: 'string', enum: ['S', 'M', 'L'] } },
+  required: ['size'],
+} as const satisfies InputSchema;
 
 export interface Harness {
   /** Time of the jobs runtime and the store (createdAt, …). */
@@ -39,8 +46,9 @@ export interface Harness {
 
 /**
  * Job types: `steps` (events 1 started, 2 progress 1/3, [gate 0], 3 partial, 4 progress 2/3, [gate 1],
- * 5 progress 3/3, 6 completed `{ ok: true }`), `quick` (started, completed `'done'`) and `idle` (never
- * started: the worker does not run it).
+ * 5 progress 3/3, 6 completed `{ ok: true }`), `quick` (started, completed `'done'`), `ask` (started, input
+ * required `'Which size?'` with {@link SIZE_SCHEMA}; answered: started, completed `{ size: <answer> }`) and
+ * `idle` (never started: the worker does not run it).
  */
 export async function harness(overrides: Partial<ServerOptions> = {}): Promise<Harness> {
   const jobsClock = new FakeClock();
@@ -58,6 +66,9 @@ export async function harness(overrides: Partial<ServerOptions> = {}): Promise<H
     return { ok: true };
   });
   real.defineJob('quick', () => 'done');
+  real.defineJob('ask', async (ctx) => ({
+    size: await ctx.requestInput({ message: 'Which size?', schema: SIZE_SCHEMA }),
+  }));
   real.start();
   // A second runtime on the same store knows the `idle` type but never runs it: its jobs stay pending.
   const idle = createJobs({ store, clock: jobsClock, owner: 'w2' });

@@ -1,4 +1,4 @@
-import type { JobError, JobEvent, JobRecord, JobStatus } from '../store/index.js';
+import type { InputRequest, JobError, JobEvent, JobRecord, JobStatus } from '../store/index.js';
 import { jobErrorMessage, jobPaths, retryAfterMsOf } from '../jobs/index.js';
 import type { ServerStore } from './options.js';
 
@@ -32,6 +32,33 @@ export interface JobView extends JobUrls {
   updated_at: string;
   finished_at: string | null;
   cancel_requested_at: string | null;
+  /**
+   * The question an `input_required` job waits on (answer it with `POST /jobs/:id/input`); only on the
+   * single-job view, and only while the job waits.
+   */
+  input_request?: InputRequestView;
+}
+
+/** A job's open question (docs/jobs.md, "Asking for input"), snake_case, times as ISO 8601 strings in UTC. */
+export interface InputRequestView {
+  key: string;
+  message: string;
+  /** The answer's flat JSON schema (MCP elicitation's `requestedSchema` shape), or null for any JSON value. */
+  schema: InputRequest['schema'];
+  asked_at: string;
+  /** When the job fails with `input_timeout` unless answered, or null. */
+  expires_at: string | null;
+}
+
+/** {@link InputRequestView} of a stored question. */
+export function toInputRequestView(request: InputRequest): InputRequestView {
+  return {
+    key: request.key,
+    message: request.message,
+    schema: request.schema,
+    asked_at: iso(request.askedAt),
+    expires_at: request.expiresAt === null ? null : iso(request.expiresAt),
+  };
 }
 
 /**

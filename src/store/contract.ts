@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.js';
+import type { InputRequest } from './job-input.js';
 import {
   JOB_STATUSES,
   TERMINAL_STATUSES,
@@ -58,6 +59,8 @@ const PERMANENT: JobError = { code: 'invalid_input', message: 'The address is no
 const LEASE_MS = 30_000;
 const UUID_V7 = /^job_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const TERMINAL_EVENTS: ReadonlySet<JobEventType> = new Set(['job.completed', 'job.failed', 'job.canceled']);
+
+const QUESTION: InputRequest = { key: '0', message: 'Which?', schema: null, askedAt: 0, expiresAt: null };
 
 function leaseOf(claim: Claim): LeaseRef {
   return { id: claim.job.id, token: claim.token };
@@ -282,6 +285,7 @@ export function jobStoreContract(
         const made: Record<JobStatus, string[]> = {
           pending: [],
           in_progress: [],
+          input_required: [],
           completed: [],
           failed: [],
           canceled: [],
@@ -296,6 +300,7 @@ export function jobStoreContract(
               const claim = await claimOne('w', [`${status}-${type}`]);
               if (status === 'completed') await store.complete(leaseOf(claim), null);
               if (status === 'failed') await store.fail(leaseOf(claim), PERMANENT);
+              if (status === 'input_required') await store.askInput(leaseOf(claim), QUESTION);
             }
             made[status].push(job.id);
             all.push({ id: job.id, status, type: `${status}-${type}` });
@@ -333,7 +338,7 @@ export function jobStoreContract(
           made.failed[0],
         ]);
         expect(await store.stats()).toMatchObject({
-          counts: { pending: 2, in_progress: 2, completed: 2, failed: 2, canceled: 2 },
+          counts: { pending: 2, in_progress: 2, input_required: 2, completed: 2, failed: 2, canceled: 2 },
         });
       });
 
@@ -1245,7 +1250,7 @@ export function jobStoreContract(
     describe('stats', () => {
       it('an empty store counts zero in every status and has no pending age', async () => {
         expect(await store.stats()).toEqual({
-          counts: { pending: 0, in_progress: 0, completed: 0, failed: 0, canceled: 0 },
+          counts: { pending: 0, in_progress: 0, input_required: 0, completed: 0, failed: 0, canceled: 0 },
           oldestPendingAgeMs: null,
         });
       });
@@ -1266,7 +1271,7 @@ export function jobStoreContract(
         await store.cancel(gone.id);
         clock.tick(500);
         expect(await store.stats()).toEqual({
-          counts: { pending: 2, in_progress: 1, completed: 1, failed: 2, canceled: 1 },
+          counts: { pending: 2, in_progress: 1, input_required: 0, completed: 1, failed: 2, canceled: 1 },
           oldestPendingAgeMs: 500,
         });
       });

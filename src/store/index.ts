@@ -11,6 +11,16 @@
  */
 export * from './jobs.js';
 export {
+  EXPIRE_INPUTS_BATCH,
+  MAX_INPUT_KEY_LENGTH,
+  NO_INPUT,
+  type InputAnswerOutcome,
+  type InputExpiry,
+  type InputRequest,
+  type InputSchema,
+  type JobInput,
+} from './job-input.js';
+export {
   STREAM_EVENT_RETENTION_MS,
   STREAM_EVENTS_PAGE_MAX,
   type StreamEvent,

@@ -1,4 +1,5 @@
 import type { Disposable } from '../core/index.js';
+import type { InputAnswerOutcome, InputExpiry, InputRequest, JobInput } from './job-input.js';
 
 /**
  * The job store contract (docs/jobs.md, docs/architecture.md#storage). Every method is one atomic step on
@@ -11,13 +12,18 @@ import type { Disposable } from '../core/index.js';
  * larger than any skew.
  */
 
-/** `pending` (waiting for `runAt`), `in_progress` (leased by a worker), and the three terminal states. */
-export type JobStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'canceled';
+/**
+ * `pending` (waiting for `runAt`), `in_progress` (leased by a worker), `input_required` (its handler asked a
+ * question and no worker holds it until the answer, see {@link JobStore.askInput}), and the three terminal
+ * states.
+ */
+export type JobStatus = 'pending' | 'in_progress' | 'input_required' | 'completed' | 'failed' | 'canceled';
 
 /** Every {@link JobStatus}, in lifecycle order (for filters, schemas and per-status counts). */
 export const JOB_STATUSES: readonly JobStatus[] = [
   'pending',
   'in_progress',
+  'input_required',
   'completed',
   'failed',
   'canceled',
@@ -159,6 +165,8 @@ export type JobEventType =
   | 'job.progress'
   | 'job.partial'
   | 'job.retrying'
+  | 'job.input_required'
+  | 'job.input_received'
   | 'job.completed'
   | 'job.failed'
   | 'job.canceled';
@@ -207,6 +215,7 @@ export interface JobFilter {
 
 /** Counts by status and the age of the oldest due pending job (ms, null when none): a stuck-queue signal. */
 export interface JobStats {
+  /** Jobs per status, every {@link JOB_STATUSES} entry present. */
   counts: Record<JobStatus, number>;
   oldestPendingAgeMs: number | null;
 }
@@ -314,7 +323,34 @@ export interface JobStore {
   release(lease: LeaseRef): Promise<boolean>;
 
   /**
-   * Cancels a job: `pending` → `canceled` at once (`job.canceled`); `in_progress` → `cancelRequestedAt`
+   * Ends a run whose handler asked a question with no stored answer (docs/jobs.md, "Asking for input"):
+   * `in_progress` → `input_required` with `request` stored, the lease cleared (no worker holds it, no expiry
+   * requeues it) and the run not counted (`attempts - 1`, as {@link release}), `job.input_required`
+   * `{ request }`. Fenced like {@link complete}. A job with a cancel request ends `canceled` instead
+   * (`job.canceled` `{ attempts }`).
+   */
+  askInput(lease: LeaseRef, request: InputRequest): Promise<JobEvent | undefined>;
+
+  /** The job's input state ({@link JobInput}: `NO_INPUT` when it never asked), or undefined when it does not exist. */
+  jobInput(id: string): Promise<JobInput | undefined>;
+
+  /**
+   * Answers the open question of an `input_required` job whose key is `key` and whose `expiresAt` has not
+   * passed: stores `answer` under `key`, `pending` at `runAt = now`, `job.input_received` `{ key }`,
+   * `job_available` notified. Anything else changes nothing ({@link InputAnswerOutcome}). Undefined when the
+   * job does not exist.
+   */
+  answerInput(id: string, key: string, answer: unknown): Promise<InputAnswerOutcome | undefined>;
+
+  /**
+   * Ends up to `EXPIRE_INPUTS_BATCH` `input_required` jobs of `types` (all when empty) whose question's
+   * `expiresAt` is not after now: `failed` with error `input_timeout` (permanent), `job.failed`
+   * `{ error, attempts }`. Resolves the events written and the next `expiresAt` left (workers sweep then).
+   */
+  expireInputs(types: readonly string[]): Promise<InputExpiry>;
+
+  /**
+   * Cancels a job: `pending` or `input_required` → `canceled` at once (`job.canceled`); `in_progress` → `cancelRequestedAt`
    * set and `cancel_requested` notified (the worker finishes it); terminal → unchanged. Returns the job
    * after the step, or undefined when it does not exist.
    */

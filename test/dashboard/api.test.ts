@@ -253,7 +253,7 @@ describe('the admin JSON API', () => {
         { name: 'analytics', in_use: 0, queued: 0, max_concurrent: 50, max_queue: 0 },
       ],
       jobs: {
-        counts: { pending: 0, in_progress: 0, completed: 0, failed: 0, canceled: 0 },
+        counts: { pending: 0, in_progress: 0, input_required: 0, completed: 0, failed: 0, canceled: 0 },
         queue_depth: 0,
         oldest_pending_age_ms: null,
         dead_letters: 0,

@@ -55,12 +55,14 @@ async function untilNoBreakerOpen(): Promise<void> {
 }
 
 describe('GiftGenius tools over MCP', () => {
-  it('lists the six tools and suggest_gifts answers exactly what the catalog ranks', async () => {
+  it('lists the eight tools and suggest_gifts answers exactly what the catalog ranks', async () => {
     const { tools } = await mcp.client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
       'cancel_job',
       'checkout',
+      'confirm_checkout',
       'get_job_status',
+      'respond_to_job',
       'start_deep_analysis',
       'suggest_and_checkout',
       'suggest_gifts',

@@ -288,6 +288,7 @@ function crashSuite(name: string, variant: Variant, enabled: boolean): void {
       expect(counts).toEqual<Record<JobStatus, number>>({
         pending: 0,
         in_progress: 0,
+        input_required: 0,
         completed: 1,
         failed: 0,
         canceled: 0,

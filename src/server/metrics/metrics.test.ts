@@ -116,7 +116,7 @@ function quietJobs(stats: () => Promise<JobStats>): ObservedJobs & { calls: numb
 }
 
 const STATS: JobStats = {
-  counts: { pending: 4, in_progress: 1, completed: 7, failed: 2, canceled: 0 },
+  counts: { pending: 4, in_progress: 1, input_required: 2, completed: 7, failed: 2, canceled: 0 },
   oldestPendingAgeMs: 2_500,
 };
 
@@ -128,6 +128,7 @@ describe('job gauges read on scrape', () => {
     expect(series(parsed, 'breakwater_jobs')).toEqual({
       'status="pending"': 4,
       'status="in_progress"': 1,
+      'status="input_required"': 2,
       'status="completed"': 7,
       'status="failed"': 2,
       'status="canceled"': 0,

@@ -4,7 +4,7 @@ import { toJob, type JobRow } from './rows.js';
 
 /**
  * Cancels a job and returns it after the step (undefined when it does not exist), in one transaction:
- * - `pending` → `canceled` at once, with `job.canceled` `{ attempts }`;
+ * - `pending` or `input_required` (no worker holds it) → `canceled` at once, with `job.canceled` `{ attempts }`;
  * - `in_progress` → `cancel_requested_at` set (the first request's time is kept); the `jobs_cancel_requested`
  *   trigger notifies `cancel_requested`, and the worker holding the lease finishes it on its next heartbeat
  *   (or, if its lease expires first, the next claim makes it `canceled`);
@@ -22,7 +22,7 @@ export async function cancel(db: Db, id: string): Promise<JobRecord | undefined>
     const job = locked.rows[0];
     if (job === undefined) return undefined;
 
-    if (job.status === 'pending') {
+    if (job.status === 'pending' || job.status === 'input_required') {
       // The UPDATE takes the seq; the INSERT writes the event from its RETURNING; the outer SELECT returns
       // the row as updated (a CTE's RETURNING is the only place the new row is visible in this statement).
       const canceled = await client.query<JobRow>(

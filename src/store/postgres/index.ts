@@ -12,6 +12,7 @@ import type {
   NewJob,
   StoreNotification,
 } from '../jobs.js';
+import type { InputAnswerOutcome, InputExpiry, InputRequest, JobInput } from '../job-input.js';
 import type { RetentionStore } from '../retention.js';
 import type { Store, StoreFacets } from '../store.js';
 import type { StreamEventStore, StreamEventsPage } from '../stream-events.js';
@@ -25,6 +26,7 @@ import { enqueue } from './enqueue.js';
 import { appendRunEvent, events } from './events.js';
 import { get, list } from './get.js';
 import { heartbeat } from './heartbeat.js';
+import { answerInput, askInput, expireInputs, jobInput } from './input.js';
 import { PostgresIdempotencyStore } from './idempotency.js';
 import { PostgresApiKeyStore } from './keys.js';
 import { NotificationListener } from './listener.js';
@@ -232,6 +234,22 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
 
   retryFailed(id: string): Promise<{ job: JobRecord; retried: boolean } | undefined> {
     return this.open().then(() => retryFailed(this.db, id));
+  }
+
+  askInput(lease: LeaseRef, request: InputRequest): Promise<JobEvent | undefined> {
+    return this.open().then(() => askInput(this.db, lease, request));
+  }
+
+  jobInput(id: string): Promise<JobInput | undefined> {
+    return this.open().then(() => jobInput(this.db, id));
+  }
+
+  answerInput(id: string, key: string, answer: unknown): Promise<InputAnswerOutcome | undefined> {
+    return this.open().then(() => answerInput(this.db, id, key, answer));
+  }
+
+  expireInputs(types: readonly string[]): Promise<InputExpiry> {
+    return this.open().then(() => expireInputs(this.db, types));
   }
 
   events(jobId: string, afterSeq?: number, limit?: number): Promise<JobEvent[]> {

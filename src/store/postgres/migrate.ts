@@ -541,6 +541,25 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX webhook_inbox_job ON ${s}.webhook_inbox (job_id);
     `,
   },
+  {
+    version: 13,
+    name: 'input_required status, input state',
+    sql: (s) => `
+      -- A job whose handler asked a question (ctx.requestInput) waits in the new status input_required
+      -- (docs/jobs.md, "Asking for input"). input is its input state ({ request, answers, rounds }), NULL
+      -- until it first asks; input_deadline_at repeats the open question's expiry for the sweep. The status
+      -- CHECK is replaced (its name is PostgreSQL's default for migration 1's column constraint); adding it
+      -- reads the table once under the migration's lock. The claim function and the triggers are untouched:
+      -- they act on pending and in_progress jobs only, and an answer that puts a job back to pending is
+      -- announced by jobs_available_on_update like any other.
+      ALTER TABLE ${s}.jobs DROP CONSTRAINT jobs_status_check;
+      ALTER TABLE ${s}.jobs ADD CONSTRAINT jobs_status_check
+        CHECK (status IN ('pending', 'in_progress', 'input_required', 'completed', 'failed', 'canceled'));
+      ALTER TABLE ${s}.jobs ADD COLUMN input jsonb, ADD COLUMN input_deadline_at bigint;
+      -- Waiting jobs by expiry: the sweep reads the first entries; only waiting jobs cost an entry.
+      CREATE INDEX jobs_input_required ON ${s}.jobs (input_deadline_at) WHERE status = 'input_required';
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -13,6 +13,7 @@ export async function stats(db: Db): Promise<JobStats> {
     db.pool,
     `SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
             count(*) FILTER (WHERE status = 'in_progress') AS in_progress,
+            count(*) FILTER (WHERE status = 'input_required') AS input_required,
             count(*) FILTER (WHERE status = 'completed') AS completed,
             count(*) FILTER (WHERE status = 'failed') AS failed,
             count(*) FILTER (WHERE status = 'canceled') AS canceled,
@@ -25,6 +26,7 @@ export async function stats(db: Db): Promise<JobStats> {
     counts: {
       pending: row.pending,
       in_progress: row.in_progress,
+      input_required: row.input_required,
       completed: row.completed,
       failed: row.failed,
       canceled: row.canceled,

@@ -7,7 +7,7 @@ import { JOB_COLUMNS, prepareJobRows, toJobRecord } from './rows.js';
 /**
  * Prepares `JobStore.cancel`, one `BEGIN IMMEDIATE` transaction that reads the status and acts on it (the
  * write lock held from the start means no claim can slip in between):
- * - `pending`: `canceled` at once, `job.canceled` `{ attempts }`.
+ * - `pending` or `input_required` (no worker holds it): `canceled` at once, `job.canceled` `{ attempts }`.
  * - `in_progress`: only `cancel_requested_at` is set (the first request's time is kept) and
  *   `cancel_requested` is notified; the worker sees the request on its next heartbeat and finishes the job.
  *   A lease that expires first ends `canceled` at the next claim.
@@ -38,7 +38,8 @@ export function prepareCancel(
     const current = toJobRecord(row);
     const now = ctx.clock.now();
     switch (current.status) {
-      case 'pending': {
+      case 'pending':
+      case 'input_required': {
         const job = toJobRecord(cancelPending.get(now, now, id)!);
         appendEvent(id, 'job.canceled', { attempts: job.attempts }, now);
         // The next job of its ordering key no longer waits for it.

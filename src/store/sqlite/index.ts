@@ -24,6 +24,7 @@ import type {
   NewJob,
   StoreNotification,
 } from '../jobs.js';
+import type { InputAnswerOutcome, InputExpiry, InputRequest, JobInput } from '../job-input.js';
 import type { RetentionStore } from '../retention.js';
 import type { Store, StoreFacets } from '../store.js';
 import type { StreamEventStore, StreamEventsPage } from '../stream-events.js';
@@ -46,6 +47,7 @@ import { prepareEnqueue, prepareInsertJob, prepareJob, type PreparedJob } from '
 import { prepareAppendEvent, prepareAppendRunEvent, prepareInsert, prepareReadEvents } from './events.js';
 import { prepareGet, prepareList } from './get.js';
 import { prepareHeartbeat } from './heartbeat.js';
+import { prepareAnswerInput, prepareAskInput, prepareExpireInputs, prepareJobInput } from './input.js';
 import { SqliteIdempotencyStore } from './idempotency.js';
 import { SqliteApiKeyStore } from './keys.js';
 import { migrate } from './migrate.js';
@@ -214,6 +216,14 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   private readonly finishCanceledTx: (lease: LeaseRef) => JobEvent | undefined;
   private readonly releaseTx: (lease: LeaseRef) => boolean;
   private readonly cancelTx: (id: string) => JobRecord | undefined;
+  private readonly askInputTx: (lease: LeaseRef, request: InputRequest) => JobEvent | undefined;
+  private readonly jobInputStmt: (id: string) => JobInput | undefined;
+  private readonly answerInputTx: (
+    id: string,
+    key: string,
+    answer: unknown,
+  ) => InputAnswerOutcome | undefined;
+  private readonly expireInputsTx: (types: readonly string[]) => InputExpiry;
   private readonly retryFailedTx: (id: string) => { job: JobRecord; retried: boolean } | undefined;
   private readonly readEvents: (jobId: string, afterSeq?: number, limit?: number) => JobEvent[];
   private readonly statsTx: () => JobStats;
@@ -280,6 +290,10 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
     this.releaseTx = prepareRelease(ctx, appendEvent, notifySuccessor);
     this.cancelTx = prepareCancel(ctx, appendEvent, notifySuccessor);
     this.retryFailedTx = prepareRetryFailed(ctx);
+    this.askInputTx = prepareAskInput(ctx, appendEvent, notifySuccessor);
+    this.jobInputStmt = prepareJobInput(ctx);
+    this.answerInputTx = prepareAnswerInput(ctx, appendEvent);
+    this.expireInputsTx = prepareExpireInputs(ctx, appendEvent, notifySuccessor);
     this.readEvents = prepareReadEvents(ctx);
     this.statsTx = prepareStats(ctx);
     this.nextRunAtStmt = prepareNextRunAt(ctx);
@@ -343,6 +357,22 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
 
   retryFailed(id: string): Promise<{ job: JobRecord; retried: boolean } | undefined> {
     return this.write(this.retryFailedTx, id);
+  }
+
+  askInput(lease: LeaseRef, request: InputRequest): Promise<JobEvent | undefined> {
+    return this.write(this.askInputTx, lease, request);
+  }
+
+  jobInput(id: string): Promise<JobInput | undefined> {
+    return this.read(this.jobInputStmt, id);
+  }
+
+  answerInput(id: string, key: string, answer: unknown): Promise<InputAnswerOutcome | undefined> {
+    return this.write(this.answerInputTx, id, key, answer);
+  }
+
+  expireInputs(types: readonly string[]): Promise<InputExpiry> {
+    return this.write(this.expireInputsTx, types);
   }
 
   events(jobId: string, afterSeq?: number, limit?: number): Promise<JobEvent[]> {

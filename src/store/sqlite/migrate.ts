@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { INPUT_REQUIRED_MIGRATION } from './migrate-input.js';
 
 /** One step of the schema: applied once, in order, inside the opening transaction. */
 export interface Migration {
@@ -422,6 +423,7 @@ CREATE INDEX jobs_finished ON jobs (status, finished_at) WHERE finished_at IS NO
 CREATE INDEX operations_settled ON operations (settled_at) WHERE settled_at IS NOT NULL;
 `,
   },
+  INPUT_REQUIRED_MIGRATION,
 ];
 
 /**

@@ -8,7 +8,7 @@ import { notBlocked } from './ordering.js';
  * come from the same snapshot.
  *
  * Counts: each status but `completed` is counted over the partial index that holds only its jobs (no table
- * rows read): `jobs_claim` (pending), `jobs_lease` (running), `jobs_failed_canceled`; `completed` is the rest
+ * rows read): `jobs_claim` (pending), `jobs_lease` (running), `jobs_failed_canceled`, `jobs_input_required`; `completed` is the rest
  * of `count(*)`, which SQLite answers by walking its smallest index. There is no index on every job's status:
  * it would be written three times in every job's life for this read (see migration 8). Oldest age: the
  * smallest `run_at` among due pending jobs, first entry of the `jobs_run_at` range, measured from `run_at`
@@ -18,14 +18,15 @@ import { notBlocked } from './ordering.js';
 export function prepareStats(ctx: SqliteContext): () => JobStats {
   const { db } = ctx;
   const counts = db
-    .prepare<[], [number, number, number, number, number]>(
+    .prepare<[], [number, number, number, number, number, number]>(
       `SELECT (SELECT count(*) FROM jobs),
             (SELECT count(*) FROM jobs INDEXED BY jobs_claim WHERE status = 'pending'),
             (SELECT count(*) FROM jobs INDEXED BY jobs_lease WHERE status = 'in_progress'),
             (SELECT count(*) FROM jobs INDEXED BY jobs_failed_canceled
               WHERE ${FAILED_CANCELED} AND status = 'failed'),
             (SELECT count(*) FROM jobs INDEXED BY jobs_failed_canceled
-              WHERE ${FAILED_CANCELED} AND status = 'canceled')`,
+              WHERE ${FAILED_CANCELED} AND status = 'canceled'),
+            (SELECT count(*) FROM jobs INDEXED BY jobs_input_required WHERE status = 'input_required')`,
     )
     .raw(true);
   const oldestDue = db.prepare<[number], { runAt: number }>(
@@ -34,10 +35,17 @@ export function prepareStats(ctx: SqliteContext): () => JobStats {
   );
   return db.transaction((): JobStats => {
     const now = ctx.clock.now();
-    const [total, pending, inProgress, failed, canceled] = counts.get()!;
-    const completed = total - pending - inProgress - failed - canceled;
+    const [total, pending, inProgress, failed, canceled, inputRequired] = counts.get()!;
+    const completed = total - pending - inProgress - failed - canceled - inputRequired;
     const stats: JobStats = {
-      counts: { pending, in_progress: inProgress, completed, failed, canceled },
+      counts: {
+        pending,
+        in_progress: inProgress,
+        input_required: inputRequired,
+        completed,
+        failed,
+        canceled,
+      },
       oldestPendingAgeMs: null,
     };
     const oldest = oldestDue.get(now);

@@ -1,0 +1,148 @@
+import { BreakwaterError, type Clock } from '../core/index.js';
+import {
+  MAX_INPUT_KEY_LENGTH,
+  type InputRequest,
+  type InputSchema,
+  type JobInput,
+  type JobRecord,
+  type JobStore,
+} from '../store/index.js';
+import { schemaProblem } from './input-schema.js';
+
+/**
+ * `ctx.requestInput` by durable replay (docs/jobs.md, "Asking for input"). A run that asks a question with
+ * no stored answer stops there: `requestInput` throws {@link InputRequested}, the run (run.ts) recognises it
+ * and parks the job (`JobStore.askInput`) instead of failing it, and the handler's promise is abandoned. Once
+ * answered, the job runs again from the start and each `requestInput` whose key has an answer returns it at
+ * once, so the handler reaches the question after it (or its end).
+ */
+
+/** Bounds of input during a job; `maxRounds` is the default of `DefineJobOptions.maxInputRounds`. */
+export const INPUT_BOUNDS = {
+  /** Questions one job may ask in all (each one that parked it). */
+  maxRounds: 10,
+  /** Longest answer: UTF-8 bytes of its JSON. */
+  maxAnswerBytes: 65_536,
+  /** Longest question, in UTF-16 code units. */
+  maxMessageLength: 2_000,
+  /** Longest `timeoutMs` of a question: 30 days. */
+  maxTimeoutMs: 2_592_000_000,
+} as const;
+
+/** What a handler asks with `ctx.requestInput` (see `JobContext.requestInput`). */
+export interface RequestInputOptions {
+  /** The question, written for users (1..2 000 characters). */
+  message: string;
+  /**
+   * The answer's shape: a flat JSON-schema object like MCP elicitation's `requestedSchema` (see
+   * `input-schema.ts`); the answer is then an object of its fields. Left out: any JSON value.
+   */
+  schema?: InputSchema;
+  /**
+   * The question's key (1..255 characters, no NUL): its answer is stored and replayed under it. Default: the
+   * call's ordinal within the run (`'0'` for the first `requestInput` call, `'1'` for the next, …), which
+   * stays the same on every rerun as long as the handler asks in the same order.
+   */
+  key?: string;
+  /**
+   * How long to wait for the answer, ms (integer in 1..30 days): unanswered by then, the job ends `failed`
+   * with `input_timeout`. Default: no limit (until answered or canceled).
+   */
+  timeoutMs?: number;
+}
+
+/**
+ * Thrown by `ctx.requestInput` when the question has no stored answer: the run ends by parking the job. A
+ * handler must let it pass (a `catch` that swallows it changes nothing: the run still parks, and what the
+ * handler returned after it is dropped).
+ */
+export class InputRequested extends Error {
+  constructor(readonly request: InputRequest) {
+    super(`The job asked for input (${request.key}) and waits for the answer.`);
+    this.name = 'InputRequested';
+  }
+}
+
+/** One run's questions: the answers read once, the ordinal of each call, the question the run stopped on. */
+export class InputReplay {
+  /** The question this run stopped on, once `request` threw {@link InputRequested}. */
+  asked: InputRequest | undefined;
+  private ordinal = 0;
+  private state: Promise<JobInput> | undefined;
+
+  constructor(
+    private readonly deps: { store: JobStore; clock: Clock },
+    private readonly job: JobRecord,
+    private readonly maxRounds: number,
+  ) {}
+
+  /**
+   * `ctx.requestInput`: the stored answer of the question's key, else the question is recorded and
+   * {@link InputRequested} thrown.
+   * @throws BreakwaterError `invalid_payload` (permanent: the run fails) for bad options, a job with an
+   *   ordering key (waiting would let the jobs behind it run first), or more than `maxInputRounds` questions.
+   */
+  async request(options: RequestInputOptions): Promise<unknown> {
+    const ordinal = this.ordinal++;
+    const problem = optionsProblem(options);
+    if (problem !== undefined) throw invalid(`ctx.requestInput: ${problem}.`);
+    const key = options.key ?? String(ordinal);
+    if (this.asked !== undefined) throw new InputRequested(this.asked);
+    const input = await (this.state ??= this.load());
+    if (Object.hasOwn(input.answers, key)) return input.answers[key];
+    if (this.asked !== undefined) throw new InputRequested(this.asked);
+    if (this.job.orderingKey !== null) {
+      throw invalid(
+        'A job with an ordering key cannot ask for input: while it waited, the jobs behind it would run first.',
+      );
+    }
+    if (input.rounds >= this.maxRounds) {
+      throw invalid(`The job asked ${input.rounds} questions already, the most its type allows.`, {
+        max_input_rounds: this.maxRounds,
+      });
+    }
+    const now = this.deps.clock.now();
+    this.asked = {
+      key,
+      message: options.message,
+      schema: options.schema ?? null,
+      askedAt: now,
+      expiresAt: options.timeoutMs === undefined ? null : now + options.timeoutMs,
+    };
+    throw new InputRequested(this.asked);
+  }
+
+  private async load(): Promise<JobInput> {
+    const input = await this.deps.store.jobInput(this.job.id);
+    if (input === undefined)
+      throw new BreakwaterError('not_found', { message: `There is no job ${this.job.id}.` });
+    return input;
+  }
+}
+
+function optionsProblem(options: RequestInputOptions): string | undefined {
+  if (typeof options !== 'object' || options === null) return 'options must be an object';
+  const { message, schema, key, timeoutMs } = options;
+  if (typeof message !== 'string' || message.length === 0 || message.length > INPUT_BOUNDS.maxMessageLength) {
+    return `message must be a string of 1..${INPUT_BOUNDS.maxMessageLength} characters`;
+  }
+  if (key !== undefined && (typeof key !== 'string' || !validKey(key))) {
+    return `key must be a string of 1..${MAX_INPUT_KEY_LENGTH} characters without NUL`;
+  }
+  if (
+    timeoutMs !== undefined &&
+    !(Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= INPUT_BOUNDS.maxTimeoutMs)
+  ) {
+    return `timeoutMs must be an integer in 1..${INPUT_BOUNDS.maxTimeoutMs}`;
+  }
+  return schema === undefined ? undefined : schemaProblem(schema);
+}
+
+/** A key `requestInput` and `respond` accept. */
+export function validKey(key: string): boolean {
+  return key.length > 0 && key.length <= MAX_INPUT_KEY_LENGTH && !key.includes('\0');
+}
+
+function invalid(message: string, details?: Record<string, unknown>): BreakwaterError {
+  return new BreakwaterError('invalid_payload', { message, ...(details && { details }) });
+}

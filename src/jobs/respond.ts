@@ -1,0 +1,97 @@
+import { BreakwaterError, checkedJson, type Principal } from '../core/index.js';
+import type { InputRequest, JobRecord, JobStore } from '../store/index.js';
+import { callerPrincipal, jobVisibleTo } from './access.js';
+import { publicRecord } from './carrier.js';
+import { INPUT_BOUNDS, validKey } from './input.js';
+import { answerProblems } from './input-schema.js';
+
+/** Options of `Jobs.respond`. */
+export interface RespondOptions {
+  /**
+   * Who answers: only the job's owner, or a principal with `admin`, may
+   * (docs/architecture.md#identity-and-ownership); anyone else gets `not_found`, as for a job that does not
+   * exist. Default: the current `PrincipalContext`'s principal, and outside any (the application's own code)
+   * every job.
+   */
+  principal?: Principal;
+}
+
+/**
+ * Answers the question a job waits on (docs/jobs.md, "Asking for input"): what `Jobs.respond` does, over a
+ * bare store, for fronts that hold the store rather than the runtime (the MCP tasks extension's
+ * `tasks/update`). Checks who answers (`options.principal`: owner or `admin`), the key, the answer's size and
+ * its schema, then stores the answer in one atomic store step that checks again that the job still waits on
+ * that key (`JobStore.answerInput`), so a concurrent cancel, expiry or answer is never overwritten. Nothing is
+ * stored when any check fails: the job keeps waiting on its question. Resolves the job, now `pending`.
+ * @throws BreakwaterError `not_found` (404: no such job, or `options.principal` may not see it);
+ *   `input_not_awaited` (409, details `{ status, key? }`: not waiting, or waiting on `details.key`);
+ *   `invalid_payload` (400: bad key, no JSON form, does not fit the schema, details `{ problems }`);
+ *   `payload_too_large` (413: past `INPUT_BOUNDS.maxAnswerBytes`); `input_timeout` (408: the question expired).
+ */
+export async function respondToJob(
+  store: JobStore,
+  id: string,
+  key: string,
+  answer: unknown,
+  options: RespondOptions = {},
+): Promise<JobRecord> {
+  const job = jobVisibleTo(callerPrincipal(options.principal), await store.get(id));
+  if (job === undefined) throw notFound(id);
+  if (typeof key !== 'string' || !validKey(key)) {
+    throw new BreakwaterError('invalid_payload', {
+      message: 'The key must be a string of 1..255 characters without NUL.',
+    });
+  }
+  const text = checkedJson(answer);
+  if (Buffer.byteLength(text) > INPUT_BOUNDS.maxAnswerBytes) {
+    throw new BreakwaterError('payload_too_large', {
+      message: `The answer is larger than ${INPUT_BOUNDS.maxAnswerBytes} bytes of JSON.`,
+      details: { max_bytes: INPUT_BOUNDS.maxAnswerBytes },
+    });
+  }
+  const value: unknown = JSON.parse(text);
+  const request = (await store.jobInput(id))?.request ?? null;
+  if (job.status !== 'input_required' || request === null) throw notAwaited(job, null);
+  if (request.key !== key) throw notAwaited(job, request);
+  if (request.schema !== null) {
+    const problems = answerProblems(request.schema, value);
+    if (problems.length > 0) {
+      throw new BreakwaterError('invalid_payload', {
+        message: `The answer does not fit the question's schema: ${problems.join('; ')}.`,
+        details: { problems },
+      });
+    }
+  }
+  const outcome = await store.answerInput(id, key, value);
+  if (outcome === undefined) throw notFound(id);
+  switch (outcome.outcome) {
+    case 'answered':
+      return publicRecord(outcome.job);
+    case 'expired':
+      throw new BreakwaterError('input_timeout', {
+        message: `The question of job ${id} expired before it was answered; the job stops.`,
+      });
+    case 'wrong_key':
+      throw notAwaited(outcome.job, outcome.request);
+    default:
+      throw notAwaited(outcome.job, null);
+  }
+}
+
+function notFound(id: string): BreakwaterError {
+  return new BreakwaterError('not_found', { message: `There is no job ${id}.` });
+}
+
+/** `input_not_awaited` with what the job does wait on: details `{ status, key? }`. */
+function notAwaited(job: JobRecord, request: InputRequest | null): BreakwaterError {
+  if (request === null) {
+    return new BreakwaterError('input_not_awaited', {
+      message: `Job ${job.id} is not waiting for input (it is ${job.status}).`,
+      details: { status: job.status },
+    });
+  }
+  return new BreakwaterError('input_not_awaited', {
+    message: `Job ${job.id} waits for the answer to question ${JSON.stringify(request.key)}, not this one.`,
+    details: { status: job.status, key: request.key },
+  });
+}
