@@ -90,6 +90,7 @@ describe('the conformance fixture app', () => {
       // Added by the gateway with job tools.
       'get_job_status',
       'cancel_job',
+      'respond_to_job',
     ];
     expect((await legacy.listTools()).tools.map((t) => t.name)).toEqual(expected);
     expect((await modern.listTools()).tools.map((t) => t.name)).toEqual(expected);
