@@ -5,7 +5,7 @@
  * `runFallbackChain`.
  */
 import type { Clock, Principal } from '../core/index.js';
-import type { AiEndpoint } from './endpoints/endpoint.js';
+import type { AiEndpoint, AiEndpointName } from './endpoints/endpoint.js';
 import type { ModelCatalog } from './endpoints/catalog.js';
 import type { AiLimits } from './limits/limits.js';
 import type { PriceTable } from './pricing.js';
@@ -213,6 +213,8 @@ export type AiRouteResolver = (
 /** The one structured log line per request (bodies are never logged). */
 export interface AiRequestLog {
   request_id: string;
+  /** The endpoint called: `chat` (`/v1/chat/completions`) or `embeddings` (`/v1/embeddings`). */
+  endpoint: AiEndpointName;
   /** `<name>@<version>` of a dynamic route, or null. */
   route: string | null;
   step: string | null;

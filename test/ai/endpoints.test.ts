@@ -124,7 +124,7 @@ describe('GET /v1/models', () => {
 describe('POST /v1/embeddings', () => {
   it('answers with the provider’s vectors and usage, and settles spend to the exact cost', async () => {
     const rule: SpendRule = { name: 'daily', budgetUsd: 1, windowMs: DAY, scope: { by: 'provider' } };
-    const { url, sim, store, clock } = await setup({ spendRules: [rule] });
+    const { url, sim, store, clock, logs } = await setup({ spendRules: [rule] });
     const client = clientFor(url, 'wide');
     // The SDK asks for base64 and decodes it; 'a gift idea' is 11 bytes: 3 tokens in the simulator.
     const { data, response } = await client.embeddings
@@ -152,6 +152,17 @@ describe('POST /v1/embeddings', () => {
     expect(readSpendState(await store.counters.get(key))).toEqual({
       spentMicroUsd: 140,
       reservedMicroUsd: 0,
+    });
+    expect(logs[0]).toMatchObject({
+      endpoint: 'embeddings',
+      step: 'direct',
+      model: 'embed-1',
+      stream: false,
+      status: 200,
+      outcome: 'ok',
+      prompt_tokens: 5,
+      completion_tokens: 0,
+      cost_usd: '0.0001',
     });
     expect(sim.requests.map((r) => [r.path, r.model])).toEqual([
       ['/v1/embeddings', 'embed-1'],

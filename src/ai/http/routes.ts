@@ -129,7 +129,7 @@ async function serve(
   } catch (caught) {
     // The error the edge answers (AI_ERRORS reads `caught` the same way), for the request's line.
     const error = toAiError(caught);
-    handler.log(failureLine(id, aiRequest?.route ?? null, stream, error, receivedAt, clock.now()));
+    handler.log(failureLine(id, endpoint, aiRequest?.route ?? null, stream, error, receivedAt, clock.now()));
     if (reply.sent || reply.raw.headersSent) {
       // The host's request timeout answered already (createServer's requestTimeoutMs): nothing more reaches
       // the client, but a fault of ours (a bug, a stack overflow) still belongs in the log.
@@ -151,7 +151,9 @@ async function serve(
   }
   if (answer.kind === 'json') {
     sendJson(reply, answer, headers);
-    handler.log(answerLine(id, route, answer, answer.outcome, 200, receivedAt, clock.now(), clock.now()));
+    handler.log(
+      answerLine(id, endpoint, route, answer, answer.outcome, 200, receivedAt, clock.now(), clock.now()),
+    );
     return reply;
   }
   const firstByteAt = clock.now();
@@ -160,6 +162,7 @@ async function serve(
   handler.log(
     answerLine(
       id,
+      endpoint,
       route,
       answer,
       { ...outcome, outcome: piped.outcome },
@@ -174,6 +177,7 @@ async function serve(
 
 function answerLine(
   id: string,
+  endpoint: AiEndpoint,
   route: string | null,
   answer: StepAnswer,
   outcome: StepOutcome,
@@ -184,6 +188,7 @@ function answerLine(
 ): AiRequestLog {
   return {
     request_id: id,
+    endpoint: endpoint.name,
     route,
     step: answer.step.name,
     provider: answer.step.provider,
@@ -204,6 +209,7 @@ function answerLine(
 
 function failureLine(
   id: string,
+  endpoint: AiEndpoint,
   route: string | null,
   stream: boolean,
   error: BreakwaterError,
@@ -214,6 +220,7 @@ function failureLine(
   const text = (key: string): string | null => (typeof d[key] === 'string' ? (d[key] as string) : null);
   return {
     request_id: id,
+    endpoint: endpoint.name,
     route: route ?? text('route'),
     step: text('step'),
     provider: text('provider'),
