@@ -36,7 +36,8 @@ export interface StepHistory {
 const NO_HISTORY: StepHistory = { failures: [], attempts: 0 };
 
 /**
- * Runs `step` for `request`:
+ * Runs `step` for `request` at its endpoint (`request.endpoint`, default chat completions: its body, estimate
+ * and usage come from the endpoint's adapter):
  * 1. the caller's own rate rules and budgets (`request.principal.ai`), then the gateway's rate and spend
  *    rules for the step's provider and model (`ctx.limits`, see step/acquire.ts): a refusal throws before the
  *    provider is called;
@@ -53,7 +54,9 @@ const NO_HISTORY: StepHistory = { failures: [], attempts: 0 };
  * abandoned (a first-byte timeout) are not counted, though a provider may bill them.
  *
  * @throws BreakwaterError with `details.step`, `details.provider` and `details.attempts`: `invalid_payload`
- *   (unknown provider, unpriced model under a spend rule, no `max_tokens` under one), `rate_limited`,
+ *   (unknown provider; `model_not_supported_for_endpoint` when `ctx.models` does not give the step's model
+ *   the request's endpoint, before any rule counts it; unpriced model under a spend rule, no `max_tokens`
+ *   under one), `rate_limited`,
  *   `spend_limited`, `timeout` (first byte), `upstream_unavailable`, `upstream_error`, `canceled`.
  */
 export async function executeStep(
