@@ -50,7 +50,7 @@ function layer(files, { faces, forbidden, message }) {
 }
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/'] },
+  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', '.cache/', 'test-artifacts/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -171,9 +171,21 @@ type Autocannon = (options: {
 
 async function throughput(url: string, connections: number, duration: number) {
   const autocannon = createRequire(join(import.meta.dirname, 'package.json'))('autocannon') as Autocannon;
-  const result = await autocannon({ url, connections, duration, method: 'POST', headers: HEADERS, body: BODY });
+  const result = await autocannon({
+    url,
+    connections,
+    duration,
+    method: 'POST',
+    headers: HEADERS,
+    body: BODY,
+  });
   const ok = result.statusCodeStats['200']?.count ?? 0;
-  return { perSec: ok / result.duration, p50: result.latency.p50, non200: result.non2xx, errors: result.errors };
+  return {
+    perSec: ok / result.duration,
+    p50: result.latency.p50,
+    non200: result.non2xx,
+    errors: result.errors,
+  };
 }
 
 interface Run {

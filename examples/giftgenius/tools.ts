@@ -15,6 +15,7 @@ import {
 } from '../../src/entries/mcp.js';
 import { operationError, type OperationAction, type OperationLedger } from '../../src/entries/operations.js';
 import { DEEP_ANALYSIS_JOB } from './analysis.js';
+import { analysisWidget } from './widget/index.js';
 import { createOrderAction, type Order, type OrderRequest } from './checkout.js';
 import { CHECKOUT_UNKNOWN, type GiftGeniusUpstreams } from './upstreams.js';
 
@@ -143,6 +144,7 @@ export function giftGeniusTools(
         'Starts a longer analysis (four steps, about a few seconds) as a background job and answers with its job_id. Follow it with get_job_status; draft gifts appear as partial results before the final list. A client that asks for progress gets the steps as they run, and the final list itself when the analysis ends within the call.',
       inputSchema: suggestInput,
       jobType: DEEP_ANALYSIS_JOB,
+      ui: analysisWidget,
     }),
     resilientTool({
       name: 'checkout',

@@ -35,6 +35,8 @@ export {
   type PromptMessage,
   type PromptResult,
 } from './prompt.js';
+export { uiResource, type UiCsp, type UiResourceDefinition } from './ui.js';
+export { APPS_SDK_MIME_TYPE, MCP_APP_MIME_TYPE, type ToolUi, type UiResource } from './ui-meta.js';
 export { errorResult, successResult, toolErrorInfo, type ErrorResultOptions } from './results.js';
 export { createMcpServer, type BreakwaterMcpServer, type McpServerOptions } from './server.js';
 export { MCP_SERVER_DEFAULTS } from './options.js';

@@ -14,11 +14,13 @@ export interface ResourceListing {
   title?: string;
   description?: string;
   mimeType?: string;
+  _meta?: Record<string, unknown>;
 }
 
 /** One entry of a `resources/read` result's `contents`: text or a base64 blob. */
 export type ResourceContents =
-  { uri: string; mimeType?: string; text: string } | { uri: string; mimeType?: string; blob: string };
+  | { uri: string; mimeType?: string; text: string; _meta?: Record<string, unknown> }
+  | { uri: string; mimeType?: string; blob: string; _meta?: Record<string, unknown> };
 
 /** The definition of {@link resource}. */
 export interface ResourceDefinition {
@@ -33,6 +35,12 @@ export interface ResourceDefinition {
   /** The read's whole budget in ms: integer in [1, 30 000], default 10 000 (as tools). */
   deadlineMs?: number;
   /**
+   * The resource's `_meta` (a plain object, JSON as it is), given on the listing and on every read's contents
+   * alike: extensions read it from either (MCP Apps reads a UI resource's `_meta.ui` from the read's
+   * contents, the listing being its fallback). Default none.
+   */
+  meta?: Record<string, unknown>;
+  /**
    * Reads the contents, under the deadline and the caller's `PrincipalContext`. What it throws (and a read
    * still running at the deadline) is answered as a JSON-RPC error (see `catalog.ts`).
    */
@@ -46,6 +54,7 @@ export interface McpResource {
   readonly name: string;
   readonly deadlineMs: number;
   readonly mimeType?: string;
+  readonly meta?: Record<string, unknown>;
   readonly listing: ResourceListing;
   readonly read: ResourceDefinition['read'];
 }
@@ -63,6 +72,7 @@ const parseResource = defineOptions<ResourceDefinition>()('resource', {
   description: o.string().min(1).optional(),
   mimeType: o.string().min(1).optional(),
   deadlineMs: o.number().int().min(1).max(TOOL_DEADLINE_MAX_MS).default(TOOL_DEADLINE_DEFAULT_MS),
+  meta: o.record<Record<string, unknown>>('a plain object').optional(),
   read: o.fn<ResourceDefinition['read']>(),
 });
 
@@ -72,15 +82,16 @@ const parseResource = defineOptions<ResourceDefinition>()('resource', {
  *
  * @throws OptionsError (`RangeError`, `invalid_options`, owner `resource`) naming every bad option: a URI
  *   that is not absolute, an empty name, title, description or MIME type, a `deadlineMs` not an integer in
- *   [1, 30 000], a `read` that is not a function.
+ *   [1, 30 000], a `meta` that is not a plain object, a `read` that is not a function.
  */
 export function resource(definition: ResourceDefinition): McpResource {
-  const { uri, name, title, description, mimeType, deadlineMs, read } = parseResource(definition);
+  const { uri, name, title, description, mimeType, deadlineMs, meta, read } = parseResource(definition);
   const listing: ResourceListing = { uri, name };
   if (title !== undefined) listing.title = title;
   if (description !== undefined) listing.description = description;
   if (mimeType !== undefined) listing.mimeType = mimeType;
-  return { kind: 'resource', uri, name, deadlineMs, mimeType, listing, read };
+  if (meta !== undefined) listing._meta = meta;
+  return { kind: 'resource', uri, name, deadlineMs, mimeType, meta, listing, read };
 }
 
 /**
@@ -89,8 +100,9 @@ export function resource(definition: ResourceDefinition): McpResource {
  */
 export function contentsOf(item: McpResource, body: unknown): ResourceContents[] {
   const mime = item.mimeType === undefined ? {} : { mimeType: item.mimeType };
-  if (typeof body === 'string') return [{ uri: item.uri, ...mime, text: body }];
+  const meta = item.meta === undefined ? {} : { _meta: item.meta };
+  if (typeof body === 'string') return [{ uri: item.uri, ...mime, text: body, ...meta }];
   if (body instanceof Uint8Array)
-    return [{ uri: item.uri, ...mime, blob: Buffer.from(body).toString('base64') }];
+    return [{ uri: item.uri, ...mime, blob: Buffer.from(body).toString('base64'), ...meta }];
   throw new TypeError(`resource ${item.uri}: read must return a string or a Uint8Array`);
 }

@@ -27,6 +27,7 @@ import { correlationIdFrom, runUnderDeadline, type CallScope } from './run.js';
 import { openSdkSession, type SdkHandlers, type SdkSession, type SdkToolCall } from './sdk.js';
 import { createModernEndpoint, type ModernHandlers } from './sdk-v2.js';
 import { isTerminalTask, JobTaskStore } from './task-store.js';
+import { widgetAccessible, withUiResources } from './ui.js';
 import { parseArgs, type JobTool, type McpTool, type SyncTool } from './tool.js';
 import {
   McpProtocolError,
@@ -87,7 +88,9 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     };
     if (config.jobStatusTools) {
       const [status, cancel] = JOB_STATUS_TOOL_NAMES;
-      tools.push(getJobStatusTool(deps, status), cancelJobTool(deps, cancel));
+      // A job tool's UI follows its job with these two: ChatGPT lets a component call only tools that say so.
+      const fromUi = jobTools.some((tool) => tool.ui !== undefined) ? widgetAccessible : (t: SyncTool) => t;
+      tools.push(fromUi(getJobStatusTool(deps, status)), fromUi(cancelJobTool(deps, cancel)));
     }
   }
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -120,7 +123,12 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     process.emitWarning(warning);
   };
 
-  const catalog = createCatalog({ resources: config.resources, prompts: config.prompts, clock, report });
+  const catalog = createCatalog({
+    resources: withUiResources(owner, config.resources, tools),
+    prompts: config.prompts,
+    clock,
+    report,
+  });
 
   async function callSync(tool: SyncTool, call: SdkToolCall, scope: CallScope): Promise<ToolResult> {
     const parsed = await parseArgs(tool, call.arguments);

@@ -3,6 +3,7 @@ import { defineOptions, o, Schema, type OptionProblem, type Parsed } from '../co
 import { requiredScopesFor } from '../http/index.js';
 import type { EnqueueOptions } from '../jobs/index.js';
 import type { ContentBlock, ToolAnnotations, ToolListing } from './types.js';
+import { isToolUi, uiToolMeta, type ToolUi } from './ui-meta.js';
 
 /** Tool deadlines (docs/architecture.md#deadlines): 10 s by default, 30 s at most (heavy tools). */
 export const TOOL_DEADLINE_DEFAULT_MS = 10_000;
@@ -57,6 +58,8 @@ interface ToolBase {
   readonly annotations?: ToolAnnotations;
   /** Scopes a caller must hold besides `mcp` (see `ToolBaseDefinition.scopes`); empty for none. */
   readonly scopes: readonly string[];
+  /** The UI the tool's results are shown with (see `ToolBaseDefinition.ui`). */
+  readonly ui?: ToolUi;
   /** What `tools/list` shows. */
   readonly listing: ToolListing;
 }
@@ -100,6 +103,8 @@ export interface ResilientToolDefinition<I extends ToolInput, R = unknown> {
   annotations?: ToolAnnotations;
   /** Scopes a caller must hold besides `mcp` (see {@link ToolBaseDefinition.scopes}). Default none. */
   scopes?: readonly string[];
+  /** The UI a host shows the tool's results with (see {@link ToolBaseDefinition.ui}). Default none. */
+  ui?: ToolUi;
   /** Does the work; its resolved value becomes the result (see {@link ToolContext}). */
   handler(args: ToolArgs<I>, ctx: ToolContext): R | Promise<R>;
   /** The text the model reads for a success (default: the value as JSON). */
@@ -123,7 +128,8 @@ export interface ResilientToolDefinition<I extends ToolInput, R = unknown> {
  *
  * @throws OptionsError (`RangeError`, `invalid_options`, owner `resilientTool`) at definition, naming every bad
  *   option: a bad name, an empty description or title, a `deadlineMs` that is not an integer in [1, 30 000],
- *   an input schema that is not an object schema, a handler, `toText` or `toContent` that is not a function.
+ *   an input schema that is not an object schema, a handler, `toText` or `toContent` that is not a function,
+ *   a `ui` that is neither a `uiResource` nor `{ resourceUri: 'ui://…' }`.
  */
 export function resilientTool<I extends ToolInput, R = unknown>(
   definition: ResilientToolDefinition<I, R>,
@@ -153,6 +159,14 @@ export interface ToolBaseDefinition {
    * Default none.
    */
   scopes?: readonly string[];
+  /**
+   * The UI a host renders the tool's results with (docs/mcp.md#mcp-apps): a `uiResource(...)`, whose two
+   * resources (MCP Apps and Apps SDK forms) the server then serves, or `{ resourceUri: 'ui://…' }` for a
+   * resource the app serves itself (MCP Apps form only). The listing's `_meta` names it: `ui.resourceUri`
+   * (and the flat `ui/resourceUri`), and for a `uiResource` also `openai/outputTemplate` and
+   * `openai/widgetAccessible: true`. Results are unchanged: the UI reads `structuredContent`. Default none.
+   */
+  ui?: ToolUi;
 }
 
 /** A zod object schema and its JSON Schema (`tools/list`), from a definition's `inputSchema`. */
@@ -199,6 +213,7 @@ export const TOOL_BASE_SHAPE = {
   annotations: o.any<ToolAnnotations | undefined>(),
   // Checked by http/'s requiredScopesFor, which names the tool.
   scopes: o.any<readonly string[] | undefined>(),
+  ui: o.custom<ToolUi>(isToolUi, "a uiResource(...) or { resourceUri: 'ui://…' }").optional(),
 };
 
 /** A {@link ToolBaseDefinition} as {@link TOOL_BASE_SHAPE} parses it. */
@@ -231,6 +246,7 @@ export function toolBase(definition: ParsedToolBase, execution: ToolListing['exe
   if (title !== undefined) listing.title = title;
   if (annotations !== undefined) listing.annotations = { ...annotations };
   if (execution !== undefined) listing.execution = execution;
+  if (definition.ui !== undefined) listing._meta = uiToolMeta(definition.ui);
   return {
     name,
     title,
@@ -239,6 +255,7 @@ export function toolBase(definition: ParsedToolBase, execution: ToolListing['exe
     deadlineMs,
     annotations,
     scopes: requiredScopesFor({ name, scopes: definition.scopes }),
+    ui: definition.ui,
     listing,
   };
 }

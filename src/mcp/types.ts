@@ -106,6 +106,8 @@ export interface ToolListing {
   annotations?: ToolAnnotations;
   /** Present on job tools: `{ taskSupport: 'optional' }` (callable as an MCP task). */
   execution?: { taskSupport: 'optional' | 'required' | 'forbidden' };
+  /** Present on a tool with a UI: the keys of MCP Apps and the Apps SDK (see `ui-meta.ts`). */
+  _meta?: Record<string, unknown>;
 }
 
 /**

