@@ -11,3 +11,4 @@ export {
 } from './provider.js';
 export { NORMAL, parseSettings, type SimBehaviour, type SimSettings, type SimSwitch } from './faults.js';
 export { token } from './answers.js';
+export { DEFAULT_DIMENSIONS, SIM_CREATED, embeddingVector, inputTokens } from './embeddings.js';

@@ -1,11 +1,13 @@
 /**
  * A simulated OpenAI-compatible provider over plain node:http: `POST /v1/chat/completions` (streamed and
- * not, with `usage`), `GET /v1/models`, and `/_faults` to change its behaviour at run time. For the AI
+ * not, with `usage`), `POST /v1/embeddings`, `GET /v1/models[/{id}]`, and `/_faults` to change its
+ * behaviour at run time. For the AI
  * gateway's tests, demo and benchmark; it does not import Breakwater.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { completion, errorBody, planAnswer, streamFrames, type AnswerPlan } from './answers.js';
+import { DEFAULT_DIMENSIONS, SIM_CREATED, embeddingInputs, embeddingsAnswer } from './embeddings.js';
 import { pause } from '../shared/hang.js';
 import { SimController, type SimBehaviour, type SimSettings, type SimSwitch } from './faults.js';
 
@@ -21,7 +23,14 @@ export interface SimulatedProviderOptions extends SimSettings {
   completionTokens?: number;
   /** Prompt tokens reported as cached (default 0). */
   cachedTokens?: number;
-  /** Report exactly this usage whatever the request (for exact cost tests). */
+  /** Dimensions of an embedding when the request sets no `dimensions` (default 8). */
+  embeddingDimensions?: number;
+  /** The model ids `GET /v1/models` lists (default `['sim']`). */
+  models?: readonly string[];
+  /**
+   * Report exactly this usage whatever the request (for exact cost tests); an embeddings answer reports
+   * `promptTokens` alone.
+   */
   usage?: { promptTokens: number; completionTokens: number };
   /** Uniform numbers in [0, 1) deciding `errorRate` and `jitterMs` draws (default `Math.random`). */
   random?: () => number;
@@ -39,6 +48,8 @@ export interface SimulatedProviderOptions extends SimSettings {
 /** What the provider saw of one request (bodies are kept: this is a test double). */
 export interface SimRequestRecord {
   at: number;
+  /** `/v1/chat/completions` or `/v1/embeddings`. */
+  path: string;
   model: unknown;
   stream: boolean;
   includeUsage: boolean;
@@ -53,7 +64,7 @@ export interface SimulatedProvider {
   readonly port: number;
   /** The run-time switch of its behaviour. */
   readonly faults: SimSwitch;
-  /** Every chat completion request received, in order (none with `recordRequests: false`). */
+  /** Every chat completion and embeddings request received, in order (none with `recordRequests: false`). */
   readonly requests: readonly SimRequestRecord[];
   /** Stops: hanging and in-flight requests have their sockets destroyed. */
   close(): Promise<void>;
@@ -69,6 +80,7 @@ export async function startSimulatedProvider(
 ): Promise<SimulatedProvider> {
   const { port = 0, host = '127.0.0.1', apiKey, completionTokens = 16, cachedTokens = 0, usage } = options;
   const { recordRequests = true, reportServiceTime = false } = options;
+  const { embeddingDimensions = DEFAULT_DIMENSIONS, models = ['sim'] } = options;
   const random = options.random ?? Math.random;
   const controller = new SimController(pickSettings(options));
   const closing = new AbortController();
@@ -89,10 +101,18 @@ export async function startSimulatedProvider(
     const path = (req.url ?? '/').split('?', 1)[0];
     const raw = await readBody(req);
     if (path === '/_faults') return faultsRoute(req, res, raw, controller);
+    const model = (id: string) => ({ id, object: 'model', created: SIM_CREATED, owned_by: 'llm-sim' });
     if (req.method === 'GET' && path === '/v1/models') {
-      return json(res, 200, JSON.stringify({ object: 'list', data: [{ id: 'sim', object: 'model' }] }));
+      return json(res, 200, JSON.stringify({ object: 'list', data: models.map(model) }));
     }
-    if (req.method !== 'POST' || path !== '/v1/chat/completions') {
+    if (req.method === 'GET' && path?.startsWith('/v1/models/')) {
+      const id = decodeURIComponent(path.slice('/v1/models/'.length));
+      if (models.includes(id)) return json(res, 200, JSON.stringify(model(id)));
+      const message = `The model '${id}' does not exist.`;
+      return json(res, 404, errorBody(message, 'invalid_request_error', 'model_not_found'));
+    }
+    const embeddings = path === '/v1/embeddings';
+    if (req.method !== 'POST' || (path !== '/v1/chat/completions' && !embeddings)) {
       return json(res, 404, errorBody('Unknown route.', 'invalid_request_error', 'not_found'));
     }
     let body: Record<string, unknown>;
@@ -101,6 +121,9 @@ export async function startSimulatedProvider(
     } catch {
       return json(res, 400, errorBody('The body is not JSON.', 'invalid_request_error', null));
     }
+    if (embeddings && embeddingInputs(body.input).length === 0) {
+      return json(res, 400, errorBody('input is required.', 'invalid_request_error', null));
+    }
     const n = ++seq;
     const stream = body.stream === true;
     const includeUsage =
@@ -108,6 +131,7 @@ export async function startSimulatedProvider(
     if (recordRequests)
       requests.push({
         at: Date.now(),
+        path: path!,
         model: body.model,
         stream,
         includeUsage,
@@ -134,6 +158,9 @@ export async function startSimulatedProvider(
       return json(res, 429, errorBody('Rate limit reached (simulated).', 'requests', 'rate_limit_exceeded'));
     }
     if (!(await pause(b.firstByteMs, gone))) return void res.destroy();
+    if (embeddings) {
+      return sendWhole(res, Buffer.from(embeddingsAnswer(body, embeddingDimensions, usage?.promptTokens)), b);
+    }
     const plan = planAnswer(body, n, completionTokens, cachedTokens, usage);
     if (stream) await streamAnswer(res, plan, includeUsage, b, gone);
     else await jsonAnswer(res, plan, b, gone, reportServiceTime ? arrived : undefined);
@@ -196,6 +223,11 @@ async function jsonAnswer(
   const generateMs = b.tokensPerSecond > 0 ? (plan.tokens.length * 1000) / b.tokensPerSecond : 0;
   if (!(await pause(generateMs, gone))) return void res.destroy();
   const body = Buffer.from(completion(plan, arrived === undefined ? undefined : performance.now() - arrived));
+  return sendWhole(res, body, b);
+}
+
+/** Sends a JSON `body`; `cutMidStream` sends half and breaks off. */
+async function sendWhole(res: ServerResponse, body: Buffer, b: SimBehaviour): Promise<void> {
   if (b.cutMidStream) {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
     res.write(body.subarray(0, body.length >> 1));

@@ -1,6 +1,12 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseSettings, startSimulatedProvider, token, type SimulatedProvider } from './index.js';
+import {
+  embeddingVector,
+  parseSettings,
+  startSimulatedProvider,
+  token,
+  type SimulatedProvider,
+} from './index.js';
 
 const running: SimulatedProvider[] = [];
 afterEach(async () => {
@@ -49,6 +55,55 @@ describe('simulated provider', () => {
       [false, false],
       [true, true],
     ]);
+  });
+
+  it('embeds deterministically (float and base64 alike), lists and retrieves its models', async () => {
+    const sim = await start({ models: ['sim-1', 'embed-1'] });
+    const c = client(sim);
+    // The SDK asks for base64 by default and decodes it to the same float32 values.
+    const decoded = await c.embeddings.create({ model: 'embed-1', input: ['kites', 'a gift idea'] });
+    const floats = await c.embeddings.create({
+      model: 'embed-1',
+      input: ['kites', 'a gift idea'],
+      encoding_format: 'float',
+    });
+    expect(decoded.data.map((d) => d.embedding)).toEqual(floats.data.map((d) => d.embedding));
+    expect(floats.data[1]!.embedding).toEqual(embeddingVector('a gift idea', 8));
+    expect(Math.hypot(...floats.data[0]!.embedding)).toBeCloseTo(1, 6);
+    expect(floats.usage).toEqual({ prompt_tokens: 5, total_tokens: 5 });
+    const tokens = await c.embeddings.create({ model: 'embed-1', input: [1, 2, 3], dimensions: 4 });
+    expect([tokens.data[0]!.embedding.length, tokens.usage.prompt_tokens]).toEqual([4, 3]);
+    expect((await c.models.list()).data.map((m) => m.id)).toEqual(['sim-1', 'embed-1']);
+    expect(await c.models.retrieve('embed-1')).toEqual({
+      id: 'embed-1',
+      object: 'model',
+      created: 1_767_225_600,
+      owned_by: 'llm-sim',
+    });
+    const missing = (await c.models.retrieve('nope').then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as { status: number; code: string };
+    expect([missing.status, missing.code]).toEqual([404, 'model_not_found']);
+    expect(sim.requests.map((r) => r.path)).toEqual(['/v1/embeddings', '/v1/embeddings', '/v1/embeddings']);
+  });
+
+  it('applies the same faults to embeddings: 503 at the error rate, 429, a body cut halfway', async () => {
+    const sim = await start({ errorRate: 1 });
+    const embed = () =>
+      client(sim)
+        .embeddings.create({ model: 'e', input: 'kites' })
+        .then(
+          () => 200,
+          (e: unknown) => (e as { status?: number }).status ?? 'cut',
+        );
+    expect(await embed()).toBe(503);
+    sim.faults.set({ rateLimit429: { retryAfterS: 1 } });
+    expect(await embed()).toBe(429);
+    sim.faults.set({ cutMidStream: true });
+    expect(await embed()).toBe('cut');
+    sim.faults.clear();
+    expect(await embed()).toBe(200);
   });
 
   it('checks the key when it has one, and echoes what it got (as real providers do)', async () => {

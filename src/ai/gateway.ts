@@ -1,14 +1,16 @@
 /**
- * The AI gateway (docs/ai-gateway.md): an OpenAI-compatible `POST /v1/chat/completions` in front of
- * OpenAI-compatible providers, with rate and spend rules, retries, first-byte timeouts, fallbacks (through
+ * The AI gateway (docs/ai-gateway.md): OpenAI-compatible `POST /v1/chat/completions`, `POST /v1/embeddings`
+ * and `GET /v1/models` in front of OpenAI-compatible providers, with rate and spend rules, retries, first-byte timeouts, fallbacks (through
  * route flows) and one log line per request.
  */
 import type { FastifyInstance } from 'fastify';
-import { BreakwaterError, EventSource, type Disposable } from '../core/index.js';
+import { BreakwaterError, EventSource, type Disposable, type Principal } from '../core/index.js';
 import { MemoryRateLimitStore } from '../policy/index.js';
 import { splitModel } from './body.js';
 import { checkModelAllowed } from './caller.js';
-import { chatCompletionsRoutes } from './http/routes.js';
+import { AI_ENDPOINTS, ModelCatalog, visibleModels, type OpenAiModel } from './endpoints/index.js';
+import { DYNAMIC_PREFIX } from './endpoints/prefix.js';
+import { aiGatewayRoutes } from './http/routes.js';
 import { counterRateLimitStore } from './limits/counter-rate-limit-store.js';
 import type { BudgetEvent } from './limits/budget-events.js';
 import { AiLimits } from './limits/limits.js';
@@ -18,10 +20,9 @@ import { resolveAiOptions, type AiGatewayOptions } from './options.js';
 import { PriceTable, usdToMicro } from './pricing.js';
 import { ProviderRegistry } from './providers.js';
 import { executeStep } from './step/execute.js';
-import type { AiRequest, AiRequestLog, AiStep, StepAnswer, StepContext } from './types.js';
+import type { AiRequest, AiRequestLog, AiStep, Metadata, StepAnswer, StepContext } from './types.js';
 
-/** The prefix of a `model` that names a route flow. */
-export const DYNAMIC_PREFIX = 'dynamic/';
+export { DYNAMIC_PREFIX };
 
 /** Direct `<provider>/<model>` steps kept for reuse (see `directStep`). */
 const DIRECT_STEPS = 1_024;
@@ -31,7 +32,10 @@ export const DIRECT_STEP = 'direct';
 
 /** A running gateway. */
 export interface AiGateway {
-  /** Mounts `POST /v1/chat/completions`; pass it to `createServer({ routes })` or call it on a Fastify app. */
+  /**
+   * Mounts `POST /v1/chat/completions`, `POST /v1/embeddings`, `GET /v1/models[/{model}]` and the problem of
+   * any other path under `/v1`; pass it to `createServer({ routes })` or call it on a Fastify app.
+   */
   readonly routes: (app: FastifyInstance) => Promise<void>;
   /** What steps run with (providers, prices, limits, defaults, clock): for route flows and tests. */
   readonly context: StepContext;
@@ -43,6 +47,13 @@ export interface AiGateway {
    *   `model_not_allowed`).
    */
   answer(request: AiRequest, model: string): Promise<StepAnswer>;
+  /**
+   * The models `principal` may use, as `GET /v1/models` lists them: every configured model (`models`, then
+   * `prices`) and deployed route (`routeNames`), or for a key with `ai.allowedModels` those of them the
+   * gateway can serve, in the key's order.
+   * @throws what `routeNames` or the route resolver throw.
+   */
+  listModels(principal: Principal | undefined, metadata?: Metadata): Promise<OpenAiModel[]>;
   /** Hears the log line of every request (for metrics per step). A listener that throws breaks nothing. */
   onRequest(listener: (line: AiRequestLog) => void): Disposable;
   /**
@@ -76,6 +87,7 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
   const o = resolveAiOptions(options);
   const providers = new ProviderRegistry(o.data.providers, options.env ?? process.env);
   const prices = new PriceTable(o.data.prices);
+  const models = new ModelCatalog(o.data.models, Object.keys(o.data.prices ?? {}));
   const counters = options.store?.counters ?? new MemoryCounterStore(o.clock);
   const rateStore =
     options.rateLimitStore ??
@@ -99,6 +111,7 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
   const context: StepContext = {
     providers,
     prices,
+    models,
     limits,
     defaults: o.defaults,
     maxRetryDelayMs: o.maxRetryDelayMs,
@@ -109,7 +122,7 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
   const lines = new EventSource<AiRequestLog>();
   const labelConfig: AiLabelConfig = {
     providers: new Set(providers.names()),
-    models: new Set(Object.keys(o.data.prices ?? {})),
+    models: new Set([...Object.keys(o.data.prices ?? {}), ...Object.keys(o.data.models ?? {})]),
   };
   const resolver = options.routes;
   const logger = options.logger;
@@ -167,11 +180,26 @@ export function createAiGateway(options: AiGatewayOptions): AiGateway {
     return step;
   };
 
+  const listModels = (principal: Principal | undefined, metadata: Metadata = {}) =>
+    visibleModels(
+      {
+        catalog: models,
+        hasProvider: (name) => providers.get(name) !== undefined,
+        routeNames: o.routeNames,
+        hasRoute: async (name, meta) => resolver !== undefined && (await resolver(name, meta)) !== undefined,
+      },
+      principal,
+      metadata,
+    );
+
   return {
     context,
     answer,
+    listModels,
     routes: (app) =>
-      chatCompletionsRoutes(app, {
+      aiGatewayRoutes(app, {
+        endpoints: AI_ENDPOINTS,
+        listModels,
         clock: o.clock,
         bodyLimitBytes: o.bodyLimitBytes,
         answerTimeoutMs: o.answerTimeoutMs,

@@ -1,6 +1,6 @@
 /**
- * ai/: the OpenAI-compatible gateway (docs/ai-gateway.md): providers, prices, rate and spend limits,
- * retries and first-byte timeouts, fallbacks, streaming. Imports only core, policy and store.
+ * ai/: the OpenAI-compatible gateway (docs/ai-gateway.md): its endpoints (chat completions, embeddings,
+ * models), providers, prices, rate and spend limits, retries and first-byte timeouts, fallbacks, streaming. Imports only core, policy and store.
  *
  * For route flows (`dynamic/<route>`): `executeStep`, `runFallbackChain`, `AiLimits` (a limit check with its
  * own rules: give it its own `keyPrefix`), and the types below. For the code that makes API keys:
@@ -8,6 +8,21 @@
  */
 export { createAiGateway, DIRECT_STEP, DYNAMIC_PREFIX, type AiGateway } from './gateway.js';
 export { AI_GATEWAY_DEFAULTS, type AiGatewayOptions } from './options.js';
+export {
+  AI_ENDPOINTS,
+  AI_ENDPOINT_NAMES,
+  CHAT_ENDPOINT,
+  EMBEDDINGS_ENDPOINT,
+  MAX_EMBEDDING_INPUTS,
+  ModelCatalog,
+  endpointOf,
+  type AiEndpoint,
+  type AiEndpointName,
+  type EndpointBodyInfo,
+  type ModelConfig,
+  type ModelsInput,
+  type OpenAiModel,
+} from './endpoints/index.js';
 export {
   AI_OUTCOMES,
   NO_LABEL,

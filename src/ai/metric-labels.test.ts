@@ -10,6 +10,7 @@ const CONFIG: AiLabelConfig = {
 function line(fields: Partial<AiRequestLog>): AiRequestLog {
   return {
     request_id: 'r1',
+    endpoint: 'chat',
     route: null,
     step: 'direct',
     provider: 'openai',

@@ -135,6 +135,18 @@ describe('createAiGateway options', () => {
     expect(error({ prices: { 'nope/m': { inputPerMTok: 1, outputPerMTok: 1 } } })).toBe(
       "createAiGateway: prices.nope/m must be the price of a configured provider, got 'nope/m'",
     );
+    expect(error({ models: { 'nope/m': { endpoints: ['embeddings'] } } })).toBe(
+      "createAiGateway: models.nope/m must be a model of a configured provider, got 'nope/m'",
+    );
+    expect(error({ models: { 'p/m': { endpoints: [] } } })).toMatch(
+      /^createAiGateway: models\.p\/m\.endpoints /,
+    );
+    expect(error({ models: { 'p/m': { endpoints: ['chat', 'chat'] } } })).toMatch(
+      /must name each endpoint once/,
+    );
+    expect(error({ models: { 'p/m': { endpoints: ['images' as never] } } })).toMatch(
+      /models\.p\/m\.endpoints\.0/,
+    );
     expect(error({ surprise: true } as Partial<AiGatewayOptions>)).toBe(
       'createAiGateway: surprise must be left out (not an option), got true',
     );

@@ -9,6 +9,8 @@ import type { RateLimitStore } from '../policy/index.js';
 import type { CounterStore } from '../store/index.js';
 import type { RateRule, SpendRule } from './limits/limits.js';
 import type { SpendStore } from './limits/spend-store.js';
+import { AI_ENDPOINT_NAMES } from './endpoints/endpoint.js';
+import type { ModelsInput } from './endpoints/catalog.js';
 import type { PriceTableInput } from './pricing.js';
 import { zodProblems } from './option-problems.js';
 import { providerProblems, type ProviderConfig } from './providers.js';
@@ -27,6 +29,17 @@ export interface AiGatewayOptions {
   providers: Readonly<Record<string, ProviderConfig>>;
   /** Prices by `<provider>/<model>`, USD per million tokens (default none: costs unknown). */
   prices?: PriceTableInput;
+  /**
+   * Models by `<provider>/<model>` of a configured provider, at most 10 000: the endpoints each serves
+   * (`chat`, `embeddings`; default `['chat']`, as for every model not named here) and how `GET /v1/models`
+   * shows it. `GET /v1/models` lists these, then the priced models, then the deployed routes.
+   */
+  models?: ModelsInput;
+  /**
+   * The names of the deployed routes, for `GET /v1/models` (`createRouteResolver(...).names`; default none:
+   * routes are not listed, though they are served).
+   */
+  routeNames?: () => Promise<readonly string[]>;
   /** Rate rules, checked before the provider is called (default none). Names unique. */
   rateRules?: readonly RateRule[];
   /** Spend rules, at most 20 (default none). Names unique. */
@@ -115,6 +128,21 @@ const schema = z.strictObject({
       z.strictObject({ inputPerMTok: usd, outputPerMTok: usd, cachedInputPerMTok: usd.optional() }),
     )
     .optional(),
+  models: z
+    .record(
+      z.string().regex(/^[^/]+\/.+$/, 'must be a "<provider>/<model>" key'),
+      z.strictObject({
+        endpoints: z
+          .array(z.enum(AI_ENDPOINT_NAMES))
+          .min(1)
+          .refine((e) => new Set(e).size === e.length, { message: 'must name each endpoint once' })
+          .optional(),
+        created: z.number().int().min(0).optional(),
+        ownedBy: z.string().min(1).max(256).optional(),
+      }),
+    )
+    .refine((m) => Object.keys(m).length <= 10_000, { message: 'must name at most 10000 models' })
+    .optional(),
   rateRules: z.array(z.strictObject(rateRuleFields)).optional(),
   spendRules: z
     .array(
@@ -148,6 +176,7 @@ const objectSchemas = {
   rateLimitStore: o.methods<RateLimitStore>('a RateLimitStore', 'consume').optional(),
   spendStore: o.methods<SpendStore>('a SpendStore', 'reserve', 'settle').optional(),
   routes: o.fn<AiRouteResolver>().optional(),
+  routeNames: o.fn<() => Promise<readonly string[]>>().optional(),
   logger: o.methods<AiLogger>('an object with an info(line, message) method', 'info').optional(),
   env: o.record<Readonly<Record<string, string | undefined>>>().optional(),
   clock: o.clock(),
@@ -165,6 +194,7 @@ export interface ResolvedAiOptions {
   maxResponseBytes: number;
   clock: Clock;
   random: () => number;
+  routeNames: (() => Promise<readonly string[]>) | undefined;
 }
 
 /**
@@ -172,7 +202,7 @@ export interface ResolvedAiOptions {
  * @throws OptionsError (`RangeError`, `invalid_options`, owner `createAiGateway`) listing every bad option:
  *   zod's issues (path joined with `.`), two rules of one kind with the same name (`rateRules.1.name`), a
  *   bad object option, a provider's `baseUrl` or unset `apiKeyEnv` (see `providerProblems`), a price of no
- *   configured provider (`prices.<key>`).
+ *   configured provider (`prices.<key>`), a model of no configured provider (`models.<key>`).
  */
 export function resolveAiOptions(options: AiGatewayOptions): ResolvedAiOptions {
   const owner = 'createAiGateway';
@@ -208,6 +238,10 @@ export function resolveAiOptions(options: AiGatewayOptions): ResolvedAiOptions {
       if (!Object.hasOwn(parsed.data.providers, key.slice(0, key.indexOf('/'))))
         problems.push({ option: `prices.${key}`, rule: 'the price of a configured provider', value: key });
     }
+    for (const key of Object.keys(parsed.data.models ?? {})) {
+      if (!Object.hasOwn(parsed.data.providers, key.slice(0, key.indexOf('/'))))
+        problems.push({ option: `models.${key}`, rule: 'a model of a configured provider', value: key });
+    }
   }
   if (problems.length > 0 || !parsed.success) throw new OptionsError(owner, problems);
   const d = AI_GATEWAY_DEFAULTS;
@@ -220,6 +254,7 @@ export function resolveAiOptions(options: AiGatewayOptions): ResolvedAiOptions {
     maxResponseBytes: parsed.data.maxResponseBytes ?? d.maxResponseBytes,
     clock: objects.clock as Clock,
     random: (objects.random as (() => number) | undefined) ?? Math.random,
+    routeNames: objects.routeNames as (() => Promise<readonly string[]>) | undefined,
   };
 }
 

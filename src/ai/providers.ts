@@ -29,6 +29,8 @@ export interface Provider {
   readonly name: string;
   /** `scheme://host:port` of the base URL. */
   readonly origin: string;
+  /** The base URL's path without a trailing slash (`/v1`): an endpoint's provider path is appended to it. */
+  readonly basePath: string;
   /** The path of `/chat/completions` under the base URL. */
   readonly completionsPath: string;
   /** Headers of every call (the key included); never log them. */
@@ -121,6 +123,7 @@ export class ProviderRegistry {
       this.providers.set(name, {
         name,
         origin: url.origin,
+        basePath,
         completionsPath: `${basePath}/chat/completions`,
         headers,
         secret,

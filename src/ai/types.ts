@@ -5,6 +5,8 @@
  * `runFallbackChain`.
  */
 import type { Clock, Principal } from '../core/index.js';
+import type { AiEndpoint, AiEndpointName } from './endpoints/endpoint.js';
+import type { ModelCatalog } from './endpoints/catalog.js';
 import type { AiLimits } from './limits/limits.js';
 import type { PriceTable } from './pricing.js';
 import type { ProviderRegistry } from './providers.js';
@@ -56,10 +58,12 @@ export interface Usage {
   cachedTokens: number;
 }
 
-/** A chat completion request as the gateway read it. */
+/** A request to one of the gateway's endpoints, as the gateway read it. */
 export interface AiRequest {
   /** A request id (`x-request-id` on the answer and in the log). */
   readonly id: string;
+  /** The endpoint it came to (default chat completions): its body's format, usage and estimate. */
+  readonly endpoint?: AiEndpoint;
   /** The client's JSON body, as sent (`model` is the client's `<provider>/<model>` or `dynamic/<route>`). */
   readonly body: Readonly<Record<string, unknown>>;
   readonly stream: boolean;
@@ -90,6 +94,8 @@ export interface AiRequest {
 export interface StepContext {
   readonly providers: ProviderRegistry;
   readonly prices: PriceTable;
+  /** The endpoints each model serves (default: every model serves chat completions only). */
+  readonly models?: ModelCatalog;
   /** The gateway-wide rate and spend rules, applied to every step before its provider is called. */
   readonly limits: AiLimits;
   /** Gateway-wide settings, used where neither the step nor the request headers say. */
@@ -207,6 +213,8 @@ export type AiRouteResolver = (
 /** The one structured log line per request (bodies are never logged). */
 export interface AiRequestLog {
   request_id: string;
+  /** The endpoint called: `chat` (`/v1/chat/completions`) or `embeddings` (`/v1/embeddings`). */
+  endpoint: AiEndpointName;
   /** `<name>@<version>` of a dynamic route, or null. */
   route: string | null;
   step: string | null;

@@ -1,12 +1,22 @@
 /**
- * `breakwater/ai`: the OpenAI-compatible AI gateway: providers, prices, rate and spend limits,
- * fallbacks, streaming, and versioned routes (the Redis-backed limits are in `breakwater/redis`).
+ * `breakwater/ai`: the OpenAI-compatible AI gateway: its endpoints (chat completions, embeddings, models),
+ * providers, prices, rate and spend limits, fallbacks, streaming, and versioned routes (the Redis-backed
+ * limits are in `breakwater/redis`).
  */
 export {
   createAiGateway,
   type AiGateway,
   AI_GATEWAY_DEFAULTS,
   type AiGatewayOptions,
+  CHAT_ENDPOINT,
+  EMBEDDINGS_ENDPOINT,
+  ModelCatalog,
+  type AiEndpoint,
+  type AiEndpointName,
+  type EndpointBodyInfo,
+  type ModelConfig,
+  type ModelsInput,
+  type OpenAiModel,
   executeStep,
   type StepHistory,
   runFallbackChain,

@@ -19,7 +19,7 @@ import type { AppAiOptions } from './app.js';
 /** The AI gateway and its admin routes; `close` releases what it opened. */
 export interface GatewayAi {
   ai: AiGateway;
-  /** `POST /v1/chat/completions` and the loopback/admin-token routes admin API. */
+  /** `POST /v1/chat/completions`, `POST /v1/embeddings`, `GET /v1/models` and the routes admin API. */
   routes: Array<(app: FastifyInstance) => Promise<void>>;
   /** Hears the budgets of the gateway's rules, callers' own and routes' limit nodes reaching 80 % and 100 %. */
   onBudget(listener: (event: BudgetEvent) => void): Disposable;
@@ -59,6 +59,7 @@ export async function assembleAi(options: {
     clock,
     ...stores,
     routes: resolver.resolve,
+    routeNames: resolver.names,
     logger: { info: (line, message) => options.log(line, message) },
   });
   const aiBudgets = ai.onBudget((event) => budgets.emit(event));

@@ -48,7 +48,10 @@ export interface AppContext {
 }
 
 /** The AI gateway's settings an app gives; the gateway supplies the store, clock, logger and routes. */
-export type AppAiOptions = Omit<AiGatewayOptions, 'store' | 'rateLimitStore' | 'clock' | 'logger' | 'routes'>;
+export type AppAiOptions = Omit<
+  AiGatewayOptions,
+  'store' | 'rateLimitStore' | 'clock' | 'logger' | 'routes' | 'routeNames'
+>;
 
 /** What an app's `setup` returns. */
 export interface AppParts {

@@ -149,6 +149,7 @@ function providerAt(origin: string, connections?: number): Provider {
   return {
     name: 'p',
     origin,
+    basePath: '/v1',
     completionsPath: '/v1/chat/completions',
     headers: { 'content-type': 'application/json' },
     dispatcher,

@@ -60,7 +60,7 @@ export async function routeGateway(
   const running = await startGateway(
     defer,
     sims,
-    { ...options.gateway, routes: resolver.resolve },
+    { ...options.gateway, routes: resolver.resolve, routeNames: resolver.names },
     options.principals,
   );
   return { ...running, resolver };

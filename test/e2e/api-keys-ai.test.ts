@@ -221,4 +221,22 @@ describe("an API key's own AI limits, through the real gateway and the official 
     expect([refused.status, refused.code]).toEqual([403, 'metadata_not_allowed']);
     expect(served()).toBe(4);
   });
+
+  it('models, embeddings and unknown paths admit whom chat admits: a stranger gets the same 401; a key lists only its models', async () => {
+    const { gw, client, served } = await setup();
+    expect((await client('a').models.list()).data.map((m) => m.id)).toEqual(['sim/sim-1']);
+    expect((await client('b').models.list()).data.map((m) => m.id)).toEqual(['sim/sim-1', 'sim/sim-2']);
+    const stranger = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'bw_nope_nope', maxRetries: 0 });
+    const chat = await refusal(ask(stranger));
+    for (const request of [
+      stranger.models.list(),
+      stranger.models.retrieve('sim/sim-1'),
+      stranger.embeddings.create({ model: 'sim/sim-1', input: 'kites' }),
+      stranger.post('/foo', { body: {} }),
+    ]) {
+      const refused = await refusal(request);
+      expect([refused.status, refused.code, refused.message]).toEqual([chat.status, chat.code, chat.message]);
+    }
+    expect(served()).toBe(0);
+  });
 });

@@ -14,7 +14,7 @@ import { pathOf, toHttpError, type ErrorRenderer } from '../../http/index.js';
  * `x-ratelimit-limit/remaining/reset`;
  * for our own limits, and for a failure after the gateway's own retries, `x-should-retry: false` (the official
  * OpenAI clients obey it: a client retrying our own refusal, or retries already made, only adds load); and
- * the step, provider, model and attempts when a step was tried.
+ * the step, provider, model and attempts when a step was tried; `Allow` on a 405.
  */
 export function problemHeaders(error: BreakwaterError): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -28,6 +28,8 @@ export function problemHeaders(error: BreakwaterError): Record<string, string> {
     headers['x-ratelimit-remaining'] = String(Math.max(0, Number(d.remaining ?? 0)));
     headers['x-ratelimit-reset'] = String(Math.ceil(Number(d.reset_ms ?? 0) / 1000));
   }
+  // A 405's methods (RFC 9110, section 15.5.6: the response must carry Allow).
+  if (error.status === 405 && typeof d.allow === 'string') headers['allow'] = d.allow;
   if (typeof d.step === 'string') headers['x-breakwater-step'] = d.step;
   if (typeof d.provider === 'string') headers['x-breakwater-provider'] = d.provider;
   if (typeof d.model === 'string') headers['x-breakwater-model'] = d.model;

@@ -1,6 +1,8 @@
 /**
- * `POST /v1/chat/completions` as a Fastify plugin: reads the request, lets the gateway find the answer
- * (a direct `<provider>/<model>` step or a `dynamic/<route>` flow), writes it, and logs one line.
+ * The gateway's routes as a Fastify plugin (docs/ai-gateway.md#endpoints): each `POST` endpoint (chat
+ * completions, embeddings) through one pipeline that reads the request with the endpoint's adapter, lets the
+ * gateway find the answer (a direct `<provider>/<model>` step or a `dynamic/<route>` flow), writes it, and
+ * logs one line; `GET /v1/models`; and a problem for any other path under `/v1`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -13,15 +15,20 @@ import {
   type Principal,
 } from '../../core/index.js';
 import { installErrorRenderer } from '../../http/index.js';
-import { readChatBody } from '../body.js';
 import { callerMetadata } from '../caller.js';
+import type { AiEndpoint } from '../endpoints/endpoint.js';
+import type { OpenAiModel } from '../endpoints/catalog.js';
 import { readOverrides } from '../request-headers.js';
-import type { AiRequest, AiRequestLog, StepAnswer, StepOutcome } from '../types.js';
+import type { AiRequest, AiRequestLog, Metadata, StepAnswer, StepOutcome } from '../types.js';
+import { modelsRoutes } from './models.js';
 import { AI_ERRORS, toAiError } from './problems.js';
 import { answerHeaders, pipeStream, sendJson } from './respond.js';
+import { unknownEndpointRoute } from './unknown.js';
 
-/** What the route needs from the gateway. */
-export interface ChatCompletionsHandler {
+/** What the routes need from the gateway. */
+export interface AiRoutesHandler {
+  /** The `POST` endpoints served. */
+  readonly endpoints: readonly AiEndpoint[];
   readonly clock: Clock;
   readonly bodyLimitBytes: number;
   /** The route's own request timeout on a Breakwater server (`config.requestTimeoutMs`), ms. */
@@ -30,17 +37,18 @@ export interface ChatCompletionsHandler {
   answer(request: AiRequest, model: string): Promise<StepAnswer>;
   /** Receives the line of every request. */
   log(line: AiRequestLog): void;
+  /** The models the caller may use (see `visibleModels`). */
+  listModels(principal: Principal | undefined, metadata: Metadata): Promise<OpenAiModel[]>;
 }
 
 /**
- * Mounts the route in its own encapsulated plugin, whose errors the edge's one handler answers with the
+ * Mounts the routes in their own encapsulated plugin, whose errors the edge's one handler answers with the
  * gateway's renderer ({@link AI_ERRORS}: problem+json with the OpenAI-shaped `error` member), on a Breakwater
- * server and on any other Fastify app alike.
+ * server and on any other Fastify app alike. Who may call them: whoever the host admits to `/v1/*` (on a
+ * Breakwater server, a credential with the `ai` scope; a stranger gets the edge's 401 on every one of them,
+ * the unknown paths included).
  */
-export async function chatCompletionsRoutes(
-  app: FastifyInstance,
-  handler: ChatCompletionsHandler,
-): Promise<void> {
+export async function aiGatewayRoutes(app: FastifyInstance, handler: AiRoutesHandler): Promise<void> {
   await app.register(async (child) => {
     installErrorRenderer(child, AI_ERRORS);
     // On a Breakwater server, the signal it keeps per request (its request timeout, the client leaving);
@@ -48,12 +56,16 @@ export async function chatCompletionsRoutes(
     const signalOf = hostRequestSignal(child) ?? ownSignal;
     // On a Breakwater server, how a stream is cut when a graceful close runs out of grace.
     const atGraceEnd = hostGraceEnd(child);
-    child.post(
-      '/v1/chat/completions',
-      // config.requestTimeoutMs: read by createServer's request timeout (server/request-timeout.ts).
-      { bodyLimit: handler.bodyLimitBytes, config: { requestTimeoutMs: handler.answerTimeoutMs } },
-      (request, reply) => serve(handler, request, reply, signalOf(request, reply), atGraceEnd),
-    );
+    for (const endpoint of handler.endpoints) {
+      child.post(
+        endpoint.path,
+        // config.requestTimeoutMs: read by createServer's request timeout (server/request-timeout.ts).
+        { bodyLimit: handler.bodyLimitBytes, config: { requestTimeoutMs: handler.answerTimeoutMs } },
+        (request, reply) => serve(handler, endpoint, request, reply, signalOf(request, reply), atGraceEnd),
+      );
+    }
+    modelsRoutes(child, handler.listModels);
+    unknownEndpointRoute(child, handler.endpoints);
   });
 }
 
@@ -80,7 +92,8 @@ function ownSignal(request: FastifyRequest, reply: FastifyReply): AbortSignal {
 }
 
 async function serve(
-  handler: ChatCompletionsHandler,
+  handler: AiRoutesHandler,
+  endpoint: AiEndpoint,
   request: FastifyRequest,
   reply: FastifyReply,
   signal: AbortSignal,
@@ -96,11 +109,12 @@ async function serve(
     // The edge sets it on a Breakwater server; an app without the edge has none (served as `local`).
     const principal = (request.principal as Principal | null | undefined) ?? undefined;
     const metadata = callerMetadata(principal, request.headers['x-breakwater-metadata']);
-    const info = readChatBody(request.body);
+    const info = endpoint.read(request.body);
     stream = info.stream;
     const overrides = readOverrides(request.headers);
     aiRequest = {
       id,
+      endpoint,
       body: request.body as Record<string, unknown>,
       stream,
       includeUsage: info.includeUsage,
@@ -115,7 +129,7 @@ async function serve(
   } catch (caught) {
     // The error the edge answers (AI_ERRORS reads `caught` the same way), for the request's line.
     const error = toAiError(caught);
-    handler.log(failureLine(id, aiRequest?.route ?? null, stream, error, receivedAt, clock.now()));
+    handler.log(failureLine(id, endpoint, aiRequest?.route ?? null, stream, error, receivedAt, clock.now()));
     if (reply.sent || reply.raw.headersSent) {
       // The host's request timeout answered already (createServer's requestTimeoutMs): nothing more reaches
       // the client, but a fault of ours (a bug, a stack overflow) still belongs in the log.
@@ -137,7 +151,9 @@ async function serve(
   }
   if (answer.kind === 'json') {
     sendJson(reply, answer, headers);
-    handler.log(answerLine(id, route, answer, answer.outcome, 200, receivedAt, clock.now(), clock.now()));
+    handler.log(
+      answerLine(id, endpoint, route, answer, answer.outcome, 200, receivedAt, clock.now(), clock.now()),
+    );
     return reply;
   }
   const firstByteAt = clock.now();
@@ -146,6 +162,7 @@ async function serve(
   handler.log(
     answerLine(
       id,
+      endpoint,
       route,
       answer,
       { ...outcome, outcome: piped.outcome },
@@ -160,6 +177,7 @@ async function serve(
 
 function answerLine(
   id: string,
+  endpoint: AiEndpoint,
   route: string | null,
   answer: StepAnswer,
   outcome: StepOutcome,
@@ -170,6 +188,7 @@ function answerLine(
 ): AiRequestLog {
   return {
     request_id: id,
+    endpoint: endpoint.name,
     route,
     step: answer.step.name,
     provider: answer.step.provider,
@@ -190,6 +209,7 @@ function answerLine(
 
 function failureLine(
   id: string,
+  endpoint: AiEndpoint,
   route: string | null,
   stream: boolean,
   error: BreakwaterError,
@@ -200,6 +220,7 @@ function failureLine(
   const text = (key: string): string | null => (typeof d[key] === 'string' ? (d[key] as string) : null);
   return {
     request_id: id,
+    endpoint: endpoint.name,
     route: route ?? text('route'),
     step: text('step'),
     provider: text('provider'),

@@ -62,6 +62,12 @@ export interface RouteResolver {
   invalidate(): void;
   /** Reads the revision now and reloads the cached routes that changed. Never rejects. */
   refresh(): Promise<void>;
+  /**
+   * The names of the deployed routes, as of the last check (made now when due, as `resolve` does): give it
+   * to `createAiGateway({ routeNames })` for `GET /v1/models`.
+   * @throws BreakwaterError `upstream_unavailable` when the store has never been read.
+   */
+  names(): Promise<string[]>;
 }
 
 /** Defaults of {@link RouteResolverOptions}. */
@@ -242,5 +248,10 @@ export function createRouteResolver(options: RouteResolverOptions): RouteResolve
       nextCheckAt = -Infinity;
     },
     refresh: check,
+    async names() {
+      if (checking !== undefined || clock.now() >= nextCheckAt) await check();
+      if (heads === undefined) throw unavailable('list', undefined);
+      return [...heads].filter(([, deployed]) => deployed !== null).map(([name]) => name);
+    },
   };
 }

@@ -5,7 +5,7 @@
  * turned away before it counts against the counters every caller shares.
  */
 import { BreakwaterError } from '../../core/index.js';
-import { estimateInput } from '../body.js';
+import { endpointOf } from '../endpoints/chat.js';
 import { combineGrants } from '../limits/grants.js';
 import { NO_GRANT, type AiLimits, type LimitGrant } from '../limits/limits.js';
 import type { AiRequest, AiStep, StepContext } from '../types.js';
@@ -26,7 +26,7 @@ export async function acquireLimits(step: AiStep, request: AiRequest, ctx: StepC
     metadata: request.metadata,
     principal: request.principal,
   };
-  const estimate = () => estimateInput(request);
+  const estimate = () => endpointOf(request).estimate(request);
   // A store failure or a fault of ours propagates as it is: execute.ts's limitFailure tells them apart
   // (503 `upstream_unavailable` for the store, 500 `internal_error` for a RangeError or TypeError).
   if (own === undefined) return ctx.limits.acquire(target, estimate);

@@ -62,7 +62,7 @@ export interface FirstBytes {
 }
 
 /**
- * Sends `payload` to `provider`'s `/chat/completions` and waits for the first body byte; with `maxBytes`
+ * Sends `payload` to `provider`'s `path` (default its `/chat/completions`) and waits for the first body byte; with `maxBytes`
  * (a non-streamed answer), then reads the whole body within the same call, so a body cut off fails the
  * attempt (and is retried like any other failure).
  * @throws BreakwaterError `timeout` (`details.reason: 'first_byte_timeout'`) when no byte came within
@@ -77,6 +77,7 @@ export function callProvider(
   signal: AbortSignal,
   clock: Clock,
   maxBytes?: number,
+  path: string = provider.completionsPath,
 ): Promise<FirstBytes> {
-  return dispatchCall(provider, payload, timeoutMs, new CallAbort(signal), clock, maxBytes);
+  return dispatchCall(provider, payload, timeoutMs, new CallAbort(signal), clock, maxBytes, path);
 }

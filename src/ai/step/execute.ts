@@ -4,10 +4,11 @@
  */
 import { BreakwaterError, classify } from '../../core/index.js';
 import type { PolicyContext } from '../../policy/index.js';
-import { estimateInput, providerBody } from '../body.js';
+import { endpointOf } from '../endpoints/chat.js';
 import { NO_GRANT, type LimitGrant } from '../limits/limits.js';
 import { costPico, formatUsd, picoToMicro, producedMicroUsd } from '../pricing.js';
 import { SseFrameSplitter, type StreamFindings } from '../stream/sse.js';
+import type { AiEndpoint } from '../endpoints/endpoint.js';
 import type {
   AiRequest,
   AiStep,
@@ -35,7 +36,8 @@ export interface StepHistory {
 const NO_HISTORY: StepHistory = { failures: [], attempts: 0 };
 
 /**
- * Runs `step` for `request`:
+ * Runs `step` for `request` at its endpoint (`request.endpoint`, default chat completions: its body, estimate
+ * and usage come from the endpoint's adapter):
  * 1. the caller's own rate rules and budgets (`request.principal.ai`), then the gateway's rate and spend
  *    rules for the step's provider and model (`ctx.limits`, see step/acquire.ts): a refusal throws before the
  *    provider is called;
@@ -52,7 +54,9 @@ const NO_HISTORY: StepHistory = { failures: [], attempts: 0 };
  * abandoned (a first-byte timeout) are not counted, though a provider may bill them.
  *
  * @throws BreakwaterError with `details.step`, `details.provider` and `details.attempts`: `invalid_payload`
- *   (unknown provider, unpriced model under a spend rule, no `max_tokens` under one), `rate_limited`,
+ *   (unknown provider; `model_not_supported_for_endpoint` when `ctx.models` does not give the step's model
+ *   the request's endpoint, before any rule counts it; unpriced model under a spend rule, no `max_tokens`
+ *   under one), `rate_limited`,
  *   `spend_limited`, `timeout` (first byte), `upstream_unavailable`, `upstream_error`, `canceled`.
  */
 export async function executeStep(
@@ -72,6 +76,10 @@ export async function executeStep(
       0,
     );
   }
+  const endpoint = endpointOf(request);
+  // Checked before any limit counts it: a model that cannot serve this endpoint costs nothing.
+  const serves = ctx.models?.serves(step.provider, step.model, endpoint.name) ?? endpoint.name === 'chat';
+  if (!serves) throw failed(unsupported(step, endpoint), step, 0);
   // No rule configured and none of the caller's own: no check, and no target, estimate or promise made.
   let grant = NO_GRANT;
   if (!ctx.limits.empty || request.principal?.ai !== undefined) {
@@ -83,18 +91,21 @@ export async function executeStep(
   }
 
   const settings = resolveSettings(step, request.overrides, ctx.defaults);
-  const payload = providerBody(request, step.model);
+  const payload = endpoint.providerBody(request, step.model);
+  const path = provider.basePath + endpoint.providerPath;
   const policy = retryPolicyFor(step, settings, ctx);
   let attempts = 0;
   // Not async: the attempt is callProvider's own promise (one async frame fewer per request in flight).
   const maxBytes = request.stream ? undefined : ctx.maxResponseBytes;
   const callOnce = ({ signal, attempt }: PolicyContext): Promise<FirstBytes> => {
     attempts = attempt;
-    return callProvider(provider, payload, settings.timeoutMs, signal, ctx.clock, maxBytes);
+    return callProvider(provider, payload, settings.timeoutMs, signal, ctx.clock, maxBytes, path);
   };
   try {
     const bytes = await policy.execute(callOnce, request.signal);
-    if (bytes.raw !== undefined) return await jsonAnswer(step, attempts, history, bytes, grant, ctx);
+    if (bytes.raw !== undefined) {
+      return await jsonAnswer(step, attempts, history, bytes, grant, ctx, endpoint.usage);
+    }
     return new StreamAnswer(step, attempts, history, bytes, request, grant, ctx);
   } catch (error) {
     await grant.settle(0);
@@ -124,10 +135,11 @@ function jsonAnswer(
   bytes: FirstBytes,
   grant: LimitGrant,
   ctx: StepContext,
+  readUsage: (value: unknown) => Usage | undefined,
 ): JsonStepAnswer | Promise<JsonStepAnswer> {
   const raw = bytes.raw!;
   // Only the usage is read; the body goes to the client as it came. Not a JSON object: its cost is unknown.
-  const outcome = stepOutcome('ok', scanUsage(raw), step, grant.estimateMicroUsd, ctx);
+  const outcome = stepOutcome('ok', scanUsage(raw, readUsage), step, grant.estimateMicroUsd, ctx);
   // One object with a fixed shape (the stream's is a class of the same fields, not a spread of a shared base).
   const answer: JsonStepAnswer = {
     kind: 'json',
@@ -285,7 +297,7 @@ class StreamAnswer implements StreamStepAnswer, ChunkReader {
     const price = this.counting ? this.ctx.prices.price(this.step.provider, this.step.model) : undefined;
     if (this.findings.usage === undefined && price !== undefined) {
       const produced = producedMicroUsd(
-        estimateInput(this.request).promptBytes,
+        endpointOf(this.request).estimate(this.request).promptBytes,
         this.findings.textBytes,
         price,
       );
@@ -316,6 +328,14 @@ function stepOutcome(
     costUsd: pico === undefined ? undefined : formatUsd(pico),
     settledMicroUsd: pico === undefined ? unknownMicro : picoToMicro(pico),
   };
+}
+
+/** A model asked for an endpoint it does not serve (see `ModelCatalog`): 400, naming the endpoint. */
+function unsupported(step: AiStep, endpoint: AiEndpoint): BreakwaterError {
+  return new BreakwaterError('invalid_payload', {
+    message: `The model ${JSON.stringify(`${step.provider}/${step.model}`)} does not serve POST ${endpoint.path}.`,
+    details: { reason: 'model_not_supported_for_endpoint', field: 'model', endpoint: endpoint.path },
+  });
 }
 
 /** The client's error, with the step, its provider and the calls it made in `details`. */

@@ -49,6 +49,7 @@ async function provider(
     provider: {
       name: 'p',
       origin,
+      basePath: '/v1',
       completionsPath: '/v1/chat/completions',
       headers: { 'content-type': 'application/json' },
       dispatcher,

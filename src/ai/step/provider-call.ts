@@ -47,7 +47,7 @@ const ENDED: BodySource = {
 type Headers = Record<string, string | string[] | undefined>;
 
 /**
- * Sends `payload` and resolves as `callProvider` documents: with `maxBytes`, once the whole answer is read;
+ * Sends `payload` to `path` (default the provider's chat completions) and resolves as `callProvider` documents: with `maxBytes`, once the whole answer is read;
  * without, at the first body byte. The first-byte timer is cleared by the first body byte of a 2xx answer
  * (or its end when empty); an error answer's body is read up to 64 KB for the provider's message.
  * @throws as `callProvider` does: BreakwaterError `timeout` (first byte), `upstream_error`
@@ -60,9 +60,10 @@ export function dispatchCall(
   link: CallAbort,
   clock: Clock,
   maxBytes: number | undefined,
+  path: string = provider.completionsPath,
 ): Promise<FirstBytes> {
   return new Promise<FirstBytes>((resolve, reject) => {
-    const call = new ProviderCall(provider, payload, timeoutMs, link, clock, maxBytes, resolve, reject);
+    const call = new ProviderCall(provider, path, payload, timeoutMs, link, clock, maxBytes, resolve, reject);
     if (link.aborted) {
       call.fail(link.reason);
       return;
@@ -87,6 +88,8 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
 
   constructor(
     private readonly provider: Provider,
+    /** The path under the provider's origin (`/v1/chat/completions`). */
+    private readonly path: string,
     private readonly payload: string,
     private readonly timeoutMs: number,
     private readonly link: CallAbort,
@@ -127,7 +130,7 @@ class ProviderCall implements Dispatcher.DispatchHandler, BodySource, SlotWaiter
       this.provider.dispatcher.dispatch(
         {
           origin: this.provider.origin,
-          path: this.provider.completionsPath,
+          path: this.path,
           method: 'POST',
           headers: this.provider.headers,
           body: this.payload,

@@ -20,8 +20,8 @@ const CLOSE_ARRAY = 0x5d;
 const USAGE = [0x75, 0x73, 0x61, 0x67, 0x65];
 
 /**
- * The top-level `usage` of a JSON object in `raw` (UTF-8), as {@link readUsage} reads it: what
- * `readUsage(JSON.parse(raw.toString()).usage)` gives for any valid JSON text, the last `usage` member
+ * The top-level `usage` of a JSON object in `raw` (UTF-8), as `read` (default {@link readUsage}, chat's
+ * usage) reads it: what `read(JSON.parse(raw.toString()).usage)` gives for any valid JSON text, the last `usage` member
  * winning as in `JSON.parse`. A `usage` nested deeper (in a choice, in a tool call) is not the completion's
  * and is skipped. Undefined when `raw` is not a JSON object (truncated, unbalanced, trailing bytes, a BOM)
  * or has no usable `usage`. Other members are skipped, not validated: a body that is broken only inside
@@ -30,7 +30,10 @@ const USAGE = [0x75, 0x73, 0x61, 0x67, 0x65];
  * Never throws. Cost: one native search per string in the body, a byte loop over the rest (structure,
  * numbers), and one `JSON.parse` of the `usage` member alone.
  */
-export function scanUsage(raw: Buffer): Usage | undefined {
+export function scanUsage(
+  raw: Buffer,
+  read: (value: unknown) => Usage | undefined = readUsage,
+): Usage | undefined {
   const end = raw.length;
   let i = skipSpace(raw, 0);
   if (raw[i] !== OPEN_OBJECT) return undefined;
@@ -62,7 +65,7 @@ export function scanUsage(raw: Buffer): Usage | undefined {
   }
   if (skipSpace(raw, i + 1) !== end || usageStart < 0) return undefined;
   try {
-    return readUsage(JSON.parse(raw.toString('utf8', usageStart, usageEnd)));
+    return read(JSON.parse(raw.toString('utf8', usageStart, usageEnd)));
   } catch {
     return undefined;
   }
