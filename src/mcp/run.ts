@@ -32,6 +32,8 @@ export interface CallScope {
    * the session's or the request's threshold); absent: logs go nowhere.
    */
   sendLog?(level: LogLevel, data: unknown): Promise<void>;
+  /** Ends the request's resumable stream (see `SdkToolCall.closeStream`); absent: nothing to end. */
+  closeStream?(): void;
 }
 
 /** Most log messages one call sends (later ones are dropped). */
@@ -90,6 +92,9 @@ export function runUnderDeadline<T>(
         scope.sendLog(level, boundedLogData(data)).catch(() => {
           // Logging is best effort: a closed stream must not fail the work.
         });
+      },
+      closeStream() {
+        if (!done) scope.closeStream?.();
       },
       operation(id, reconcile) {
         operation = { id, reconcile: reconcile ?? null };

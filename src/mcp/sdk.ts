@@ -85,7 +85,19 @@ export interface SdkToolCall {
   log?(level: LogLevel, data: unknown): Promise<void>;
   /** How the call asks the user: the session's requests (2025), the request's round (2026-07-28). */
   input?: InputChannel;
+  /**
+   * 2025 sessions with an event store: ends this request's SSE stream now (SEP-1699 polling); the client
+   * reconnects after the priming event's `retry` interval with `Last-Event-ID` and receives the rest, the
+   * result included, from the event store. Absent where the answer has no stream to resume.
+   */
+  closeStream?(): void;
 }
+
+/**
+ * The `retry` field of a stream's priming event, ms (sent with an event store, to clients of 2025-11-25 and
+ * later): how long a client waits before it reconnects to a stream the server ended (SSE, SEP-1699).
+ */
+export const SSE_RETRY_MS = 1_000;
 
 /** What a session asks mcp/ for. */
 export interface SdkHandlers {
@@ -206,6 +218,7 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
         extra.sendNotification({ method, params: notificationParams } as ServerNotification),
       log: logFor(extra),
       input: sessionInput(server, extra),
+      closeStream: extra.closeSSEStream,
     };
     const answer = await protocolErrors(() => handlers.callTool(call));
     return answer as CallToolResult | CreateTaskResult;
@@ -287,6 +300,7 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: () => options.sessionId,
     eventStore: options.eventStore,
+    retryInterval: SSE_RETRY_MS,
     onsessioninitialized: () => options.onInitialized(session),
   });
 

@@ -383,6 +383,7 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       sendProgress: (params) => call.notify('notifications/progress', { ...params, progressToken }),
       sendLog: call.log,
       input: call.input,
+      closeStream: call.closeStream,
     };
     if (call.task !== undefined && session !== undefined) {
       // Spec 2025-11-25: a task-augmented call of a tool without task support is "method not found".

@@ -59,6 +59,14 @@ export interface ToolContext extends InputContext {
    * once the call answered.
    */
   log(level: LogLevel, data: unknown): void;
+  /**
+   * Ends the call's response stream before the answer, for a client that polls (MCP 2025-11-25, SEP-1699):
+   * the client reconnects after the stream's `retry` hint (1 s) and receives the progress, logs and result sent
+   * meanwhile from the gateway's event store. Use it in a long call behind proxies that cut idle or long
+   * streams. Does nothing where the answer cannot be resumed (2026-07-28, a session without an event store,
+   * a JSON answer) and once the call answered; never throws.
+   */
+  closeStream(): void;
 }
 
 /** The MCP log levels (RFC 5424 severities), least severe first. */

@@ -63,6 +63,7 @@ describe('the conformance fixture app', () => {
       'test_simple_text',
       'test_error_handling',
       'test_tool_with_progress',
+      'test_reconnection',
       'test_image_content',
       'test_audio_content',
       'test_embedded_resource',
