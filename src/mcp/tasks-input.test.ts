@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { as } from '../../test/support/principals.js';
 import type { Jobs } from '../jobs/index.js';
 import { jobTool } from './job-tools.js';
-import { modernRpc, startGateway, type Gateway, type RpcAnswer } from './test-support.js';
+import { modernRpc, openListen, startGateway, type Gateway, type RpcAnswer } from './test-support.js';
 
 /**
  * A job that asks for input, through the tasks extension of 2026-07-28: its task is `input_required` with the
@@ -181,5 +181,28 @@ describe('tasks extension: a job that asks for input', () => {
     await rpc(gw, 'ada', 'tasks/update', { taskId, inputResponses: { confirm: { action: 'decline' } } });
     await until(gw, taskId, 'completed');
     expect((await gw.jobs.get(taskId))!.result).toEqual({ deleted: false, answers: [{ action: 'decline' }] });
+  });
+
+  it('notifications/tasks carry the input requests of each question', async () => {
+    const gw = await gateway();
+    const taskId = await waitingTask(gw);
+    const listen = await openListen(gw.mcpUrl, as('ada'), 3, [taskId]);
+    cleanups.push(() => listen.close());
+    expect(await listen.next()).toMatchObject({ method: 'notifications/subscriptions/acknowledged' });
+    const first = (await listen.next()) as { method: string; params: Record<string, unknown> };
+    expect(first.method).toBe('notifications/tasks');
+    expect(first.params).toMatchObject({
+      taskId,
+      status: 'input_required',
+      inputRequests: { confirm: CONFIRM_REQUEST },
+    });
+    await rpc(gw, 'ada', 'tasks/update', {
+      taskId,
+      inputResponses: { confirm: { action: 'accept', content: { confirm: false } } },
+    });
+    let heard: Record<string, unknown>;
+    do heard = ((await listen.next()) as { params: Record<string, unknown> }).params;
+    while (heard['status'] !== 'input_required');
+    expect(Object.keys(heard['inputRequests'] as object)).toEqual(['reason']);
   });
 });
