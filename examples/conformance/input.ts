@@ -17,6 +17,11 @@ const NAME_SCHEMA: InputSchema = {
   properties: { name: { type: 'string' } },
   required: ['name'],
 };
+const CONFIRM_SCHEMA: InputSchema = {
+  type: 'object',
+  properties: { confirm: { type: 'boolean' } },
+  required: ['confirm'],
+};
 const GREETING = {
   messages: [{ role: 'user' as const, content: { type: 'text', text: 'Generate a greeting' } }],
   maxTokens: 50,
@@ -146,6 +151,31 @@ export function inputTools(): McpTool[] {
         if (Object.keys(asks).length === 0) return text('nothing to ask this client');
         await ctx.requestInputs(asks);
         return text(`asked: ${Object.keys(asks).join(', ')}`);
+      },
+      toText,
+    }),
+    resilientTool({
+      name: 'test_missing_capability',
+      description:
+        'Needs the client’s model: refused with -32021 when the request does not declare sampling (conformance fixture).',
+      inputSchema: {},
+      handler: async (_args, ctx) => {
+        const { reply } = await ctx.requestInputs({ reply: { sampling: GREETING } });
+        const content = reply.content as { type?: string; text?: string };
+        return text(content.type === 'text' ? String(content.text) : '(no text)');
+      },
+      toText,
+    }),
+    resilientTool({
+      name: 'test_streaming_elicitation',
+      description:
+        'Reports progress, then asks a question: the stream carries notifications and the input_required result, never a request (conformance fixture).',
+      inputSchema: {},
+      handler: async (_args, ctx) => {
+        await ctx.progress(0, 2);
+        await ctx.progress(1, 2);
+        const answer = await ctx.requestInput({ key: 'go_on', message: 'Go on?', schema: CONFIRM_SCHEMA });
+        return text(answer.action === 'accept' ? 'went on' : 'stopped');
       },
       toText,
     }),

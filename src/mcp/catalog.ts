@@ -166,6 +166,7 @@ export function createCatalog(options: CatalogOptions): Catalog {
     try {
       asked = inputRequiredOf(request.input);
     } catch (error) {
+      if (error instanceof McpProtocolError) throw error;
       throw failure(error, owner.name, scope.correlationId);
     }
     if (asked !== undefined) return asked;

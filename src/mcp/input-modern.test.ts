@@ -208,7 +208,7 @@ describe('asking the user, MCP 2026-07-28: rounds, state and bounds', () => {
     expect(three.result?.['structuredContent']).toEqual({ topic: 'gifts', name: 'Ada', color: 'blue' });
   });
 
-  it('a client without the capability: the question fails as a tool error, input_unavailable', async () => {
+  it('a client without the capability: the request is refused with -32021 naming it, HTTP 400', async () => {
     await start();
     const refused = await call(
       'ada',
@@ -218,16 +218,13 @@ describe('asking the user, MCP 2026-07-28: rounds, state and bounds', () => {
         _meta: { 'io.modelcontextprotocol/clientCapabilities': { sampling: {} } },
       },
     );
-    expect(refused.result).toMatchObject({
-      resultType: 'complete',
-      isError: true,
-      structuredContent: {
-        error: {
-          code: 'input_unavailable',
-          message:
-            'The request needs input of a kind this client cannot give (elicitation/create): it did not declare the elicitation capability.',
-        },
-      },
+    expect(refused.status).toBe(400);
+    expect(refused.result).toBeUndefined();
+    expect(refused.error).toEqual({
+      code: -32021,
+      message:
+        'Missing required client capability: the request asks the user for input through elicitation, which the client did not declare.',
+      data: { requiredCapabilities: { elicitation: {} } },
     });
   });
 

@@ -20,6 +20,7 @@ import {
   type InputQuestion,
   type InputSchema,
 } from '../core/index.js';
+import { McpProtocolError, RPC } from './types.js';
 
 /**
  * Bounds of one call's questions: rounds of `input_required` answers per call (a client that keeps sending
@@ -153,6 +154,8 @@ export function inputSupportOf(capabilities: unknown): InputSupport {
 export class InputRound implements InputChannel {
   /** Questions asked in this run without a usable answer. */
   readonly pending = new Map<string, WireInputRequest>();
+  /** A capability a question of this run needs and the request did not declare (the first one asked). */
+  missing: keyof InputSupport | undefined;
   /** Answers used in this run, carried to the next round. */
   private readonly kept: Record<string, unknown> = {};
 
@@ -184,6 +187,7 @@ export class InputRound implements InputChannel {
    * @throws TypeError when the run asked more than {@link INPUT_BOUNDS.maxRequestsPerRound} questions.
    */
   required(): InputRequiredAnswer | undefined {
+    if (this.missing !== undefined) throw missingCapability(this.missing);
     if (this.pending.size === 0) return undefined;
     const round = (this.previous?.round ?? 0) + 1;
     if (round > INPUT_BOUNDS.maxRounds)
@@ -224,6 +228,12 @@ export function inputContext(channel: InputChannel | undefined, signal: AbortSig
       });
     for (const request of requests.values()) {
       const kind = KIND[request.method];
+      // 2026-07-28 (SEP-2575): a request that needs a capability its client did not declare is refused with
+      // -32021, not answered; the round reports it once the run has stopped.
+      if (!support[kind] && channel instanceof InputRound) {
+        channel.missing ??= kind;
+        throw new InputRequiredSignal();
+      }
       if (!support[kind])
         throw new BreakwaterError('input_unavailable', {
           message: `The request needs input of a kind this client cannot give (${request.method}): it did not declare the ${kind} capability.`,
@@ -365,4 +375,16 @@ function ownValue(record: Record<string, unknown> | undefined, key: string): unk
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The -32021 refusal of a 2026-07-28 request whose run asked for input of a kind its client did not declare
+ * (SEP-2575 "Client Capabilities"): `data.requiredCapabilities` names it as a `ClientCapabilities` object.
+ */
+function missingCapability(kind: keyof InputSupport): McpProtocolError {
+  return new McpProtocolError(
+    RPC.missingClientCapability,
+    `Missing required client capability: the request asks the user for input through ${kind}, which the client did not declare.`,
+    { requiredCapabilities: { [kind]: {} } },
+  );
 }

@@ -300,6 +300,8 @@ const MRTR_ENVELOPE = {
 export interface MrtrAnswer {
   result?: Record<string, unknown> & { requestState?: string; inputRequests?: Record<string, unknown> };
   error?: { code: number; message: string; data?: unknown };
+  /** The HTTP status of the answer. */
+  status: number;
 }
 
 let nextId = 1;
@@ -339,7 +341,7 @@ export async function mrtrRpc(
       .split('\n')
       .filter((line) => line.startsWith('data:'))
       .map((line) => JSON.parse(line.slice(5)) as MrtrAnswer & { id?: number });
-    return data.find((message) => message.id !== undefined)!;
+    return { ...data.find((message) => message.id !== undefined)!, status: response.status };
   }
-  return JSON.parse(text) as MrtrAnswer;
+  return { ...(JSON.parse(text) as MrtrAnswer), status: response.status };
 }

@@ -73,6 +73,8 @@ export function createToolCaller(
     try {
       asked = inputRequiredOf(scope.input);
     } catch (error) {
+      // A capability the client did not declare is the request's error (-32021), not the tool's.
+      if (error instanceof McpProtocolError) throw error;
       return finish(tool, scope, { ok: false, error }, () => ({ content: [] }));
     }
     if (asked !== undefined) return asked;

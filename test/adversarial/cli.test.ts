@@ -150,7 +150,7 @@ describe('breakwater jobs', () => {
     const badStatus = cli('jobs', 'list', '--status', 'done', '--db', ':memory:');
     expect(badStatus.status).toBe(2);
     expect(badStatus.stderr).toContain(
-      "--status must be one of pending, in_progress, completed, failed, canceled, got 'done'",
+      "--status must be one of pending, in_progress, input_required, completed, failed, canceled, got 'done'",
     );
     const noId = cli('jobs', 'cancel');
     expect(noId.status).toBe(2);

@@ -41,6 +41,8 @@ const job = (type: string, extra: Partial<NewJob> = {}): NewJob => ({ type, ...J
 const PERMANENT = { code: 'boom', message: 'boom', kind: 'permanent' as const };
 const POISON = /syncing the write-ahead log failed/;
 const TERMINAL = new Set<JobStatus>(['completed', 'failed', 'canceled']);
+/** The statuses of schema version 7 (`input_required` came with a later migration). */
+const V7_STATUSES: readonly JobStatus[] = ['pending', 'in_progress', 'completed', 'failed', 'canceled'];
 const turn = () => new Promise<void>((r) => setImmediate(r));
 
 const cleanups: (() => unknown)[] = [];
@@ -395,7 +397,7 @@ describe('migration 8 on a large version-7 file', () => {
     db.transaction(() => {
       for (let i = 0; i < 3000; i++) {
         const id = `job-${String(i).padStart(5, '0')}`;
-        const status = JOB_STATUSES[i % 5]!;
+        const status = V7_STATUSES[i % 5]!;
         const running = status === 'in_progress';
         insert.run(
           id,
@@ -435,6 +437,7 @@ describe('migration 8 on a large version-7 file', () => {
     expect(stats.counts).toEqual({
       pending: 600,
       in_progress: 600,
+      input_required: 0,
       completed: 600,
       failed: 600,
       canceled: 600,
@@ -450,15 +453,19 @@ describe('migration 8 on a large version-7 file', () => {
     await store.close();
     const after = new Database(file, { readonly: true });
     cleanups.push(() => after.close());
-    // Later migrations add columns (9: jobs.owner, NULL on every row kept); the rows are otherwise the same.
+    // Later migrations add columns, NULL on every row kept (9: jobs.owner; 12: jobs.input, input_deadline_at);
+    // the rows are otherwise the same.
     const [jobsAfter, ...restAfter] = dump(after);
-    const ownerAt = after
+    const added = ['owner', 'input', 'input_deadline_at'];
+    const addedAt = after
       .prepare(TABLES[0]!)
       .columns()
-      .findIndex((c) => c.name === 'owner');
-    expect((jobsAfter as unknown[][]).map((row) => row[ownerAt])).toEqual(new Array(3000).fill(null));
-    const withoutOwner = (jobsAfter as unknown[][]).map((row) => row.filter((_, i) => i !== ownerAt));
-    expect([withoutOwner, ...restAfter]).toEqual(before);
+      .flatMap((c, i) => (added.includes(c.name) ? [i] : []));
+    expect(addedAt).toHaveLength(added.length);
+    for (const at of addedAt)
+      expect((jobsAfter as unknown[][]).map((row) => row[at])).toEqual(new Array(3000).fill(null));
+    const withoutAdded = (jobsAfter as unknown[][]).map((row) => row.filter((_, i) => !addedAt.includes(i)));
+    expect([withoutAdded, ...restAfter]).toEqual(before);
     expect(versions(after)).toEqual(MIGRATIONS.map((m) => m.version).sort((x, y) => x - y));
     expect(after.prepare('PRAGMA foreign_key_check').all()).toEqual([]);
   });
@@ -492,7 +499,9 @@ describe('list by status', () => {
     const store = await open(file, clock);
     const types = ['a', 'b', 'c'];
     for (let i = 0; i < 90; i++) {
-      const kind = i % 6; // 0 pending (not due: never claimed here), 1 running, 2 completed, 3 failed, 4 canceled, 5 retry pending
+      // 0 pending (not due: never claimed here), 1 running, 2 completed, 3 failed, 4 canceled, 5 retry pending,
+      // 6 waiting for input
+      const kind = i % 7;
       const { job: j } = await store.enqueue(job(types[i % 3]!, kind === 0 ? { runAt: T0 + 1e9 } : {}));
       clock.tick(1);
       if (kind === 4) await store.cancel(j.id);
@@ -503,6 +512,10 @@ describe('list by status', () => {
       if (kind === 2) await store.complete(lease, null);
       if (kind === 3) await store.fail(lease, PERMANENT);
       if (kind === 5) await store.fail(lease, { ...PERMANENT, kind: 'transient' }, T0 + 999_999);
+      if (kind === 6) {
+        const request = { key: '0', message: 'Go on?', schema: null, askedAt: T0, expiresAt: null };
+        expect((await store.askInput(lease, request))?.type).toBe('job.input_required');
+      }
     }
     const observer = new Database(file, { readonly: true });
     cleanups.push(() => observer.close());
@@ -521,7 +534,7 @@ describe('list by status', () => {
       { createdBefore: mid.created_at },
       { type: 'c', beforeId: mid.id, createdBefore: T0 + 70 },
     ];
-    for (let mask = 1; mask < 32; mask++) {
+    for (let mask = 1; mask < 1 << JOB_STATUSES.length; mask++) {
       const statuses = JOB_STATUSES.filter((_, i) => mask & (1 << i));
       for (const variant of variants) {
         for (const limit of [1000, 3]) {

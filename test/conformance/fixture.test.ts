@@ -84,6 +84,8 @@ describe('the conformance fixture app', () => {
       'test_input_required_result_multi_round',
       'test_input_required_result_tampered_state',
       'test_input_required_result_capabilities',
+      'test_missing_capability',
+      'test_streaming_elicitation',
       'test_sampling',
       'test_elicitation',
       'test_elicitation_sep1034_defaults',

@@ -168,6 +168,7 @@ describe('GET /metrics after a scripted scenario', () => {
     expect((await jobs.stats()).counts).toEqual({
       pending: 0,
       in_progress: 0,
+      input_required: 0,
       completed: 4,
       failed: 1,
       canceled: 0,
@@ -269,6 +270,7 @@ describe('GET /metrics after a scripted scenario', () => {
     expect(series(m, 'breakwater_jobs')).toEqual({
       'status="pending"': 2,
       'status="in_progress"': 0,
+      'status="input_required"': 0,
       'status="completed"': 4,
       'status="failed"': 1,
       'status="canceled"': 0,
