@@ -1,7 +1,8 @@
 /**
  * The suite's fixtures of the tasks extension (`io.modelcontextprotocol/tasks`, its `tasks-*` scenarios):
- * `greet` (a plain tool), and the job tools `slow_compute`, `failing_job` and `protocol_error_job`, whose
- * calls become tasks when the request declares the extension. Names, arguments and results as
+ * `greet` (a plain tool), and the job tools `slow_compute`, `failing_job`, `protocol_error_job` and
+ * `confirm_delete` (asks the user to confirm, so its task waits in `input_required`), whose calls become tasks
+ * when the request declares the extension. Names, arguments and results as
  * `@modelcontextprotocol/conformance` expects them; written with the public API only, like any app's tools.
  */
 import { z } from 'zod';
@@ -33,6 +34,19 @@ interface ComputePayload {
   label: string;
 }
 
+/** The question `confirm_delete` asks: a yes/no as a form with one boolean field, `confirm`. */
+export function confirmDeleteQuestion(filename: string) {
+  return {
+    key: 'confirm',
+    message: `Delete ${filename}?`,
+    schema: {
+      type: 'object' as const,
+      properties: { confirm: { type: 'boolean', description: 'Delete the file' } },
+      required: ['confirm'],
+    },
+  };
+}
+
 /** Defines the job types behind {@link taskTools} (each run once: a failure is the fixture's answer). */
 export function defineTaskJobs(jobs: Jobs): void {
   jobs.defineJob<ComputePayload>(
@@ -48,6 +62,15 @@ export function defineTaskJobs(jobs: Jobs): void {
     async ({ signal }) => {
       await wait(FAILING_JOB_MS, signal);
       throw new BreakwaterError('invalid_payload', { message: FAILING_JOB_TEXT });
+    },
+    { maxAttempts: 1 },
+  );
+  jobs.defineJob<{ filename: string }>(
+    'conformance.confirm_delete',
+    async (ctx) => {
+      const answer = await ctx.requestInput(confirmDeleteQuestion(ctx.payload.filename));
+      const confirmed = answer.action === 'accept' && answer.content?.['confirm'] === true;
+      return { filename: ctx.payload.filename, deleted: confirmed };
     },
     { maxAttempts: 1 },
   );
@@ -89,6 +112,16 @@ export function taskTools(): McpTool[] {
       inputSchema: {},
       jobType: 'conformance.failing_job',
       taskSupport: 'required',
+    }),
+    jobTool({
+      name: 'confirm_delete',
+      description: 'Deletes a file (pretend) once the user confirms; asks them first (conformance fixture).',
+      inputSchema: { filename: z.string().min(1).max(1_000) },
+      jobType: 'conformance.confirm_delete',
+      toText: (result) => {
+        const { filename, deleted } = result as { filename: string; deleted: boolean };
+        return deleted ? `Deleted ${filename}.` : `Kept ${filename}.`;
+      },
     }),
     jobTool({
       name: 'protocol_error_job',

@@ -2,8 +2,8 @@
  * A checkout whose outcome the ledger could not confirm, settled with the customer's say (docs/jobs.md,
  * "Asking for input"): the job `checkout.confirm` looks the order up; when it still cannot tell, it asks "place
  * it again?" through `ctx.requestInput` and waits (the job is `input_required`, answered with
- * `respond_to_job`). Yes: it looks the order up once more and places it again under a NEW operation (a new
- * Idempotency-Key) only if that lookup confirms the first order never happened; no: it ends.
+ * `respond_to_job` with `{ action, content }`, as MCP elicitation answers). Accepted with `place_again: true`: it looks the order up once more and places it again under a NEW operation (a new
+ * Idempotency-Key) only if that lookup confirms the first order never happened; declined, canceled or `place_again: false`: it places nothing and ends.
  *
  * Every step before the question runs again when the answer comes (durable replay): the lookup is a read,
  * and the new order is placed with a ledger key derived from the first operation, so a rerun resumes it
@@ -55,8 +55,9 @@ export function defineCheckoutConfirm(
       if (first.outcome === 'succeeded')
         return { status: 'placed', operation_id: id, order: first.result as Order };
 
-      const { place_again } = await ctx.requestInput<{ place_again: boolean }>(PLACE_AGAIN);
-      if (!place_again) return { status: 'not_placed', operation_id: id, reason: 'declined' };
+      const answer = await ctx.requestInput(PLACE_AGAIN);
+      if (answer.action !== 'accept' || answer.content?.['place_again'] !== true)
+        return { status: 'not_placed', operation_id: id, reason: 'declined' };
 
       const again = await operations.reconcile(id, 'job:checkout.confirm');
       if (again.outcome === 'succeeded')

@@ -100,3 +100,11 @@ export {
   type PrincipalRateRule,
   type Scope,
 } from './principal.js';
+export {
+  INPUT_KEY_RULE,
+  inputAnswerShapeProblem,
+  isInputKey,
+  type InputAnswer,
+  type InputQuestion,
+  type InputSchema,
+} from './input.js';

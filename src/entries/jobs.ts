@@ -25,6 +25,8 @@ export {
   retryAfterMsOf,
   INPUT_BOUNDS,
   INPUT_SCHEMA_BOUNDS,
+  type InputAnswer,
+  type InputQuestion,
   type RequestInputOptions,
   respondToJob,
   type RespondOptions,

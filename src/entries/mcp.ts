@@ -19,7 +19,7 @@ export {
   jobTool,
   type JobToolDefinition,
   INPUT_BOUNDS,
-  type ElicitAnswer,
+  type InputAnswer,
   type InputAnswerOf,
   type InputAsk,
   type InputContext,

@@ -23,8 +23,12 @@ describePostgres('jobs input tests')('ctx.requestInput on PostgreSQL', () => {
 
   const ask = (runs: number[], label: number, timeoutMs?: number) => async (ctx: JobContext) => {
     runs.push(label);
-    const size = await ctx.requestInput<string>({ message: 'Which size?', ...(timeoutMs && { timeoutMs }) });
-    return { size };
+    const answer = await ctx.requestInput({
+      message: 'Which size?',
+      schema: { type: 'object', properties: { size: { type: 'string', enum: ['S', 'M', 'L'] } } },
+      ...(timeoutMs && { timeoutMs }),
+    });
+    return { size: answer.content?.['size'] };
   };
 
   it('asks, the runtime and its store close, a new one on the same schema gets the answer and completes', async () => {
@@ -43,7 +47,7 @@ describePostgres('jobs input tests')('ctx.requestInput on PostgreSQL', () => {
     h.jobs.defineJob('ask', ask(runs, 2));
     h.jobs.start();
     expect(await h.jobs.inputRequest(id)).toMatchObject({ key: '0', message: 'Which size?' });
-    await h.jobs.respond(id, '0', 'L');
+    await h.jobs.respond(id, '0', { action: 'accept', content: { size: 'L' } });
     await eventually(h.clock, async () =>
       expect(await h.jobs.get(id)).toMatchObject({ status: 'completed', result: { size: 'L' } }),
     );

@@ -18,7 +18,7 @@ const PLACE_AGAIN: InputSchema = {
 function asker(runs: { count: number }, options: Partial<Parameters<JobContext['requestInput']>[0]> = {}) {
   return async (ctx: JobContext) => {
     runs.count++;
-    const answer = await ctx.requestInput<{ placeAgain: boolean }>({
+    const answer = await ctx.requestInput({
       message: "I can't confirm the checkout; place it again?",
       schema: PLACE_AGAIN,
       ...options,
@@ -62,11 +62,14 @@ describe('jobs: ctx.requestInput (durable replay)', () => {
     await h.clock.tickAsync(3_600_000);
     expect(runs.count).toBe(1);
 
-    const answered = await h.jobs.respond(id, '0', { placeAgain: true });
+    const answered = await h.jobs.respond(id, '0', { action: 'accept', content: { placeAgain: true } });
     expect(answered).toMatchObject({ status: 'pending' });
     await settle(h, id, 'completed');
     expect(runs.count).toBe(2);
-    expect(await h.jobs.get(id)).toMatchObject({ result: { answer: { placeAgain: true } }, attempts: 1 });
+    expect(await h.jobs.get(id)).toMatchObject({
+      result: { answer: { action: 'accept', content: { placeAgain: true } } },
+      attempts: 1,
+    });
     expect(await h.jobs.inputRequest(id)).toBeNull();
     expect(await eventTypes(h.store, id)).toEqual([
       ['job.started', 1],
@@ -94,10 +97,12 @@ describe('jobs: ctx.requestInput (durable replay)', () => {
     const second = { count: 0 };
     h.jobs.defineJob('checkout', asker(second));
     h.jobs.start();
-    await h.jobs.respond(id, '0', { placeAgain: false });
+    await h.jobs.respond(id, '0', { action: 'accept', content: { placeAgain: false } });
     await settle(h, id, 'completed');
     expect([first.count, second.count]).toEqual([1, 1]);
-    expect((await h.jobs.get(id))!.result).toEqual({ answer: { placeAgain: false } });
+    expect((await h.jobs.get(id))!.result).toEqual({
+      answer: { action: 'accept', content: { placeAgain: false } },
+    });
     others.push({ jobs: h.jobs, close: async () => rmSync(dir, { recursive: true, force: true }) });
   });
 
@@ -114,7 +119,7 @@ describe('jobs: ctx.requestInput (durable replay)', () => {
     others.push({ jobs: other, close: () => other.stop({ graceMs: 0 }) });
     other.defineJob('checkout', asker(theirs));
     other.start();
-    await other.respond(id, '0', { placeAgain: true });
+    await other.respond(id, '0', { action: 'accept', content: { placeAgain: true } });
     await settle(h, id, 'completed');
     expect([mine.count, theirs.count]).toEqual([1, 1]);
   });
@@ -127,7 +132,9 @@ describe('jobs: ctx.requestInput (durable replay)', () => {
     const id = await h.jobs.enqueue('checkout', {});
     await settle(h, id, 'input_required');
     expect(await h.jobs.cancel(id)).toMatchObject({ status: 'canceled', finishedAt: h.clock.now() });
-    const error = await h.jobs.respond(id, '0', { placeAgain: true }).catch((e: unknown) => e);
+    const error = await h.jobs
+      .respond(id, '0', { action: 'accept', content: { placeAgain: true } })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BreakwaterError);
     expect(error).toMatchObject({
       code: 'input_not_awaited',
@@ -170,7 +177,7 @@ describe('jobs: ctx.requestInput (durable replay)', () => {
     h.jobs.start();
     const id = await h.jobs.enqueue('checkout', {}, { owner: 'webhook:shop' });
     await settle(h, id, 'input_required');
-    const answer = { placeAgain: true };
+    const answer = { action: 'accept', content: { placeAgain: true } };
     const stranger = await h.jobs
       .respond(id, '0', answer, { principal: webhookPrincipal('other') })
       .catch((e: unknown) => e);
@@ -195,32 +202,54 @@ describe('jobs: ctx.requestInput (durable replay)', () => {
     const refusal = (key: string, answer: unknown) =>
       h.jobs.respond(id, key, answer).catch((e: unknown) => e);
 
-    expect(await refusal('0', { placeAgain: 'yes', extra: 1 })).toMatchObject({
+    const accept = (content: unknown) => ({ action: 'accept', content });
+    expect(await refusal('0', accept({ placeAgain: 'yes', extra: 1 }))).toMatchObject({
       code: 'invalid_payload',
       status: 400,
       message:
         "The answer does not fit the question's schema: placeAgain must be true or false; extra is not a requested field.",
       details: { problems: ['placeAgain must be true or false', 'extra is not a requested field'] },
     });
-    expect(await refusal('0', {})).toMatchObject({ details: { problems: ['placeAgain is required'] } });
-    expect(await refusal('0', 'yes')).toMatchObject({
-      details: { problems: ['the answer must be an object of the requested fields'] },
+    expect(await refusal('0', accept({}))).toMatchObject({
+      details: { problems: ['placeAgain is required'] },
     });
-    expect(await refusal('1', { placeAgain: true })).toMatchObject({
+    expect(await refusal('0', { action: 'accept' })).toMatchObject({
+      details: { problems: ['placeAgain is required'] },
+    });
+    expect(await refusal('0', { placeAgain: true })).toMatchObject({
+      code: 'invalid_payload',
+      message:
+        "The answer must be { action: 'accept' | 'decline' | 'cancel', content? }: action must be accept, decline or cancel.",
+      details: { problems: ['action must be accept, decline or cancel'] },
+    });
+    expect(await refusal('0', { action: 'decline', content: { placeAgain: true } })).toMatchObject({
+      details: { problems: ['content goes only with accept, not decline'] },
+    });
+    expect(await refusal('0', 'yes')).toMatchObject({
+      details: { problems: ['the answer must be an object { action, content? }'] },
+    });
+    expect(await refusal('1', accept({ placeAgain: true }))).toMatchObject({
       code: 'input_not_awaited',
       message: `Job ${id} waits for the answer to question "0", not this one.`,
       details: { status: 'input_required', key: '0' },
     });
-    expect(await refusal('0', { placeAgain: true, pad: 'x'.repeat(65_536) })).toMatchObject({
+    expect(await refusal('0', accept({ placeAgain: true, pad: 'x'.repeat(65_536) }))).toMatchObject({
       code: 'payload_too_large',
       status: 413,
       details: { max_bytes: 65_536 },
     });
-    expect(await refusal('', { placeAgain: true })).toMatchObject({ code: 'invalid_payload' });
+    expect(await refusal('', accept({ placeAgain: true }))).toMatchObject({
+      code: 'invalid_payload',
+      message: 'The key must be 1..64 of A-Za-z0-9_.:-.',
+    });
+    expect(await refusal('k'.repeat(65), accept({ placeAgain: true }))).toMatchObject({
+      code: 'invalid_payload',
+    });
+    expect(await refusal('a b', accept({ placeAgain: true }))).toMatchObject({ code: 'invalid_payload' });
     // Nothing was lost: the same question waits, and a fitting answer completes the job.
     expect(await h.jobs.get(id)).toMatchObject({ status: 'input_required' });
     expect(await h.jobs.inputRequest(id)).toEqual(question);
-    await h.jobs.respond(id, '0', { placeAgain: true });
+    await h.jobs.respond(id, '0', { action: 'accept', content: { placeAgain: true } });
     await settle(h, id, 'completed');
   });
 
@@ -240,12 +269,12 @@ describe('jobs: ctx.requestInput (durable replay)', () => {
     h.jobs.start();
     const id = await h.jobs.enqueue('survey', {});
     await settle(h, id, 'input_required');
-    await h.jobs.respond(id, '0', 'Ada');
+    await h.jobs.respond(id, '0', { action: 'accept' });
     await settle(h, id, 'input_required');
     expect((await h.jobs.inputRequest(id))!.key).toBe('size');
-    await h.jobs.respond(id, 'size', 'L');
+    await h.jobs.respond(id, 'size', { action: 'decline' });
     await settle(h, id, 'failed');
-    expect(seen).toEqual([['Ada', 'L']]);
+    expect(seen).toEqual([[{ action: 'accept' }, { action: 'decline' }]]);
     expect((await h.jobs.get(id))!.error).toMatchObject({
       code: 'invalid_payload',
       kind: 'permanent',

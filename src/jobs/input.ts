@@ -1,12 +1,12 @@
-import { BreakwaterError, type Clock } from '../core/index.js';
 import {
-  MAX_INPUT_KEY_LENGTH,
-  type InputRequest,
-  type InputSchema,
-  type JobInput,
-  type JobRecord,
-  type JobStore,
-} from '../store/index.js';
+  BreakwaterError,
+  INPUT_KEY_RULE,
+  isInputKey,
+  type Clock,
+  type InputAnswer,
+  type InputQuestion,
+} from '../core/index.js';
+import type { InputRequest, JobInput, JobRecord, JobStore } from '../store/index.js';
 import { schemaProblem } from './input-schema.js';
 
 /**
@@ -29,27 +29,20 @@ export const INPUT_BOUNDS = {
   maxTimeoutMs: 2_592_000_000,
 } as const;
 
-/** What a handler asks with `ctx.requestInput` (see `JobContext.requestInput`). */
-export interface RequestInputOptions {
-  /** The question, written for users (1..2 000 characters). */
-  message: string;
-  /**
-   * The answer's shape: a flat JSON-schema object like MCP elicitation's `requestedSchema` (see
-   * `input-schema.ts`); the answer is then an object of its fields. Left out: any JSON value.
-   */
-  schema?: InputSchema;
-  /**
-   * The question's key (1..255 characters, no NUL): its answer is stored and replayed under it. Default: the
-   * call's ordinal within the run (`'0'` for the first `requestInput` call, `'1'` for the next, …), which
-   * stays the same on every rerun as long as the handler asks in the same order.
-   */
-  key?: string;
+/**
+ * What a handler asks with `ctx.requestInput` (see `JobContext.requestInput`): the same form question as a
+ * synchronous call's `ctx.requestInput` (`message`; `schema`, the fields of an `accept`'s `content`, default
+ * none; `key`, 1..64 of `A-Za-z0-9_.:-`, default the call's ordinal in the run), plus how long to wait.
+ */
+export interface RequestInputOptions extends InputQuestion {
   /**
    * How long to wait for the answer, ms (integer in 1..30 days): unanswered by then, the job ends `failed`
    * with `input_timeout`. Default: no limit (until answered or canceled).
    */
   timeoutMs?: number;
 }
+
+export type { InputAnswer, InputQuestion };
 
 /**
  * Thrown by `ctx.requestInput` when the question has no stored answer: the run ends by parking the job. A
@@ -82,14 +75,14 @@ export class InputReplay {
    * @throws BreakwaterError `invalid_payload` (permanent: the run fails) for bad options, a job with an
    *   ordering key (waiting would let the jobs behind it run first), or more than `maxInputRounds` questions.
    */
-  async request(options: RequestInputOptions): Promise<unknown> {
+  async request(options: RequestInputOptions): Promise<InputAnswer> {
     const ordinal = this.ordinal++;
     const problem = optionsProblem(options);
     if (problem !== undefined) throw invalid(`ctx.requestInput: ${problem}.`);
     const key = options.key ?? String(ordinal);
     if (this.asked !== undefined) throw new InputRequested(this.asked);
     const input = await (this.state ??= this.load());
-    if (Object.hasOwn(input.answers, key)) return input.answers[key];
+    if (Object.hasOwn(input.answers, key)) return input.answers[key] as InputAnswer;
     if (this.asked !== undefined) throw new InputRequested(this.asked);
     if (this.job.orderingKey !== null) {
       throw invalid(
@@ -126,9 +119,7 @@ function optionsProblem(options: RequestInputOptions): string | undefined {
   if (typeof message !== 'string' || message.length === 0 || message.length > INPUT_BOUNDS.maxMessageLength) {
     return `message must be a string of 1..${INPUT_BOUNDS.maxMessageLength} characters`;
   }
-  if (key !== undefined && (typeof key !== 'string' || !validKey(key))) {
-    return `key must be a string of 1..${MAX_INPUT_KEY_LENGTH} characters without NUL`;
-  }
+  if (key !== undefined && !isInputKey(key)) return `key must be ${INPUT_KEY_RULE}`;
   if (
     timeoutMs !== undefined &&
     !(Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= INPUT_BOUNDS.maxTimeoutMs)
@@ -136,11 +127,6 @@ function optionsProblem(options: RequestInputOptions): string | undefined {
     return `timeoutMs must be an integer in 1..${INPUT_BOUNDS.maxTimeoutMs}`;
   }
   return schema === undefined ? undefined : schemaProblem(schema);
-}
-
-/** A key `requestInput` and `respond` accept. */
-export function validKey(key: string): boolean {
-  return key.length > 0 && key.length <= MAX_INPUT_KEY_LENGTH && !key.includes('\0');
 }
 
 function invalid(message: string, details?: Record<string, unknown>): BreakwaterError {

@@ -1,8 +1,16 @@
-import { BreakwaterError, checkedJson, type Principal } from '../core/index.js';
-import type { InputRequest, JobRecord, JobStore } from '../store/index.js';
+import {
+  BreakwaterError,
+  INPUT_KEY_RULE,
+  checkedJson,
+  inputAnswerShapeProblem,
+  isInputKey,
+  type InputAnswer,
+  type Principal,
+} from '../core/index.js';
+import type { InputRequest, InputSchema, JobRecord, JobStore } from '../store/index.js';
 import { callerPrincipal, jobVisibleTo } from './access.js';
 import { publicRecord } from './carrier.js';
-import { INPUT_BOUNDS, validKey } from './input.js';
+import { INPUT_BOUNDS } from './input.js';
 import { answerProblems } from './input-schema.js';
 
 /** Options of `Jobs.respond`. */
@@ -25,7 +33,8 @@ export interface RespondOptions {
  * stored when any check fails: the job keeps waiting on its question. Resolves the job, now `pending`.
  * @throws BreakwaterError `not_found` (404: no such job, or `options.principal` may not see it);
  *   `input_not_awaited` (409, details `{ status, key? }`: not waiting, or waiting on `details.key`);
- *   `invalid_payload` (400: bad key, no JSON form, does not fit the schema, details `{ problems }`);
+ *   `invalid_payload` (400: bad key, not `{ action, content? }` (MCP `ElicitResult`), or an `accept` whose
+ *   content does not fit the schema, details `{ problems }`);
  *   `payload_too_large` (413: past `INPUT_BOUNDS.maxAnswerBytes`); `input_timeout` (408: the question expired).
  */
 export async function respondToJob(
@@ -37,10 +46,8 @@ export async function respondToJob(
 ): Promise<JobRecord> {
   const job = jobVisibleTo(callerPrincipal(options.principal), await store.get(id));
   if (job === undefined) throw notFound(id);
-  if (typeof key !== 'string' || !validKey(key)) {
-    throw new BreakwaterError('invalid_payload', {
-      message: 'The key must be a string of 1..255 characters without NUL.',
-    });
+  if (!isInputKey(key)) {
+    throw new BreakwaterError('invalid_payload', { message: `The key must be ${INPUT_KEY_RULE}.` });
   }
   const text = checkedJson(answer);
   if (Buffer.byteLength(text) > INPUT_BOUNDS.maxAnswerBytes) {
@@ -50,11 +57,19 @@ export async function respondToJob(
     });
   }
   const value: unknown = JSON.parse(text);
+  const shape = inputAnswerShapeProblem(value);
+  if (shape !== undefined) {
+    throw new BreakwaterError('invalid_payload', {
+      message: `The answer must be { action: 'accept' | 'decline' | 'cancel', content? }: ${shape}.`,
+      details: { problems: [shape] },
+    });
+  }
   const request = (await store.jobInput(id))?.request ?? null;
   if (job.status !== 'input_required' || request === null) throw notAwaited(job, null);
   if (request.key !== key) throw notAwaited(job, request);
-  if (request.schema !== null) {
-    const problems = answerProblems(request.schema, value);
+  const { action, content } = value as InputAnswer;
+  if (action === 'accept') {
+    const problems = answerProblems(request.schema ?? NO_FIELDS, content ?? {});
     if (problems.length > 0) {
       throw new BreakwaterError('invalid_payload', {
         message: `The answer does not fit the question's schema: ${problems.join('; ')}.`,
@@ -77,6 +92,9 @@ export async function respondToJob(
       throw notAwaited(outcome.job, null);
   }
 }
+
+/** The schema of a question asked without one (a yes/no): an `accept` carries no fields. */
+const NO_FIELDS = { type: 'object', properties: {} } as const satisfies InputSchema;
 
 function notFound(id: string): BreakwaterError {
   return new BreakwaterError('not_found', { message: `There is no job ${id}.` });

@@ -286,10 +286,8 @@ export class JobRun {
       },
       progress: (step, total, message) => this.progress(step, total, message),
       partial: (data) => this.partial(data),
-      requestInput: <T>(options: Parameters<JobContext['requestInput']>[0]) =>
-        (this.input ??= new InputReplay(this.deps, job, this.jobType.maxInputRounds)).request(
-          options,
-        ) as Promise<T>,
+      requestInput: (options) =>
+        (this.input ??= new InputReplay(this.deps, job, this.jobType.maxInputRounds)).request(options),
     };
   }
 

@@ -1,7 +1,7 @@
 import type { Clock, Disposable, Listener, Logger } from '../core/index.js';
 import type { Backoff } from '../policy/index.js';
 import type { InputRequest, JobEvent, JobFilter, JobRecord, JobStats, JobStore } from '../store/index.js';
-import type { RequestInputOptions } from './input.js';
+import type { InputAnswer, RequestInputOptions } from './input.js';
 import type { RespondOptions } from './respond.js';
 
 /**
@@ -73,7 +73,9 @@ export interface JobContext<P = unknown> {
    */
   partial(data: unknown): Promise<void>;
   /**
-   * Asks the user a question and resolves with the answer (docs/jobs.md, "Asking for input"), by durable
+   * Asks the user a form question and resolves with the answer, `{ action: 'accept', content }` (content
+   * fits `options.schema`; `{}` or absent without one) or `{ action: 'decline' | 'cancel' }`: the same
+   * question and answer as a synchronous call's `ctx.requestInput` (MCP `ElicitResult`). By durable
    * replay: with no stored answer for the question's key, the run ends here, the job waits in
    * `input_required` (no worker holds it) and this promise never settles; once answered (`Jobs.respond`, the
    * MCP tool `respond_to_job`), the job runs again FROM THE START and this call resolves with the stored
@@ -83,7 +85,7 @@ export interface JobContext<P = unknown> {
    * @throws BreakwaterError `invalid_payload` (as a rejection; the run fails for good) for bad options, a job
    *   with an ordering key, or more questions than the type's `maxInputRounds`.
    */
-  requestInput<T = unknown>(options: RequestInputOptions): Promise<T>;
+  requestInput(options: RequestInputOptions): Promise<InputAnswer>;
 }
 
 /** Runs one job; its resolved value (JSON, `undefined` stored as null) becomes the result. */
@@ -203,11 +205,12 @@ export interface Jobs {
    * the job after the step. The MCP tool `respond_to_job`, `POST /jobs/:id/input` and the tasks extension's
    * `tasks/update` call it. Nothing is stored when it throws.
    * @param key the key of the question (`inputRequest(id).key`).
-   * @param answer a JSON value; with the question's schema, an object of its fields.
+   * @param answer the user's answer, `{ action: 'accept', content? }` (content: an object of the question
+   *   schema's fields) or `{ action: 'decline' | 'cancel' }` (MCP `ElicitResult`).
    * @throws BreakwaterError `not_found` (404) when the job does not exist or `options.principal` may not see
    *   it (not its owner, not `admin`); `input_not_awaited` (409, details `{ status, key? }`) when the job is
    *   not waiting for input, or waits on another key (`details.key`); `invalid_payload` (400) for a bad key, an
-   *   answer with no JSON form or one that does not fit the schema (details `{ problems }`);
+   *   answer that is not `{ action, content? }` or whose content does not fit the schema (details `{ problems }`);
    *   `payload_too_large` (413) past 64 KiB of JSON; `input_timeout` (408) when the question expired.
    */
   respond(id: string, key: string, answer: unknown, options?: RespondOptions): Promise<JobRecord>;

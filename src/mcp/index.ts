@@ -20,7 +20,7 @@ export {
 export { jobTool, type JobToolDefinition } from './job-tools.js';
 export {
   INPUT_BOUNDS,
-  type ElicitAnswer,
+  type InputAnswer,
   type InputAnswerOf,
   type InputAsk,
   type InputContext,

@@ -41,11 +41,11 @@ async function start(): Promise<void> {
     ],
     defineJobs: (jobs) =>
       jobs.defineJob<{ order: string }>('confirm', async (ctx) => {
-        const answer = await ctx.requestInput<{ placeAgain: boolean }>({
+        const answer = await ctx.requestInput({
           message: `Place order ${ctx.payload.order} again?`,
           schema: SCHEMA,
         });
-        return { order: ctx.payload.order, placed: answer.placeAgain };
+        return { order: ctx.payload.order, placed: answer.content?.['placeAgain'] === true };
       }),
   });
 }
@@ -90,7 +90,7 @@ describe('MCP: a job that asks for input', () => {
     const bob = await v1('bob');
     const refused = await bob.client.callTool({
       name: 'respond_to_job',
-      arguments: { job_id: id, answer: { placeAgain: true } },
+      arguments: { job_id: id, answer: { action: 'accept', content: { placeAgain: true } } },
     });
     expect(refused).toMatchObject({
       isError: true,
@@ -98,7 +98,7 @@ describe('MCP: a job that asks for input', () => {
     });
     const bad = await ada.client.callTool({
       name: 'respond_to_job',
-      arguments: { job_id: id, key: '0', answer: { placeAgain: 'yes' } },
+      arguments: { job_id: id, key: '0', answer: { action: 'accept', content: { placeAgain: 'yes' } } },
     });
     expect(bad).toMatchObject({
       isError: true,
@@ -113,7 +113,7 @@ describe('MCP: a job that asks for input', () => {
 
     const answered = await ada.client.callTool({
       name: 'respond_to_job',
-      arguments: { job_id: id, answer: { placeAgain: true } },
+      arguments: { job_id: id, answer: { action: 'accept', content: { placeAgain: true } } },
     });
     expect(answered.isError).toBeUndefined();
     expect(answered.structuredContent).toEqual({
@@ -131,7 +131,7 @@ describe('MCP: a job that asks for input', () => {
     });
     const again = await ada.client.callTool({
       name: 'respond_to_job',
-      arguments: { job_id: id, answer: {} },
+      arguments: { job_id: id, answer: { action: 'cancel' } },
     });
     expect(again).toMatchObject({
       isError: true,
@@ -157,7 +157,7 @@ describe('MCP: a job that asks for input', () => {
     });
     await ada.client.callTool({
       name: 'respond_to_job',
-      arguments: { job_id: id, answer: { placeAgain: false } },
+      arguments: { job_id: id, answer: { action: 'accept', content: { placeAgain: false } } },
     });
     await waitingFor(id, 'completed');
     const result = await ada.client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
@@ -196,7 +196,7 @@ describe('MCP: a job that asks for input', () => {
     expect(status.structuredContent).toMatchObject({ status: 'input_required', input_request: { key: '0' } });
     const answered = await client.callTool({
       name: 'respond_to_job',
-      arguments: { job_id: id, key: '0', answer: { placeAgain: true } },
+      arguments: { job_id: id, key: '0', answer: { action: 'accept', content: { placeAgain: true } } },
     });
     expect(answered.structuredContent).toMatchObject({ status: 'pending' });
     await waitingFor(id, 'completed');

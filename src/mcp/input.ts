@@ -12,7 +12,14 @@
  *
  * Nothing here imports an SDK.
  */
-import { BreakwaterError } from '../core/index.js';
+import {
+  BreakwaterError,
+  INPUT_KEY_RULE,
+  isInputKey,
+  type InputAnswer,
+  type InputQuestion,
+  type InputSchema,
+} from '../core/index.js';
 import { McpProtocolError, RPC } from './types.js';
 
 /**
@@ -22,38 +29,7 @@ import { McpProtocolError, RPC } from './types.js';
  */
 export const INPUT_BOUNDS = { maxRounds: 8, maxRequestsPerRound: 16, maxStateChars: 65_536 } as const;
 
-/** A key of a question: 1..64 of `A-Za-z0-9_.:-`. */
-const KEY = /^[A-Za-z0-9_.:-]{1,64}$/;
-
-/**
- * A form's schema, as MCP elicitation's `requestedSchema`: an object of primitive properties (`string`,
- * `number`, `integer`, `boolean`, an `array` of string `enum`), `required` naming some of them.
- */
-export interface InputSchema {
-  readonly type: 'object';
-  readonly properties: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
-  readonly required?: readonly string[];
-}
-
-/** One form question (MCP `elicitation/create`, form mode). */
-export interface InputQuestion {
-  /** What the user reads. Non-empty. */
-  message: string;
-  /** The fields of the answer; default none (a yes/no: the answer's `action`). */
-  schema?: InputSchema;
-  /**
-   * Names the question across rounds: 1..64 of `A-Za-z0-9_.:-`. Default: the ordinal of the `requestInput`
-   * call within the run (`'0'`, `'1'`, …), stable as long as the handler asks in the same order.
-   */
-  key?: string;
-}
-
-/** The client's answer to a form question (MCP `ElicitResult`). */
-export interface ElicitAnswer {
-  action: 'accept' | 'decline' | 'cancel';
-  /** The fields, when `action` is `accept`; they fit the question's schema. */
-  content?: Record<string, unknown>;
-}
+export type { InputAnswer, InputQuestion, InputSchema };
 
 /** A sampling request (MCP `sampling/createMessage` params): at least `messages` and `maxTokens`. */
 export interface SamplingRequest {
@@ -84,7 +60,7 @@ export type InputAnswerOf<A> = A extends { sampling: SamplingRequest }
   ? SamplingAnswer
   : A extends { roots: true }
     ? RootsAnswer
-    : ElicitAnswer;
+    : InputAnswer;
 
 /** Which kinds of question the client declared it can answer (its `elicitation`, `sampling`, `roots`). */
 export interface InputSupport {
@@ -105,7 +81,7 @@ export interface InputContext {
    * @throws BreakwaterError `invalid_payload` when a 2025 client's answer does not fit the schema.
    * @throws TypeError for a malformed question (empty message, bad key, a schema that is not an object).
    */
-  requestInput(question: InputQuestion): Promise<ElicitAnswer>;
+  requestInput(question: InputQuestion): Promise<InputAnswer>;
   /**
    * Asks several at once, in one round, keyed by the map's keys (each a question key, see
    * {@link InputQuestion.key}): `{ name: { message, schema }, draft: { sampling }, where: { roots: true } }`.
@@ -311,8 +287,8 @@ const KIND = {
  *   a sampling request without `messages` or a positive integer `maxTokens`.
  */
 function wireRequest(key: string, ask: unknown): WireInputRequest {
-  if (!KEY.test(key))
-    throw new TypeError(`a question key is 1..64 of A-Za-z0-9_.:- (got ${JSON.stringify(key)})`);
+  if (!isInputKey(key))
+    throw new TypeError(`a question key is ${INPUT_KEY_RULE} (got ${JSON.stringify(key)})`);
   if (!isObject(ask)) throw new TypeError(`question ${key} must be an object`);
   if (ask['roots'] === true) return { method: 'roots/list', params: {} };
   if (ask['sampling'] !== undefined) {
@@ -388,8 +364,8 @@ function fitsType(type: unknown, value: unknown): boolean {
 }
 
 /** The handler's view of an elicitation answer: its action and content only. */
-function elicitAnswer(answer: unknown): ElicitAnswer {
-  const { action, content } = answer as ElicitAnswer;
+function elicitAnswer(answer: unknown): InputAnswer {
+  const { action, content } = answer as InputAnswer;
   return content === undefined || action !== 'accept' ? { action } : { action, content };
 }
 

@@ -17,16 +17,23 @@ export function respondToJobTool(deps: JobToolDeps, name = 'respond_to_job'): Sy
   return resilientTool({
     name,
     description:
-      "Answers the question a background job asked (its status is input_required; get_job_status shows the question as input_request). Ask the user, then pass the answer: an object of the question schema's fields, or any JSON value when it has none.",
+      "Answers the question a background job asked (its status is input_required; get_job_status shows the question as input_request). Ask the user, then pass the answer as an elicitation result: { action: 'accept', content: { <the question schema's fields> } }, or { action: 'decline' } / { action: 'cancel' }.",
     inputSchema: {
       job_id: z.string().min(1).max(200).describe('The job_id of the job that asked.'),
       key: z
         .string()
-        .min(1)
-        .max(255)
+        .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
         .optional()
         .describe("The question's key (input_request.key); default: the question the job waits on now."),
-      answer: z.unknown().describe("The user's answer, matching input_request.schema."),
+      answer: z
+        .object({
+          action: z.enum(['accept', 'decline', 'cancel']),
+          content: z.record(z.string(), z.unknown()).optional(),
+        })
+        .strict()
+        .describe(
+          "The user's answer (MCP ElicitResult): accept with content fitting input_request.schema, or decline / cancel.",
+        ),
     },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handler({ job_id, key, answer }) {

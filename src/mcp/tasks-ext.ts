@@ -1,10 +1,17 @@
-import { humanDuration, isErrorCode, PrincipalContext, type Principal } from '../core/index.js';
-import type { JobRecord } from '../store/index.js';
+import {
+  humanDuration,
+  isBreakwaterError,
+  isErrorCode,
+  PrincipalContext,
+  type Principal,
+} from '../core/index.js';
+import { callerPrincipal } from '../jobs/index.js';
+import type { InputRequest, JobRecord } from '../store/index.js';
 import { completedResult, enqueueFor, latestProgress, visibleJob, type JobToolDeps } from './job-tools.js';
 import { jobErrorInfo, jobErrorResult } from './results.js';
 import { taskNotFound, taskStatus } from './task-store.js';
 import type { JobTool } from './tool.js';
-import type { CreateTaskResult, DetailedTask } from './tasks-wire.js';
+import type { CreateTaskResult, DetailedTask, TaskInputRequest } from './tasks-wire.js';
 import { McpProtocolError, RPC } from './types.js';
 
 export {
@@ -15,6 +22,7 @@ export {
   type DetailedTask,
   type ExtTask,
   type TaskError,
+  type TaskInputRequest,
 } from './tasks-wire.js';
 
 /**
@@ -32,7 +40,10 @@ export {
  *
  * Status (as the 2025-11-25 task store's, see `task-store.ts`): `pending` and `in_progress` → `working` (its
  * `statusMessage` is the job's latest progress message, or why it waits to retry); a job with a cancel request
- * or `canceled` → `cancelled`; `completed` → `completed` with the tool result inline. A `failed` job is split as
+ * or `canceled` → `cancelled`; `input_required` (its handler called `ctx.requestInput`) → `input_required` with
+ * the question as `inputRequests` (`{ <key>: { method: 'elicitation/create', params: { mode: 'form', message,
+ * requestedSchema } } }`, SEP-2663 "Input Requests"; a job asks one question at a time, so there is one key),
+ * answered with `tasks/update`; `completed` → `completed` with the tool result inline. A `failed` job is split as
  * SEP-2663 "Task Execution Errors" requires: a failure the tool itself would answer as a result with `isError`
  * (a classified Breakwater error: an upstream down, bad input, …) is `completed` with that result inline;
  * only an internal failure (`internal_error`: a bug, a crash; or a worker lost with the job out of attempts)
@@ -95,8 +106,12 @@ export class JobTasksExtension {
   async get(taskId: string): Promise<DetailedTask> {
     const job = await visibleJob(this.deps, taskId);
     if (job === undefined) throw taskNotFound(taskId);
-    const working = taskStatus(job) === 'working';
-    const progress = working ? await latestProgress(this.deps.store, job.id) : null;
+    const status = taskStatus(job);
+    if (status === 'input_required') {
+      const request = (await this.deps.store.jobInput(job.id))?.request ?? null;
+      return this.detailed(job, null, request);
+    }
+    const progress = status === 'working' ? await latestProgress(this.deps.store, job.id) : null;
     return this.detailed(job, progress?.message ?? null);
   }
 
@@ -112,11 +127,17 @@ export class JobTasksExtension {
   }
 
   /**
-   * `tasks/update`: delivers `inputResponses` to a task waiting for input. Jobs cannot ask for input yet, so no
-   * task ever has an outstanding request, and SEP-2663 "Task Update Requests" says a server ignores responses
-   * to keys that are not outstanding: the update of a known task is acknowledged and changes nothing.
-   * @throws McpProtocolError -32602 for an unknown task or one of another principal, and for `inputResponses`
-   *   that is not an object.
+   * `tasks/update`: delivers `inputResponses` to a task waiting for input (SEP-2663 "Task Update Requests").
+   * The response under the key of the question the job waits on is its answer, an elicitation result
+   * (`{ action: 'accept', content }` or `{ action: 'decline' | 'cancel' }`), stored through `Jobs.respond`
+   * for the current principal (so the job's owner or `admin` only): the job goes back to `pending` and its
+   * handler's `ctx.requestInput` resolves with it on the rerun. Responses under keys that are not outstanding
+   * are ignored, as the SEP says (also when the question was answered, canceled or expired meanwhile); with
+   * none outstanding the update changes nothing. The ack is empty (`{ resultType: 'complete' }` on the wire).
+   * @throws McpProtocolError -32602 for an unknown task or one of another principal, for `inputResponses`
+   *   that is not an object, and for an answer `Jobs.respond` refuses as malformed (not `{ action,
+   *   content? }`, content not fitting the schema, past 64 KiB: `data.problems` when known); the question
+   *   stays open then.
    */
   async update(taskId: string, inputResponses: unknown): Promise<void> {
     if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses)) {
@@ -124,10 +145,38 @@ export class JobTasksExtension {
     }
     const job = await visibleJob(this.deps, taskId);
     if (job === undefined) throw taskNotFound(taskId);
+    if (job.status !== 'input_required') return;
+    const request = (await this.deps.store.jobInput(job.id))?.request ?? null;
+    if (request === null || !Object.hasOwn(inputResponses, request.key)) return;
+    const answer = (inputResponses as Record<string, unknown>)[request.key];
+    try {
+      await this.deps.jobs.respond(job.id, request.key, answer, { principal: callerPrincipal() });
+    } catch (error) {
+      if (!isBreakwaterError(error)) throw error;
+      // Answered, canceled or expired since the read above: the key is no longer outstanding.
+      if (error.code === 'input_not_awaited' || error.code === 'input_timeout') return;
+      if (error.code === 'not_found') throw taskNotFound(taskId);
+      if (error.code === 'invalid_payload' || error.code === 'payload_too_large') {
+        const problems = (error.details as { problems?: unknown } | undefined)?.problems;
+        throw new McpProtocolError(
+          RPC.invalidParams,
+          `inputResponses[${JSON.stringify(request.key)}]: ${error.message}`,
+          problems === undefined ? undefined : { problems },
+        );
+      }
+      throw error;
+    }
   }
 
-  /** The detailed task of a job; `progressMessage`: its latest progress message, if any (for `working`). */
-  detailed(job: JobRecord, progressMessage: string | null): DetailedTask {
+  /**
+   * The detailed task of a job; `progressMessage`: its latest progress message, if any (for `working`);
+   * `request`: the question an `input_required` job waits on.
+   */
+  detailed(
+    job: JobRecord,
+    progressMessage: string | null,
+    request: InputRequest | null = null,
+  ): DetailedTask {
     const base = {
       taskId: job.id,
       createdAt: new Date(job.createdAt).toISOString(),
@@ -141,6 +190,14 @@ export class JobTasksExtension {
         return { ...base, status: 'cancelled', statusMessage: 'The task was cancelled.' };
       case 'completed':
         return { ...base, status: 'completed', result: completedResult(this.deps, job) };
+      case 'input_required': {
+        const task: DetailedTask = { ...base, status: 'input_required' };
+        if (request !== null) {
+          task.statusMessage = request.message;
+          task.inputRequests = { [request.key]: taskInputRequest(request) };
+        }
+        return task;
+      }
       case 'failed': {
         const info = jobErrorInfo(job.error, 'failed', now);
         if (!isInternalFailure(job)) {
@@ -166,6 +223,15 @@ export class JobTasksExtension {
       }
     }
   }
+}
+
+/** The `inputRequests` entry of a job's question: a form `elicitation/create` (no schema: no fields). */
+export function taskInputRequest(request: InputRequest): TaskInputRequest {
+  const requestedSchema = request.schema ?? { type: 'object', properties: {} };
+  return {
+    method: 'elicitation/create',
+    params: { mode: 'form', message: request.message, requestedSchema: { ...requestedSchema } },
+  };
 }
 
 /**

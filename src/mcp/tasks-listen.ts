@@ -274,7 +274,9 @@ function changed(before: DetailedTask, after: DetailedTask): boolean {
   return (
     before.status !== after.status ||
     before.statusMessage !== after.statusMessage ||
-    before.lastUpdatedAt !== after.lastUpdatedAt
+    before.lastUpdatedAt !== after.lastUpdatedAt ||
+    // A new question (another key) of an input_required task, whatever its message.
+    Object.keys(before.inputRequests ?? {}).join('\n') !== Object.keys(after.inputRequests ?? {}).join('\n')
   );
 }
 

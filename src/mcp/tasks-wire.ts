@@ -26,8 +26,19 @@ export interface TaskError {
   data?: Record<string, unknown>;
 }
 
+/**
+ * One outstanding input request of an `input_required` task (SEP-2663 "Input Requests", the request shape of
+ * SEP-2322): a form question, as the `elicitation/create` request the client would have got.
+ */
+export interface TaskInputRequest {
+  method: 'elicitation/create';
+  params: { mode: 'form'; message: string; requestedSchema: Record<string, unknown> };
+}
+
 /** What `tasks/get` and `notifications/tasks` carry (SEP-2663 `DetailedTask`). */
 export interface DetailedTask extends ExtTask {
+  /** The outstanding input requests by key, when `input_required`; answered with `tasks/update`. */
+  inputRequests?: Record<string, TaskInputRequest>;
   /** The tool result, when `completed`. */
   result?: ToolResult;
   /** The JSON-RPC error, when `failed`. */

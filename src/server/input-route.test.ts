@@ -36,23 +36,26 @@ describe('POST /jobs/:id/input answers the question of an input_required job', (
         headers: as(caller),
         payload: body as object,
       });
-    const stranger = await post('bob', { key: '0', answer: { size: 'M' } });
+    const stranger = await post('bob', { key: '0', answer: { action: 'accept', content: { size: 'M' } } });
     expect([stranger.statusCode, stranger.json().code]).toEqual([404, 'not_found']);
-    const bad = await post('ada', { key: '0', answer: { size: 'XL' } });
+    const bad = await post('ada', { key: '0', answer: { action: 'accept', content: { size: 'XL' } } });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toMatchObject({
       code: 'invalid_payload',
       detail: "The answer does not fit the question's schema: size must be one of: S, M, L.",
     });
-    const wrongKey = await post('ada', { key: 'size', answer: { size: 'M' } });
+    const wrongKey = await post('ada', { key: 'size', answer: { action: 'accept', content: { size: 'M' } } });
     expect([wrongKey.statusCode, wrongKey.json().code]).toEqual([409, 'input_not_awaited']);
     expect((await h.jobs.get(id))!.status).toBe('input_required');
 
-    const answered = await post('ada', { key: '0', answer: { size: 'M' } });
+    const answered = await post('ada', { key: '0', answer: { action: 'accept', content: { size: 'M' } } });
     expect(answered.statusCode).toBe(200);
     expect(answered.json()).toMatchObject({ id, status: 'pending' });
     expect(answered.json().input_request).toBeUndefined();
     await untilEvents(h.store, id, 5);
-    expect(await h.jobs.get(id)).toMatchObject({ status: 'completed', result: { size: { size: 'M' } } });
+    expect(await h.jobs.get(id)).toMatchObject({
+      status: 'completed',
+      result: { size: { action: 'accept', content: { size: 'M' } } },
+    });
   });
 });

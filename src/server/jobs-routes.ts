@@ -79,7 +79,8 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
     },
   );
 
-  // The answer to the question an input_required job waits on (docs/jobs.md, "Asking for input"): its owner
+  // The answer to the question an input_required job waits on (docs/jobs.md, "Asking for input"), body
+  // `{ key, answer: { action: 'accept' | 'decline' | 'cancel', content? } }`: its owner
   // or admin only (a stranger gets the not_found of a missing job, nothing stored). 200 with the job, now
   // pending; refusals are jobs.respond's errors (input_not_awaited 409, invalid_payload 400,
   // payload_too_large 413, input_timeout 408) and store nothing.
@@ -91,7 +92,11 @@ export function jobRoutes(app: FastifyInstance, options: JobRoutesOptions): void
         body: {
           type: 'object',
           required: ['key', 'answer'],
-          properties: { key: { type: 'string', minLength: 1, maxLength: 255 }, answer: {} },
+          properties: {
+            key: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,64}$' },
+            // The answer as an MCP ElicitResult; jobs.respond checks its shape and content (problems listed).
+            answer: { type: 'object' },
+          },
           additionalProperties: false,
         },
       },

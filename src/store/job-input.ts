@@ -1,3 +1,4 @@
+import type { InputSchema } from '../core/index.js';
 import type { JobEvent, JobRecord } from './jobs.js';
 
 /**
@@ -6,20 +7,10 @@ import type { JobEvent, JobRecord } from './jobs.js';
  * sizes, schemas and bounds before it calls the store.
  */
 
-/** Longest input request key, in UTF-16 code units. */
-export const MAX_INPUT_KEY_LENGTH = 255;
+/** Longest input request key, in UTF-16 code units (the key rule is core's `INPUT_KEY_RULE`). */
+export const MAX_INPUT_KEY_LENGTH = 64;
 
-/**
- * A flat JSON-schema object, as MCP elicitation's `requestedSchema` (MCP 2025-11-25, "Elicitation"):
- * `{ type: 'object', properties: { <name>: { type: 'string' | 'number' | 'integer' | 'boolean', … } },
- * required?: [<name>…] }`. Checked by the jobs runtime (`jobs/input-schema.ts`), stored as given.
- */
-export interface InputSchema {
-  type: 'object';
-  properties: Record<string, Record<string, unknown>>;
-  required?: string[];
-  [extra: string]: unknown;
-}
+export type { InputSchema };
 
 /** The question a job waits on, while it is `input_required`. Times are ms since the epoch. */
 export interface InputRequest {

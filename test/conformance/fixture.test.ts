@@ -75,6 +75,7 @@ describe('the conformance fixture app', () => {
       'greet',
       'slow_compute',
       'failing_job',
+      'confirm_delete',
       'protocol_error_job',
       'test_input_required_result_elicitation',
       'test_input_required_result_sampling',

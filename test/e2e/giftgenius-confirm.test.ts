@@ -98,7 +98,7 @@ describe('GiftGenius: confirming a checkout whose outcome is unknown', () => {
     expect(await jobs.inputRequest(id)).toMatchObject({ key: 'place-again', message: PLACE_AGAIN.message });
 
     shop.lookups.push(async () => ({ state: 'not_found' }));
-    await jobs.respond(id, 'place-again', { place_again: true });
+    await jobs.respond(id, 'place-again', { action: 'accept', content: { place_again: true } });
     await until(id, 'completed');
     const result = (await jobs.get(id))!.result as { operation_id: string; order: Order };
     expect(result).toMatchObject({ status: 'placed_again', previous_operation_id: operationId });
@@ -109,11 +109,11 @@ describe('GiftGenius: confirming a checkout whose outcome is unknown', () => {
     expect((await store.operations.get(operationId))!.state).toBe('failed');
   });
 
-  it('asks; no: ends without placing anything', async () => {
+  it('asks; declined: ends without placing anything', async () => {
     const { shop, operationId, id } = await uncertainCheckout();
     shop.lookups.push(down, down);
     await until(id, 'input_required');
-    await jobs.respond(id, 'place-again', { place_again: false });
+    await jobs.respond(id, 'place-again', { action: 'decline' });
     await until(id, 'completed');
     expect((await jobs.get(id))!.result).toEqual({
       status: 'not_placed',
@@ -127,7 +127,7 @@ describe('GiftGenius: confirming a checkout whose outcome is unknown', () => {
     const { shop, operationId, id } = await uncertainCheckout();
     shop.lookups.push(down, down, async () => ({ state: 'succeeded', result: shop.order(operationId) }));
     await until(id, 'input_required');
-    await jobs.respond(id, 'place-again', { place_again: true });
+    await jobs.respond(id, 'place-again', { action: 'accept', content: { place_again: true } });
     await until(id, 'completed');
     expect((await jobs.get(id))!.result).toEqual({
       status: 'placed',
