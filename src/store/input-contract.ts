@@ -56,7 +56,12 @@ export function inputContract(name: string, backend: FacetBackend): void {
         finishedAt: null,
         updatedAt: h.clock.now(),
       });
-      expect(await h.store.jobInput(job.id)).toEqual({ request, answers: {}, rounds: 1 });
+      expect(await h.store.jobInput(job.id)).toEqual({
+        request,
+        requests: [request],
+        answers: {},
+        rounds: 1,
+      });
       expect((await h.store.stats()).counts.input_required).toBe(1);
       // No worker reclaims it, however long it waits, and nextRunAt does not count it.
       h.clock.tick(3_600_000);
@@ -98,6 +103,7 @@ export function inputContract(name: string, backend: FacetBackend): void {
       });
       expect(await h.store.jobInput(job.id)).toEqual({
         request: null,
+        requests: [],
         answers: { '0': { placeAgain: true } },
         rounds: 1,
       });
@@ -112,6 +118,7 @@ export function inputContract(name: string, backend: FacetBackend): void {
       await h.store.askInput({ id: job.id, token: claim!.token }, second);
       expect(await h.store.jobInput(job.id)).toEqual({
         request: second,
+        requests: [second],
         answers: { '0': { placeAgain: true } },
         rounds: 2,
       });
@@ -145,7 +152,12 @@ export function inputContract(name: string, backend: FacetBackend): void {
         request,
       });
       expect(await h.store.get(job.id)).toEqual(before);
-      expect(await h.store.jobInput(job.id)).toEqual({ request, answers: {}, rounds: 1 });
+      expect(await h.store.jobInput(job.id)).toEqual({
+        request,
+        requests: [request],
+        answers: {},
+        rounds: 1,
+      });
       expect(await h.store.answerInput('job_missing', '0', 'yes')).toBeUndefined();
     });
 
@@ -204,6 +216,88 @@ export function inputContract(name: string, backend: FacetBackend): void {
       expect((await h.store.get(d.job.id))!.status).toBe('input_required');
       // A dead letter retried runs again; its answers are kept.
       expect((await h.store.retryFailed(a.job.id))!.job.status).toBe('pending');
+    });
+
+    it('askInput of several opens them all; each answer closes one; the last requeues the job', async () => {
+      const { job, lease } = await running();
+      const t0 = h.clock.now();
+      const size = question({ key: 'size', message: 'Which size?', expiresAt: t0 + 9_000 });
+      const color = question({ key: 'color', message: 'Which color?', expiresAt: t0 + 4_000 });
+      const note = question({ key: 'note', message: 'A note?' });
+      const event = await h.store.askInput(lease, [size, color, note]);
+      expect(event).toMatchObject({
+        type: 'job.input_required',
+        payload: { request: size, requests: [size, color, note] },
+      });
+      expect(await h.store.jobInput(job.id)).toEqual({
+        request: size,
+        requests: [size, color, note],
+        answers: {},
+        rounds: 1,
+      });
+      // The earliest expiry is the job's deadline.
+      expect((await h.store.expireInputs([])).nextExpiresAt).toBe(t0 + 4_000);
+      expect(await h.store.answerInput(job.id, 'other', 'x')).toMatchObject({
+        outcome: 'wrong_key',
+        request: size,
+      });
+      h.clock.tick(10);
+      expect(
+        await h.store.answerInput(job.id, 'color', { action: 'accept', content: { c: 'red' } }),
+      ).toMatchObject({
+        outcome: 'answered',
+        job: { status: 'input_required', updatedAt: t0 + 10 },
+        event: { type: 'job.input_received', payload: { key: 'color' } },
+      });
+      expect(await h.store.jobInput(job.id)).toEqual({
+        request: size,
+        requests: [size, note],
+        answers: { color: { action: 'accept', content: { c: 'red' } } },
+        rounds: 1,
+      });
+      expect((await h.store.expireInputs([])).nextExpiresAt).toBe(t0 + 9_000);
+      // An answered key is no longer open.
+      expect(await h.store.answerInput(job.id, 'color', 'again')).toMatchObject({ outcome: 'wrong_key' });
+      expect(await h.store.claim({ owner: 'w2', types: [], limit: 1, leaseMs: 30_000 })).toEqual([]);
+      expect(await h.store.answerInput(job.id, 'size', 'L')).toMatchObject({
+        job: { status: 'input_required' },
+      });
+      expect(await h.store.answerInput(job.id, 'note', 'none')).toMatchObject({
+        outcome: 'answered',
+        job: { status: 'pending', runAt: t0 + 10 },
+      });
+      expect(await h.store.jobInput(job.id)).toMatchObject({ request: null, requests: [], rounds: 1 });
+      expect((await h.store.expireInputs([])).nextExpiresAt).toBeNull();
+      expect(await types(job.id)).toEqual([
+        'job.started',
+        'job.input_required',
+        'job.input_received',
+        'job.input_received',
+        'job.input_received',
+      ]);
+    });
+
+    it('several open questions expire at the earliest expiry, whatever was answered', async () => {
+      const { job, lease } = await running();
+      const t0 = h.clock.now();
+      const late = question({ key: 'late', expiresAt: t0 + 5_000 });
+      const soon = question({ key: 'soon', expiresAt: t0 + 2_000 });
+      await h.store.askInput(lease, [late, soon]);
+      await h.store.answerInput(job.id, 'late', 'ok');
+      h.clock.tick(2_000);
+      expect(await h.store.answerInput(job.id, 'soon', 'ok')).toMatchObject({
+        outcome: 'expired',
+        request: soon,
+      });
+      const expiry = await h.store.expireInputs([]);
+      expect(expiry.ended.map((e) => e.jobId)).toEqual([job.id]);
+      expect(await h.store.get(job.id)).toMatchObject({
+        status: 'failed',
+        error: {
+          code: 'input_timeout',
+          message: "Nobody answered the job's question within 2000 ms, so the job stopped.",
+        },
+      });
     });
 
     it('another store on the same storage answers what this one parked (a restart, another process)', async () => {

@@ -26,10 +26,15 @@ export interface InputRequest {
   expiresAt: number | null;
 }
 
-/** A job's input state: the open question (if any) and every answer given so far, by key. */
+/**
+ * A job's input state: the open questions (if any) and every answer given so far, by key. A run may ask
+ * several questions at once (`ctx.requestInputs`): the job stays `input_required` until each is answered.
+ */
 export interface JobInput {
-  /** The question the job waits on while `input_required`, else null. */
+  /** The first open question (`requests[0]`) while `input_required`, else null. */
   request: InputRequest | null;
+  /** Every open question, in the order asked; empty when none. */
+  requests: InputRequest[];
   /** Answers by request key, as given to `JobStore.answerInput`; replayed to later runs. */
   answers: Record<string, unknown>;
   /** Questions asked so far (each one that put the job in `input_required`). */
@@ -37,15 +42,21 @@ export interface JobInput {
 }
 
 /** The input state of a job that never asked anything. */
-export const NO_INPUT: JobInput = Object.freeze({ request: null, answers: Object.freeze({}), rounds: 0 });
+export const NO_INPUT: JobInput = Object.freeze({
+  request: null,
+  requests: Object.freeze([]) as unknown as InputRequest[],
+  answers: Object.freeze({}),
+  rounds: 0,
+});
 
 /**
  * What {@link JobStore.answerInput} did:
- * - `answered`: the answer is stored and the job is `pending` again (`job.input_received` `{ key }`);
+ * - `answered`: the answer is stored (`job.input_received` `{ key }`); the job is `pending` again when it was
+ *   the last open question, else still `input_required` on the others;
  * - `not_waiting`: the job is not `input_required` (nothing changed);
- * - `wrong_key`: it waits on another key (`request` is the open question; nothing changed);
- * - `expired`: the question's `expiresAt` has passed (nothing changed; the job ends `failed` with
- *   `input_timeout` at the next {@link JobStore.expireInputs}).
+ * - `wrong_key`: no open question has that key (`request` is the first open one; nothing changed);
+ * - `expired`: the earliest `expiresAt` of the open questions has passed (nothing changed; the job ends
+ *   `failed` with `input_timeout` at the next {@link JobStore.expireInputs}; `request` is that question).
  */
 export type InputAnswerOutcome =
   | { outcome: 'answered'; job: JobRecord; event: JobEvent }
@@ -78,12 +89,61 @@ export function inputTimeoutError(request: InputRequest): {
   };
 }
 
-/** The state after asking `request`: the answers kept, one more round. */
-export function askedInput(current: JobInput, request: InputRequest): JobInput {
-  return { request, answers: current.answers, rounds: current.rounds + 1 };
+/**
+ * The stored state in its current shape: a state written before a job could ask several questions at once
+ * has `request` only (its one open question).
+ */
+export function inputOf(stored: Partial<JobInput> | null | undefined): JobInput {
+  if (stored === null || stored === undefined) return NO_INPUT;
+  const request = stored.request ?? null;
+  const requests = stored.requests ?? (request === null ? [] : [request]);
+  return {
+    request: requests[0] ?? null,
+    requests,
+    answers: stored.answers ?? {},
+    rounds: stored.rounds ?? 0,
+  };
 }
 
-/** The state after answering the open question: no question, the answer kept under its key. */
+/** The open question that expires first (the job's deadline), or undefined when none expires. */
+export function firstToExpire(requests: readonly InputRequest[]): InputRequest | undefined {
+  let first: InputRequest | undefined;
+  for (const request of requests) {
+    if (request.expiresAt !== null && (first === undefined || request.expiresAt < first.expiresAt!))
+      first = request;
+  }
+  return first;
+}
+
+/** The state after asking `requests` (one round): the answers kept, one more round. */
+export function askedInput(current: JobInput, requests: readonly InputRequest[]): JobInput {
+  return {
+    request: requests[0] ?? null,
+    requests: [...requests],
+    answers: current.answers,
+    rounds: current.rounds + 1,
+  };
+}
+
+/** The state after answering the open question `key`: it is no longer open, its answer kept under its key. */
 export function answeredInput(current: JobInput, key: string, answer: unknown): JobInput {
-  return { request: null, answers: { ...current.answers, [key]: answer }, rounds: current.rounds };
+  const requests = current.requests.filter((request) => request.key !== key);
+  return {
+    request: requests[0] ?? null,
+    requests,
+    answers: { ...current.answers, [key]: answer },
+    rounds: current.rounds,
+  };
+}
+
+/** One question or several, as a list. */
+export function requestsOf(request: InputRequest | readonly InputRequest[]): readonly InputRequest[] {
+  return Array.isArray(request) ? (request as readonly InputRequest[]) : [request as InputRequest];
+}
+
+/** The `job.input_required` payload: `{ request }` (the first question), plus `requests` when several. */
+export function inputRequiredPayload(input: JobInput): { request: InputRequest; requests?: InputRequest[] } {
+  return input.requests.length > 1
+    ? { request: input.request!, requests: input.requests }
+    : { request: input.request! };
 }

@@ -324,27 +324,29 @@ export interface JobStore {
 
   /**
    * Ends a run whose handler asked a question with no stored answer (docs/jobs.md, "Asking for input"):
-   * `in_progress` → `input_required` with `request` stored, the lease cleared (no worker holds it, no expiry
-   * requeues it) and the run not counted (`attempts - 1`, as {@link release}), `job.input_required`
-   * `{ request }`. Fenced like {@link complete}. A job with a cancel request ends `canceled` instead
+   * `in_progress` → `input_required` with `request` (or every one of a non-empty list, all open at once)
+   * stored, the lease cleared (no worker holds it, no expiry requeues it) and the run not counted
+   * (`attempts - 1`, as {@link release}), `job.input_required` `{ request }` (the first; `{ request, requests }`
+   * for several). Fenced like {@link complete}. A job with a cancel request ends `canceled` instead
    * (`job.canceled` `{ attempts }`).
    */
-  askInput(lease: LeaseRef, request: InputRequest): Promise<JobEvent | undefined>;
+  askInput(lease: LeaseRef, request: InputRequest | readonly InputRequest[]): Promise<JobEvent | undefined>;
 
   /** The job's input state ({@link JobInput}: `NO_INPUT` when it never asked), or undefined when it does not exist. */
   jobInput(id: string): Promise<JobInput | undefined>;
 
   /**
-   * Answers the open question of an `input_required` job whose key is `key` and whose `expiresAt` has not
-   * passed: stores `answer` under `key`, `pending` at `runAt = now`, `job.input_received` `{ key }`,
-   * `job_available` notified. Anything else changes nothing ({@link InputAnswerOutcome}). Undefined when the
-   * job does not exist.
+   * Answers the open question `key` of an `input_required` job none of whose open questions has expired:
+   * stores `answer` under `key`, `job.input_received` `{ key }`; when no question is left open, `pending` at
+   * `runAt = now` and `job_available` notified, else it stays `input_required` (deadline: the earliest
+   * `expiresAt` left). Anything else changes nothing ({@link InputAnswerOutcome}). Undefined when the job
+   * does not exist.
    */
   answerInput(id: string, key: string, answer: unknown): Promise<InputAnswerOutcome | undefined>;
 
   /**
-   * Ends up to `EXPIRE_INPUTS_BATCH` `input_required` jobs of `types` (all when empty) whose question's
-   * `expiresAt` is not after now: `failed` with error `input_timeout` (permanent), `job.failed`
+   * Ends up to `EXPIRE_INPUTS_BATCH` `input_required` jobs of `types` (all when empty) with an open
+   * question whose `expiresAt` is not after now: `failed` with error `input_timeout` (permanent), `job.failed`
    * `{ error, attempts }`. Resolves the events written and the next `expiresAt` left (workers sweep then).
    */
   expireInputs(types: readonly string[]): Promise<InputExpiry>;

@@ -236,7 +236,7 @@ class PostgresJobStore implements JobStore, StreamEventStore, WebhookInboxStore,
     return this.open().then(() => retryFailed(this.db, id));
   }
 
-  askInput(lease: LeaseRef, request: InputRequest): Promise<JobEvent | undefined> {
+  askInput(lease: LeaseRef, request: InputRequest | readonly InputRequest[]): Promise<JobEvent | undefined> {
     return this.open().then(() => askInput(this.db, lease, request));
   }
 

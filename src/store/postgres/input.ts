@@ -1,9 +1,12 @@
 import {
   EXPIRE_INPUTS_BATCH,
-  NO_INPUT,
   answeredInput,
   askedInput,
+  firstToExpire,
+  inputOf,
+  inputRequiredPayload,
   inputTimeoutError,
+  requestsOf,
   type InputAnswerOutcome,
   type InputExpiry,
   type InputRequest,
@@ -28,7 +31,7 @@ type InputRow = JobRow & { input: JobInput | null };
 export async function askInput(
   db: Db,
   lease: LeaseRef,
-  request: InputRequest,
+  request: InputRequest | readonly InputRequest[],
 ): Promise<JobEvent | undefined> {
   const now = ms(db.clock.now());
   return withTransaction(db.pool, async (client) => {
@@ -50,7 +53,8 @@ export async function askInput(
         { attempts: job.attempts },
       );
     }
-    const input = askedInput(job.input ?? NO_INPUT, request);
+    const input = askedInput(inputOf(job.input), requestsOf(request));
+    const deadline = firstToExpire(input.requests)?.expiresAt ?? null;
     return insertEvent(
       client,
       db,
@@ -58,9 +62,9 @@ export async function askInput(
               attempts = GREATEST(attempts - 1, 0), lease_owner = NULL, lease_expires_at = NULL,
               updated_at = $2, next_seq = next_seq + 1
         WHERE id = $1 RETURNING id, next_seq - 1 AS seq`,
-      [lease.id, now, json(input), request.expiresAt === null ? null : ms(request.expiresAt)],
+      [lease.id, now, json(input), deadline === null ? null : ms(deadline)],
       'job.input_required',
-      { request },
+      inputRequiredPayload(input),
     );
   });
 }
@@ -73,7 +77,7 @@ export async function jobInput(db: Db, id: string): Promise<JobInput | undefined
     [id],
   );
   const row = result.rows[0];
-  return row === undefined ? undefined : (row.input ?? NO_INPUT);
+  return row === undefined ? undefined : inputOf(row.input);
 }
 
 /** `JobStore.answerInput`. */
@@ -89,17 +93,27 @@ export async function answerInput(
     const row = locked.rows[0];
     if (row === undefined) return undefined;
     const job = toJob(row);
-    const input = row.input ?? NO_INPUT;
-    const request = input.request;
-    if (job.status !== 'input_required' || request === null) return { outcome: 'not_waiting', job };
-    if (request.key !== key) return { outcome: 'wrong_key', job, request };
-    if (request.expiresAt !== null && request.expiresAt <= now) return { outcome: 'expired', job, request };
-    // The jobs_available_on_update trigger notifies job_available (pending again).
+    const input = inputOf(row.input);
+    const first = input.request;
+    if (job.status !== 'input_required' || first === null) return { outcome: 'not_waiting', job };
+    if (!input.requests.some((open) => open.key === key))
+      return { outcome: 'wrong_key', job, request: first };
+    const due = firstToExpire(input.requests);
+    if (due !== undefined && due.expiresAt! <= now) return { outcome: 'expired', job, request: due };
+    const next = answeredInput(input, key, answer);
+    const deadline = firstToExpire(next.requests)?.expiresAt ?? null;
+    // Pending again once no question is left open: the jobs_available_on_update trigger notifies job_available.
     const updated = await client.query<JobRow>(
-      `UPDATE ${db.jobs} SET status = 'pending', input = $3::jsonb, input_deadline_at = NULL, run_at = $2,
-              updated_at = $2, next_seq = next_seq + 1
-        WHERE id = $1 RETURNING *`,
-      [id, now, json(answeredInput(input, key, answer))],
+      next.requests.length > 0
+        ? `UPDATE ${db.jobs} SET input = $3::jsonb, input_deadline_at = $4, updated_at = $2,
+                  next_seq = next_seq + 1
+            WHERE id = $1 RETURNING *`
+        : `UPDATE ${db.jobs} SET status = 'pending', input = $3::jsonb, input_deadline_at = NULL, run_at = $2,
+                  updated_at = $2, next_seq = next_seq + 1
+            WHERE id = $1 RETURNING *`,
+      next.requests.length > 0
+        ? [id, now, json(next), deadline === null ? null : ms(deadline)]
+        : [id, now, json(next)],
     );
     const answered = updated.rows[0]!;
     const inserted = await client.query<EventRow>(
@@ -128,7 +142,7 @@ export async function expireInputs(db: Db, types: readonly string[]): Promise<In
     );
     const ended: JobEvent[] = [];
     for (const row of due.rows) {
-      const error = inputTimeoutError((row.input ?? NO_INPUT).request!);
+      const error = inputTimeoutError(firstToExpire(inputOf(row.input).requests)!);
       const event = await insertEvent(
         client,
         db,

@@ -216,7 +216,10 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
   private readonly finishCanceledTx: (lease: LeaseRef) => JobEvent | undefined;
   private readonly releaseTx: (lease: LeaseRef) => boolean;
   private readonly cancelTx: (id: string) => JobRecord | undefined;
-  private readonly askInputTx: (lease: LeaseRef, request: InputRequest) => JobEvent | undefined;
+  private readonly askInputTx: (
+    lease: LeaseRef,
+    request: InputRequest | readonly InputRequest[],
+  ) => JobEvent | undefined;
   private readonly jobInputStmt: (id: string) => JobInput | undefined;
   private readonly answerInputTx: (
     id: string,
@@ -359,7 +362,7 @@ class SqliteJobStore implements JobStore, StreamEventStore, WebhookInboxStore, S
     return this.write(this.retryFailedTx, id);
   }
 
-  askInput(lease: LeaseRef, request: InputRequest): Promise<JobEvent | undefined> {
+  askInput(lease: LeaseRef, request: InputRequest | readonly InputRequest[]): Promise<JobEvent | undefined> {
     return this.write(this.askInputTx, lease, request);
   }
 

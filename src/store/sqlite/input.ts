@@ -1,15 +1,18 @@
 import {
   EXPIRE_INPUTS_BATCH,
-  NO_INPUT,
   answeredInput,
   askedInput,
+  firstToExpire,
+  inputOf,
+  inputRequiredPayload,
   inputTimeoutError,
+  requestsOf,
   type InputAnswerOutcome,
   type InputExpiry,
   type InputRequest,
   type JobInput,
 } from '../job-input.js';
-import type { JobEvent, LeaseRef } from '../jobs.js';
+import type { JobEvent, JobRecord, LeaseRef } from '../jobs.js';
 import { notifyAvailable, type SqliteContext } from './context.js';
 import type { AppendEvent } from './events.js';
 import type { NotifySuccessor } from './ordering.js';
@@ -20,7 +23,7 @@ import { JOB_COLUMNS, fromJson, prepareJobRows, toJobRecord, toJson, type JobRow
  * `expireInputs` of the {@link JobStore} contract. Each write is one `BEGIN IMMEDIATE` transaction that reads
  * the row and changes it under the write lock, so an answer, a cancel, an expiry and a claim never interleave.
  * The input state is the `input` column (JSON, NULL until the job first asks); `input_deadline_at` repeats the
- * open question's expiry for the `jobs_input_required` index.
+ * earliest expiry of the open questions for the `jobs_input_required` index.
  */
 
 /** Prepares `JobStore.askInput`, fenced like `complete`: `in_progress` under the caller's token. */
@@ -28,7 +31,7 @@ export function prepareAskInput(
   ctx: SqliteContext,
   appendEvent: AppendEvent,
   notifySuccessor: NotifySuccessor,
-): (lease: LeaseRef, request: InputRequest) => JobEvent | undefined {
+): (lease: LeaseRef, request: InputRequest | readonly InputRequest[]) => JobEvent | undefined {
   const { db } = ctx;
   const leased = db.prepare<
     [string, number],
@@ -47,7 +50,7 @@ export function prepareAskInput(
                      updated_at = ?
       WHERE id = ?`,
   );
-  return db.transaction((lease: LeaseRef, request: InputRequest) => {
+  return db.transaction((lease: LeaseRef, request: InputRequest | readonly InputRequest[]) => {
     const row = leased.get(lease.id, lease.token);
     if (row === undefined) return undefined;
     const now = ctx.clock.now();
@@ -56,9 +59,9 @@ export function prepareAskInput(
       notifySuccessor(row.orderingKey);
       return appendEvent(lease.id, 'job.canceled', { attempts: row.attempts }, now);
     }
-    const input = askedInput(parseInput(row.input), request);
-    park.run(toJson(input)!, request.expiresAt, now, lease.id);
-    return appendEvent(lease.id, 'job.input_required', { request }, now);
+    const input = askedInput(parseInput(row.input), requestsOf(request));
+    park.run(toJson(input)!, firstToExpire(input.requests)?.expiresAt ?? null, now, lease.id);
+    return appendEvent(lease.id, 'job.input_required', inputRequiredPayload(input), now);
   }).immediate;
 }
 
@@ -88,18 +91,33 @@ export function prepareAnswerInput(
       WHERE id = ?
       RETURNING ${JOB_COLUMNS}`,
   );
+  const partly = prepareJobRows<[string, number | null, number, string]>(
+    db,
+    `UPDATE jobs SET input = ?, input_deadline_at = ?, updated_at = ?
+      WHERE id = ?
+      RETURNING ${JOB_COLUMNS}`,
+  );
   return db.transaction((id: string, key: string, value: unknown): InputAnswerOutcome | undefined => {
     const row = select.get(id);
     if (row === undefined) return undefined;
     const job = toJobRecord(row);
     const input = parseInput(row[21]);
-    const request = input.request;
-    if (job.status !== 'input_required' || request === null) return { outcome: 'not_waiting', job };
-    if (request.key !== key) return { outcome: 'wrong_key', job, request };
+    const first = input.request;
+    if (job.status !== 'input_required' || first === null) return { outcome: 'not_waiting', job };
+    if (!input.requests.some((open) => open.key === key))
+      return { outcome: 'wrong_key', job, request: first };
     const now = ctx.clock.now();
-    if (request.expiresAt !== null && request.expiresAt <= now) return { outcome: 'expired', job, request };
-    const answered = toJobRecord(answer.get(toJson(answeredInput(input, key, value))!, now, now, id)!);
-    notifyAvailable(ctx, job.type, now);
+    const due = firstToExpire(input.requests);
+    if (due !== undefined && due.expiresAt! <= now) return { outcome: 'expired', job, request: due };
+    const next = answeredInput(input, key, value);
+    let answered: JobRecord;
+    if (next.requests.length > 0) {
+      const deadline = firstToExpire(next.requests)?.expiresAt ?? null;
+      answered = toJobRecord(partly.get(toJson(next)!, deadline, now, id)!);
+    } else {
+      answered = toJobRecord(answer.get(toJson(next)!, now, now, id)!);
+      notifyAvailable(ctx, job.type, now);
+    }
     const event = appendEvent(id, 'job.input_received', { key }, now);
     return { outcome: 'answered', job: answered, event };
   }).immediate;
@@ -134,7 +152,7 @@ export function prepareExpireInputs(
     const json = JSON.stringify(types);
     const ended: JobEvent[] = [];
     for (const row of due.all(now, types.length, json)) {
-      const error = inputTimeoutError(parseInput(row.input).request!);
+      const error = inputTimeoutError(firstToExpire(parseInput(row.input).requests)!);
       end.run(toJson(error)!, now, now, row.id);
       notifySuccessor(row.orderingKey);
       ended.push(appendEvent(row.id, 'job.failed', { error, attempts: row.attempts }, now));
@@ -144,5 +162,5 @@ export function prepareExpireInputs(
 }
 
 function parseInput(text: string | null): JobInput {
-  return text === null ? NO_INPUT : (fromJson(text) as JobInput);
+  return inputOf(text === null ? null : (fromJson(text) as Partial<JobInput>));
 }
