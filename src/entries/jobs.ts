@@ -28,6 +28,7 @@ export {
   type InputAnswer,
   type InputQuestion,
   type RequestInputOptions,
+  type RequestInputsQuestion,
   respondToJob,
   type RespondOptions,
 } from '../jobs/index.js';

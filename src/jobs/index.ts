@@ -17,7 +17,13 @@ export {
   type SubscribeOptions,
 } from './types.js';
 export { PROGRESS_MIN_DELTA, type ProgressPayload } from './progress.js';
-export { INPUT_BOUNDS, type InputAnswer, type InputQuestion, type RequestInputOptions } from './input.js';
+export {
+  INPUT_BOUNDS,
+  type InputAnswer,
+  type InputQuestion,
+  type RequestInputOptions,
+  type RequestInputsQuestion,
+} from './input.js';
 export { INPUT_SCHEMA_BOUNDS } from './input-schema.js';
 export { respondToJob, type RespondOptions } from './respond.js';
 export { MAX_IDEMPOTENCY_KEY_LENGTH, MAX_ORDERING_KEY_LENGTH } from './validate.js';

@@ -27,6 +27,8 @@ export const INPUT_BOUNDS = {
   maxMessageLength: 2_000,
   /** Longest `timeoutMs` of a question: 30 days. */
   maxTimeoutMs: 2_592_000_000,
+  /** Most questions one `ctx.requestInputs` asks at once (as a synchronous call's `requestInputs`). */
+  maxQuestionsPerRound: 16,
 } as const;
 
 /**
@@ -42,6 +44,12 @@ export interface RequestInputOptions extends InputQuestion {
   timeoutMs?: number;
 }
 
+/**
+ * One entry of `ctx.requestInputs` (see `JobContext.requestInputs`): a {@link RequestInputOptions} without
+ * `key`, as the map's key names the question.
+ */
+export type RequestInputsQuestion = Omit<RequestInputOptions, 'key'>;
+
 export type { InputAnswer, InputQuestion };
 
 /**
@@ -50,16 +58,16 @@ export type { InputAnswer, InputQuestion };
  * handler returned after it is dropped).
  */
 export class InputRequested extends Error {
-  constructor(readonly request: InputRequest) {
-    super(`The job asked for input (${request.key}) and waits for the answer.`);
+  constructor(readonly requests: readonly InputRequest[]) {
+    super(`The job asked for input (${requests.map((r) => r.key).join(', ')}) and waits for the answers.`);
     this.name = 'InputRequested';
   }
 }
 
-/** One run's questions: the answers read once, the ordinal of each call, the question the run stopped on. */
+/** One run's questions: the answers read once, the ordinal of each call, the questions the run stopped on. */
 export class InputReplay {
-  /** The question this run stopped on, once `request` threw {@link InputRequested}. */
-  asked: InputRequest | undefined;
+  /** The questions this run stopped on (all open at once), once a call threw {@link InputRequested}. */
+  asked: InputRequest[] | undefined;
   private ordinal = 0;
   private state: Promise<JobInput> | undefined;
 
@@ -80,10 +88,47 @@ export class InputReplay {
     const problem = optionsProblem(options);
     if (problem !== undefined) throw invalid(`ctx.requestInput: ${problem}.`);
     const key = options.key ?? String(ordinal);
+    return (await this.ask([[key, options]]))[key]!;
+  }
+
+  /**
+   * `ctx.requestInputs`: the stored answers of every key, else each unanswered one is recorded (all open at
+   * once, one round) and {@link InputRequested} thrown. Takes one ordinal, as one `requestInput` call.
+   * @throws BreakwaterError `invalid_payload` as {@link request}, and for no question, more than
+   *   `INPUT_BOUNDS.maxQuestionsPerRound`, or a key that breaks the key rule.
+   */
+  async requestMany(questions: Record<string, RequestInputsQuestion>): Promise<Record<string, InputAnswer>> {
+    this.ordinal++;
+    if (typeof questions !== 'object' || questions === null || Array.isArray(questions)) {
+      throw invalid('ctx.requestInputs takes an object of questions by key.');
+    }
+    const entries = Object.entries(questions);
+    if (entries.length === 0 || entries.length > INPUT_BOUNDS.maxQuestionsPerRound) {
+      throw invalid(`ctx.requestInputs asks 1..${INPUT_BOUNDS.maxQuestionsPerRound} questions at once.`);
+    }
+    for (const [key, question] of entries) {
+      if (!isInputKey(key))
+        throw invalid(`ctx.requestInputs: key ${JSON.stringify(key)} must be ${INPUT_KEY_RULE}.`);
+      const problem = optionsProblem(question);
+      if (problem !== undefined) throw invalid(`ctx.requestInputs: ${key}: ${problem}.`);
+    }
+    return this.ask(entries);
+  }
+
+  /** The stored answers of `questions`, else the unanswered ones recorded and {@link InputRequested} thrown. */
+  private async ask(
+    questions: readonly (readonly [string, RequestInputsQuestion])[],
+  ): Promise<Record<string, InputAnswer>> {
     if (this.asked !== undefined) throw new InputRequested(this.asked);
     const input = await (this.state ??= this.load());
-    if (Object.hasOwn(input.answers, key)) return input.answers[key] as InputAnswer;
     if (this.asked !== undefined) throw new InputRequested(this.asked);
+    const answers: Record<string, InputAnswer> = {};
+    const open = questions.filter(([key]) => {
+      if (!Object.hasOwn(input.answers, key)) return true;
+      answers[key] = input.answers[key] as InputAnswer;
+      return false;
+    });
+    if (open.length === 0) return answers;
     if (this.job.orderingKey !== null) {
       throw invalid(
         'A job with an ordering key cannot ask for input: while it waited, the jobs behind it would run first.',
@@ -95,13 +140,13 @@ export class InputReplay {
       });
     }
     const now = this.deps.clock.now();
-    this.asked = {
+    this.asked = open.map(([key, question]) => ({
       key,
-      message: options.message,
-      schema: options.schema ?? null,
+      message: question.message,
+      schema: question.schema ?? null,
       askedAt: now,
-      expiresAt: options.timeoutMs === undefined ? null : now + options.timeoutMs,
-    };
+      expiresAt: question.timeoutMs === undefined ? null : now + question.timeoutMs,
+    }));
     throw new InputRequested(this.asked);
   }
 
@@ -113,9 +158,9 @@ export class InputReplay {
   }
 }
 
-function optionsProblem(options: RequestInputOptions): string | undefined {
+function optionsProblem(options: RequestInputOptions | RequestInputsQuestion): string | undefined {
   if (typeof options !== 'object' || options === null) return 'options must be an object';
-  const { message, schema, key, timeoutMs } = options;
+  const { message, schema, key, timeoutMs } = options as RequestInputOptions;
   if (typeof message !== 'string' || message.length === 0 || message.length > INPUT_BOUNDS.maxMessageLength) {
     return `message must be a string of 1..${INPUT_BOUNDS.maxMessageLength} characters`;
   }

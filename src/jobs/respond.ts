@@ -25,14 +25,16 @@ export interface RespondOptions {
 }
 
 /**
- * Answers the question a job waits on (docs/jobs.md, "Asking for input"): what `Jobs.respond` does, over a
+ * Answers one question a job waits on (docs/jobs.md, "Asking for input"): what `Jobs.respond` does, over a
  * bare store, for fronts that hold the store rather than the runtime (the MCP tasks extension's
  * `tasks/update`). Checks who answers (`options.principal`: owner or `admin`), the key, the answer's size and
  * its schema, then stores the answer in one atomic store step that checks again that the job still waits on
  * that key (`JobStore.answerInput`), so a concurrent cancel, expiry or answer is never overwritten. Nothing is
- * stored when any check fails: the job keeps waiting on its question. Resolves the job, now `pending`.
+ * stored when any check fails: the job keeps waiting on its question. Resolves the job: `pending` once no
+ * question is left open, else still `input_required` on the others (`ctx.requestInputs`).
  * @throws BreakwaterError `not_found` (404: no such job, or `options.principal` may not see it);
- *   `input_not_awaited` (409, details `{ status, key? }`: not waiting, or waiting on `details.key`);
+ *   `input_not_awaited` (409, details `{ status, key?, keys? }`: not waiting, or `key` not open; `key` is the
+ *   first open question, `keys` every open one when several);
  *   `invalid_payload` (400: bad key, not `{ action, content? }` (MCP `ElicitResult`), or an `accept` whose
  *   content does not fit the schema, details `{ problems }`);
  *   `payload_too_large` (413: past `INPUT_BOUNDS.maxAnswerBytes`); `input_timeout` (408: the question expired).
@@ -64,9 +66,10 @@ export async function respondToJob(
       details: { problems: [shape] },
     });
   }
-  const request = (await store.jobInput(id))?.request ?? null;
-  if (job.status !== 'input_required' || request === null) throw notAwaited(job, null);
-  if (request.key !== key) throw notAwaited(job, request);
+  const open = (await store.jobInput(id))?.requests ?? [];
+  if (job.status !== 'input_required' || open.length === 0) throw notAwaited(job, []);
+  const request = open.find((question) => question.key === key);
+  if (request === undefined) throw notAwaited(job, open);
   const { action, content } = value as InputAnswer;
   if (action === 'accept') {
     const problems = answerProblems(request.schema ?? NO_FIELDS, content ?? {});
@@ -87,9 +90,9 @@ export async function respondToJob(
         message: `The question of job ${id} expired before it was answered; the job stops.`,
       });
     case 'wrong_key':
-      throw notAwaited(outcome.job, outcome.request);
+      throw notAwaited(outcome.job, (await store.jobInput(id))?.requests ?? [outcome.request]);
     default:
-      throw notAwaited(outcome.job, null);
+      throw notAwaited(outcome.job, []);
   }
 }
 
@@ -100,12 +103,23 @@ function notFound(id: string): BreakwaterError {
   return new BreakwaterError('not_found', { message: `There is no job ${id}.` });
 }
 
-/** `input_not_awaited` with what the job does wait on: details `{ status, key? }`. */
-function notAwaited(job: JobRecord, request: InputRequest | null): BreakwaterError {
-  if (request === null) {
+/**
+ * `input_not_awaited` with what the job does wait on: details `{ status, key?, keys? }` (`key`: the first open
+ * question; `keys`: every open one, when several).
+ */
+function notAwaited(job: JobRecord, open: readonly InputRequest[]): BreakwaterError {
+  const request = open[0];
+  if (request === undefined) {
     return new BreakwaterError('input_not_awaited', {
       message: `Job ${job.id} is not waiting for input (it is ${job.status}).`,
       details: { status: job.status },
+    });
+  }
+  if (open.length > 1) {
+    const keys = open.map((question) => question.key);
+    return new BreakwaterError('input_not_awaited', {
+      message: `Job ${job.id} waits for the answers to questions ${keys.map((k) => JSON.stringify(k)).join(', ')}, not this one.`,
+      details: { status: job.status, key: request.key, keys },
     });
   }
   return new BreakwaterError('input_not_awaited', {

@@ -286,9 +286,14 @@ export class JobRun {
       },
       progress: (step, total, message) => this.progress(step, total, message),
       partial: (data) => this.partial(data),
-      requestInput: (options) =>
-        (this.input ??= new InputReplay(this.deps, job, this.jobType.maxInputRounds)).request(options),
+      requestInput: (options) => this.replay().request(options),
+      requestInputs: (questions) => this.replay().requestMany(questions) as never,
     };
+  }
+
+  /** The run's questions, made at the first `requestInput(s)` call. */
+  private replay(): InputReplay {
+    return (this.input ??= new InputReplay(this.deps, this.claim.job, this.jobType.maxInputRounds));
   }
 
   private progress(step: number, total: number, message?: string): Promise<void> {
@@ -372,7 +377,7 @@ export class JobRun {
     const asked = this.input?.asked;
     if (asked !== undefined) {
       const event = await store.askInput(this.lease, asked);
-      if (event?.type === 'job.input_required') this.deps.inputAsked?.(asked);
+      if (event?.type === 'job.input_required') for (const request of asked) this.deps.inputAsked?.(request);
       return event;
     }
     if (outcome.ok) {

@@ -1,7 +1,7 @@
 import type { Clock, Disposable, Listener, Logger } from '../core/index.js';
 import type { Backoff } from '../policy/index.js';
 import type { InputRequest, JobEvent, JobFilter, JobRecord, JobStats, JobStore } from '../store/index.js';
-import type { InputAnswer, RequestInputOptions } from './input.js';
+import type { InputAnswer, RequestInputOptions, RequestInputsQuestion } from './input.js';
 import type { RespondOptions } from './respond.js';
 
 /**
@@ -86,6 +86,20 @@ export interface JobContext<P = unknown> {
    *   with an ordering key, or more questions than the type's `maxInputRounds`.
    */
   requestInput(options: RequestInputOptions): Promise<InputAnswer>;
+  /**
+   * Asks several form questions at once, keyed by the map's keys (each 1..64 of `A-Za-z0-9_.:-`, the
+   * question's replay key): `{ size: { message, schema }, note: { message, timeoutMs } }` resolves with
+   * `{ size: answer, note: answer }`, the same shape as a synchronous call's `ctx.requestInputs` of form
+   * questions. Every question without a stored answer is open at once: the job stays `input_required` until
+   * each one is answered (`Jobs.respond` per key, in any order), then reruns from the start as with
+   * {@link requestInput}. It counts as one question against `maxInputRounds`; with several `timeoutMs`, the
+   * job times out at the earliest.
+   * @throws BreakwaterError `invalid_payload` (as a rejection; the run fails for good) as {@link requestInput},
+   *   and for an empty map, more than 16 questions, or a key that breaks the key rule.
+   */
+  requestInputs<K extends string>(
+    questions: Record<K, RequestInputsQuestion>,
+  ): Promise<Record<K, InputAnswer>>;
 }
 
 /** Runs one job; its resolved value (JSON, `undefined` stored as null) becomes the result. */
@@ -200,22 +214,24 @@ export interface Jobs {
   /** Counts by status and the age of the oldest due pending job. */
   stats(): Promise<JobStats>;
   /**
-   * Answers the question a job waits on (docs/jobs.md, "Asking for input"): stores `answer` under `key` and
-   * puts the job back to `pending`; its handler reruns and `ctx.requestInput` returns the answer. Resolves
-   * the job after the step. The MCP tool `respond_to_job`, `POST /jobs/:id/input` and the tasks extension's
-   * `tasks/update` call it. Nothing is stored when it throws.
+   * Answers a question a job waits on (docs/jobs.md, "Asking for input"): stores `answer` under `key` and,
+   * once no question of the job is left open (`ctx.requestInputs` opens several), puts it back to `pending`;
+   * its handler reruns and `ctx.requestInput(s)` returns the answers. Resolves the job after the step. The
+   * MCP tool `respond_to_job`, `POST /jobs/:id/input` and the tasks extension's `tasks/update` call it.
+   * Nothing is stored when it throws.
    * @param key the key of the question (`inputRequest(id).key`).
    * @param answer the user's answer, `{ action: 'accept', content? }` (content: an object of the question
    *   schema's fields) or `{ action: 'decline' | 'cancel' }` (MCP `ElicitResult`).
    * @throws BreakwaterError `not_found` (404) when the job does not exist or `options.principal` may not see
-   *   it (not its owner, not `admin`); `input_not_awaited` (409, details `{ status, key? }`) when the job is
-   *   not waiting for input, or waits on another key (`details.key`); `invalid_payload` (400) for a bad key, an
-   *   answer that is not `{ action, content? }` or whose content does not fit the schema (details `{ problems }`);
+   *   it (not its owner, not `admin`); `input_not_awaited` (409, details `{ status, key?, keys? }`) when the
+   *   job is not waiting for input, or `key` is not open (`details.key` the first open, `keys` all when
+   *   several); `invalid_payload` (400) for a bad key, an answer that is not `{ action, content? }` or whose
+   *   content does not fit the schema (details `{ problems }`);
    *   `payload_too_large` (413) past 64 KiB of JSON; `input_timeout` (408) when the question expired.
    */
   respond(id: string, key: string, answer: unknown, options?: RespondOptions): Promise<JobRecord>;
   /**
-   * The question a job waits on (`key`, `message`, `schema`, `askedAt`, `expiresAt`), null when it waits on
+   * The (first) question a job waits on (`key`, `message`, `schema`, `askedAt`, `expiresAt`), null when it waits on
    * none, undefined when it does not exist. Not checked against the current principal (as `get`).
    */
   inputRequest(id: string): Promise<InputRequest | null | undefined>;

@@ -22,7 +22,7 @@ describe('jobs worker', () => {
 
   it('a job runs and completes with started → progress → partial → completed, seq 1..n', async () => {
     h = await harness();
-    const seen: Omit<JobContext, 'signal' | 'progress' | 'partial' | 'requestInput'>[] = [];
+    const seen: Omit<JobContext, 'signal' | 'progress' | 'partial' | 'requestInput' | 'requestInputs'>[] = [];
     h.jobs.defineJob<{ n: number }>('sum', async (ctx) => {
       seen.push({ payload: ctx.payload, jobId: ctx.jobId, attempt: ctx.attempt });
       await ctx.progress(1, 2, 'halfway');
