@@ -1,7 +1,8 @@
 /**
  * The suite's fixtures of the tasks extension (`io.modelcontextprotocol/tasks`, its `tasks-*` scenarios):
  * `greet` (a plain tool), and the job tools `slow_compute`, `failing_job`, `protocol_error_job` and
- * `confirm_delete` (asks the user to confirm, so its task waits in `input_required`), whose calls become tasks
+ * `confirm_delete` (asks the user to confirm, so its task waits in `input_required`) and `multi_input` (asks two
+ * approvers at once: its task waits on both questions), whose calls become tasks
  * when the request declares the extension. Names, arguments and results as
  * `@modelcontextprotocol/conformance` expects them; written with the public API only, like any app's tools.
  */
@@ -47,6 +48,25 @@ export function confirmDeleteQuestion(filename: string) {
   };
 }
 
+/**
+ * The two questions `multi_input` asks at once (`ctx.requestInputs`): each approver signs with a name and a
+ * yes/no, the form the suite answers each with.
+ */
+export function approvalQuestions() {
+  const approval = (who: string) => ({
+    message: `${who}: sign with your name and approve or not.`,
+    schema: {
+      type: 'object' as const,
+      properties: {
+        name: { type: 'string', description: 'Who signs' },
+        confirm: { type: 'boolean', description: 'Approve' },
+      },
+      required: ['name', 'confirm'],
+    },
+  });
+  return { first_approval: approval('First approver'), second_approval: approval('Second approver') };
+}
+
 /** Defines the job types behind {@link taskTools} (each run once: a failure is the fixture's answer). */
 export function defineTaskJobs(jobs: Jobs): void {
   jobs.defineJob<ComputePayload>(
@@ -71,6 +91,17 @@ export function defineTaskJobs(jobs: Jobs): void {
       const answer = await ctx.requestInput(confirmDeleteQuestion(ctx.payload.filename));
       const confirmed = answer.action === 'accept' && answer.content?.['confirm'] === true;
       return { filename: ctx.payload.filename, deleted: confirmed };
+    },
+    { maxAttempts: 1 },
+  );
+  jobs.defineJob(
+    'conformance.multi_input',
+    async (ctx) => {
+      const answers = await ctx.requestInputs(approvalQuestions());
+      const signers = Object.values(answers)
+        .filter((answer) => answer.action === 'accept' && answer.content?.['confirm'] === true)
+        .map((answer) => String(answer.content?.['name']));
+      return { approvedBy: signers };
     },
     { maxAttempts: 1 },
   );
@@ -121,6 +152,16 @@ export function taskTools(): McpTool[] {
       toText: (result) => {
         const { filename, deleted } = result as { filename: string; deleted: boolean };
         return deleted ? `Deleted ${filename}.` : `Kept ${filename}.`;
+      },
+    }),
+    jobTool({
+      name: 'multi_input',
+      description: 'Asks two approvers at once, then reports who approved (conformance fixture).',
+      inputSchema: {},
+      jobType: 'conformance.multi_input',
+      toText: (result) => {
+        const { approvedBy } = result as { approvedBy: string[] };
+        return approvedBy.length === 0 ? 'Nobody approved.' : `Approved by ${approvedBy.join(' and ')}.`;
       },
     }),
     jobTool({

@@ -42,8 +42,8 @@ export {
  * `statusMessage` is the job's latest progress message, or why it waits to retry); a job with a cancel request
  * or `canceled` → `cancelled`; `input_required` (its handler called `ctx.requestInput`) → `input_required` with
  * the question as `inputRequests` (`{ <key>: { method: 'elicitation/create', params: { mode: 'form', message,
- * requestedSchema } } }`, SEP-2663 "Input Requests"; a job asks one question at a time, so there is one key),
- * answered with `tasks/update`; `completed` → `completed` with the tool result inline. A `failed` job is split as
+ * requestedSchema } } }`, SEP-2663 "Input Requests"; one key per open question: `ctx.requestInputs` opens
+ * several at once), answered with `tasks/update` (a partial update leaves the others open); `completed` → `completed` with the tool result inline. A `failed` job is split as
  * SEP-2663 "Task Execution Errors" requires: a failure the tool itself would answer as a result with `isError`
  * (a classified Breakwater error: an upstream down, bad input, …) is `completed` with that result inline;
  * only an internal failure (`internal_error`: a bug, a crash; or a worker lost with the job out of attempts)
@@ -108,8 +108,8 @@ export class JobTasksExtension {
     if (job === undefined) throw taskNotFound(taskId);
     const status = taskStatus(job);
     if (status === 'input_required') {
-      const request = (await this.deps.store.jobInput(job.id))?.request ?? null;
-      return this.detailed(job, null, request);
+      const requests = (await this.deps.store.jobInput(job.id))?.requests ?? [];
+      return this.detailed(job, null, requests);
     }
     const progress = status === 'working' ? await latestProgress(this.deps.store, job.id) : null;
     return this.detailed(job, progress?.message ?? null);
@@ -128,16 +128,19 @@ export class JobTasksExtension {
 
   /**
    * `tasks/update`: delivers `inputResponses` to a task waiting for input (SEP-2663 "Task Update Requests").
-   * The response under the key of the question the job waits on is its answer, an elicitation result
+   * The response under the key of a question the job waits on is its answer, an elicitation result
    * (`{ action: 'accept', content }` or `{ action: 'decline' | 'cancel' }`), stored through `Jobs.respond`
-   * for the current principal (so the job's owner or `admin` only): the job goes back to `pending` and its
-   * handler's `ctx.requestInput` resolves with it on the rerun. Responses under keys that are not outstanding
-   * are ignored, as the SEP says (also when the question was answered, canceled or expired meanwhile); with
-   * none outstanding the update changes nothing. The ack is empty (`{ resultType: 'complete' }` on the wire).
+   * for the current principal (so the job's owner or `admin` only), one key at a time in the order the
+   * questions were asked. A job that asked several at once (`ctx.requestInputs`) keeps waiting on the ones
+   * not answered yet (a partial update); once none is left, it goes back to `pending` and its handler's
+   * `ctx.requestInput(s)` resolves with the answers on the rerun. Responses under keys that are not
+   * outstanding are ignored, as the SEP says (also when the question was answered, canceled or expired
+   * meanwhile); with none outstanding the update changes nothing. The ack is empty (`{ resultType:
+   * 'complete' }` on the wire).
    * @throws McpProtocolError -32602 for an unknown task or one of another principal, for `inputResponses`
    *   that is not an object, and for an answer `Jobs.respond` refuses as malformed (not `{ action,
-   *   content? }`, content not fitting the schema, past 64 KiB: `data.problems` when known); the question
-   *   stays open then.
+   *   content? }`, content not fitting the schema, past 64 KiB: `data.problems` when known); that question
+   *   and the ones after it stay open then (the answers before it are stored).
    */
   async update(taskId: string, inputResponses: unknown): Promise<void> {
     if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses)) {
@@ -146,21 +149,29 @@ export class JobTasksExtension {
     const job = await visibleJob(this.deps, taskId);
     if (job === undefined) throw taskNotFound(taskId);
     if (job.status !== 'input_required') return;
-    const request = (await this.deps.store.jobInput(job.id))?.request ?? null;
-    if (request === null || !Object.hasOwn(inputResponses, request.key)) return;
-    const answer = (inputResponses as Record<string, unknown>)[request.key];
+    for (const request of (await this.deps.store.jobInput(job.id))?.requests ?? []) {
+      if (!Object.hasOwn(inputResponses, request.key)) continue;
+      const answer = (inputResponses as Record<string, unknown>)[request.key];
+      if (!(await this.answer(taskId, job.id, request.key, answer))) return;
+    }
+  }
+
+  /** Stores one answer; true to go on with the next key, false when the questions expired (none is left). */
+  private async answer(taskId: string, jobId: string, key: string, answer: unknown): Promise<boolean> {
     try {
-      await this.deps.jobs.respond(job.id, request.key, answer, { principal: callerPrincipal() });
+      await this.deps.jobs.respond(jobId, key, answer, { principal: callerPrincipal() });
+      return true;
     } catch (error) {
       if (!isBreakwaterError(error)) throw error;
       // Answered, canceled or expired since the read above: the key is no longer outstanding.
-      if (error.code === 'input_not_awaited' || error.code === 'input_timeout') return;
+      if (error.code === 'input_not_awaited') return true;
+      if (error.code === 'input_timeout') return false;
       if (error.code === 'not_found') throw taskNotFound(taskId);
       if (error.code === 'invalid_payload' || error.code === 'payload_too_large') {
         const problems = (error.details as { problems?: unknown } | undefined)?.problems;
         throw new McpProtocolError(
           RPC.invalidParams,
-          `inputResponses[${JSON.stringify(request.key)}]: ${error.message}`,
+          `inputResponses[${JSON.stringify(key)}]: ${error.message}`,
           problems === undefined ? undefined : { problems },
         );
       }
@@ -170,12 +181,13 @@ export class JobTasksExtension {
 
   /**
    * The detailed task of a job; `progressMessage`: its latest progress message, if any (for `working`);
-   * `request`: the question an `input_required` job waits on.
+   * `requests`: the questions an `input_required` job waits on (all shown in `inputRequests`; the first one's
+   * message is the status message).
    */
   detailed(
     job: JobRecord,
     progressMessage: string | null,
-    request: InputRequest | null = null,
+    requests: readonly InputRequest[] = [],
   ): DetailedTask {
     const base = {
       taskId: job.id,
@@ -192,9 +204,11 @@ export class JobTasksExtension {
         return { ...base, status: 'completed', result: completedResult(this.deps, job) };
       case 'input_required': {
         const task: DetailedTask = { ...base, status: 'input_required' };
-        if (request !== null) {
-          task.statusMessage = request.message;
-          task.inputRequests = { [request.key]: taskInputRequest(request) };
+        if (requests.length > 0) {
+          task.statusMessage = requests[0]!.message;
+          task.inputRequests = Object.fromEntries(
+            requests.map((request) => [request.key, taskInputRequest(request)]),
+          );
         }
         return task;
       }

@@ -76,6 +76,7 @@ describe('the conformance fixture app', () => {
       'slow_compute',
       'failing_job',
       'confirm_delete',
+      'multi_input',
       'protocol_error_job',
       'test_input_required_result_elicitation',
       'test_input_required_result_sampling',
