@@ -45,6 +45,7 @@ import {
 import { BreakwaterError } from '../core/index.js';
 import type { Catalog, CompletionRef } from './catalog.js';
 import { inputSupportOf, isInputRequiredAnswer, type InputChannel, type WireInputRequest } from './input.js';
+import type { ElicitQuestion } from './task-elicit.js';
 import { LOG_LEVELS, type LogLevel } from './tool.js';
 import {
   McpProtocolError,
@@ -110,8 +111,11 @@ export interface SdkHandlers {
   /** Present when the server offers tasks. */
   tasks?: {
     store: TaskStoreLike;
-    /** `tasks/result`: the finished task's tool result, waiting for the end when needed. */
-    result(taskId: string, signal: AbortSignal): Promise<ToolResult>;
+    /**
+     * `tasks/result`: the finished task's tool result, waiting for the end when needed; `elicit`, present
+     * when the client declared elicitation, asks it the job's questions meanwhile.
+     */
+    result(taskId: string, signal: AbortSignal, elicit?: ElicitQuestion): Promise<ToolResult>;
   };
 }
 
@@ -288,7 +292,11 @@ export async function openSdkSession(options: SdkSessionOptions): Promise<SdkSes
 
   if (tasks !== undefined) {
     server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {
-      const result = await protocolErrors(() => tasks.result(request.params.taskId, extra.signal));
+      const taskId = request.params.taskId;
+      const elicit = inputSupportOf(server.getClientCapabilities()).elicitation
+        ? taskElicitation(extra, taskId)
+        : undefined;
+      const result = await protocolErrors(() => tasks.result(taskId, extra.signal, elicit));
       // tasks/result carries the related-task metadata (spec 2025-11-25, "Tasks").
       return {
         ...result,
@@ -359,6 +367,28 @@ function sessionInput(
       };
       return new Map(await Promise.all([...requests].map(ask)));
     },
+  };
+}
+
+/**
+ * Sends a job's question to the client waiting on `tasks/result` as a form `elicitation/create` on that
+ * request's stream, with the related-task metadata (MCP 2025-11-25, "Tasks": requests of a task in
+ * `input_required` carry `io.modelcontextprotocol/related-task`), and resolves with the client's answer.
+ */
+function taskElicitation(
+  extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+  taskId: string,
+): ElicitQuestion {
+  return (question, signal) => {
+    const params = {
+      mode: 'form',
+      message: question.message,
+      requestedSchema: question.schema ?? { type: 'object', properties: {} },
+      _meta: { [RELATED_TASK_META_KEY]: { taskId } },
+    };
+    return extra.sendRequest({ method: 'elicitation/create', params } as ServerRequest, ElicitResultSchema, {
+      signal,
+    });
   };
 }
 

@@ -160,10 +160,15 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
           ? undefined
           : {
               store: tasks,
-              async result(taskId, signal) {
+              async result(taskId, signal, elicit) {
                 const task = await tasks.getTask(taskId);
                 if (task === null) throw new McpProtocolError(RPC.invalidParams, `Task not found: ${taskId}`);
-                if (!isTerminalTask(task.status)) await tasks.waitUntilFinished(taskId, signal);
+                // A client that answers elicitation gets the job's questions on this stream as they come.
+                if (!isTerminalTask(task.status)) {
+                  await (elicit === undefined
+                    ? tasks.waitUntilFinished(taskId, signal)
+                    : tasks.waitAnswering(taskId, signal, elicit));
+                }
                 return tasks.getTaskResult(taskId);
               },
             },

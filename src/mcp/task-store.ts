@@ -3,6 +3,7 @@ import { callerPrincipal, listOwner } from '../jobs/index.js';
 import type { JobRecord } from '../store/index.js';
 import { completedResult, enqueueFor, visibleJob, type JobToolDeps } from './job-tools.js';
 import { jobErrorInfo, jobErrorResult } from './results.js';
+import { waitAnswering, type ElicitQuestion } from './task-elicit.js';
 import { parseArgs, type JobTool } from './tool.js';
 import {
   McpProtocolError,
@@ -35,7 +36,8 @@ export interface JobTaskStoreOptions extends JobToolDeps {
  *
  * Status: `pending` and `in_progress` → `working`; `input_required` → `input_required` (the job's handler
  * asked a question, docs/jobs.md "Asking for input": its `statusMessage` is the question, answered with the
- * `respond_to_job` tool, as the job has no elicitation to send on this revision); `completed` → `completed`;
+ * `respond_to_job` tool, or by the client's elicitation handler while it waits on `tasks/result`, see
+ * {@link JobTaskStore.waitAnswering}); `completed` → `completed`;
  * `failed` → `failed`; `canceled` → `cancelled`. A job with a cancel request is `cancelled` at once, even while its handler is
  * still stopping and even if it then completes (the spec: a cancelled task stays cancelled).
  *
@@ -64,7 +66,9 @@ export class JobTaskStore implements TaskStoreLike {
    * This store acting for `principal` on every call, whatever the context it is called from: what one MCP
    * session (bound to the principal that initialized it) hands the SDK.
    */
-  forPrincipal(principal: Principal): TaskStoreLike & Pick<JobTaskStore, 'waitUntilFinished'> {
+  forPrincipal(
+    principal: Principal,
+  ): TaskStoreLike & Pick<JobTaskStore, 'waitUntilFinished' | 'waitAnswering'> {
     const as =
       <A extends unknown[], R>(method: (...args: A) => R) =>
       (...args: A): R =>
@@ -77,6 +81,7 @@ export class JobTaskStore implements TaskStoreLike {
       updateTaskStatus: as(this.updateTaskStatus),
       listTasks: as(this.listTasks),
       waitUntilFinished: as(this.waitUntilFinished),
+      waitAnswering: as(this.waitAnswering),
     };
   }
 
@@ -200,6 +205,14 @@ export class JobTaskStore implements TaskStoreLike {
       });
       signal.addEventListener('abort', onAbort, { once: true });
     });
+  }
+
+  /**
+   * As {@link waitUntilFinished}, and meanwhile sends each question the job waits on to the client with
+   * `elicit` and stores its answer for the current principal (see `task-elicit.ts`).
+   */
+  waitAnswering(taskId: string, signal: AbortSignal, elicit: ElicitQuestion): Promise<void> {
+    return waitAnswering(this.deps, taskId, signal, elicit);
   }
 
   /** The task view of a job. */
