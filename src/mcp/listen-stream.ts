@@ -18,7 +18,8 @@ export const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilit
 /** The id and params of a `subscriptions/listen` request, or undefined for any other message. */
 export function listenParams(
   body: unknown,
-): { id: string | number; notifications: Record<string, unknown>; meta: Record<string, unknown> } | undefined {
+):
+  { id: string | number; notifications: Record<string, unknown>; meta: Record<string, unknown> } | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const message = body as { method?: unknown; id?: unknown; params?: unknown };
   if (message.method !== 'subscriptions/listen') return undefined;
@@ -60,7 +61,13 @@ export function listenHeadersOk(req: IncomingMessage, res: ServerResponse, id: s
     return false;
   }
   if (req.headers['mcp-method'] !== 'subscriptions/listen') {
-    replyError(res, 400, id, -32020, 'Bad Request: the Mcp-Method header does not name subscriptions/listen.');
+    replyError(
+      res,
+      400,
+      id,
+      -32020,
+      'Bad Request: the Mcp-Method header does not name subscriptions/listen.',
+    );
     return false;
   }
   return true;

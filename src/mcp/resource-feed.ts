@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, Disposable, TimerHandle } from '../core/index.js';
-import type { JobStore } from '../store/index.js';
-import type { StreamEventStore } from '../store/stream-events.js';
+import type { JobStore, StreamEventStore } from '../store/index.js';
 
 /**
  * The resource updates the app announces (`notifyResourceUpdated`), carried to every gateway that shares the

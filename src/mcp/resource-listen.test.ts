@@ -60,12 +60,20 @@ describe('resource updates over subscriptions/listen (2026-07-28)', () => {
   it('acknowledges the readable URIs, then one notification per update, scoped ones to owner and admin', async () => {
     const gw = await gateway(tempDb());
     const server = gw.routes.server;
-    const ada = await listen(gw, 'ada', 1, ['gift://stock', 'gift://orders/1', 'gift://audit', 'gift://nope']);
+    const ada = await listen(gw, 'ada', 1, [
+      'gift://stock',
+      'gift://orders/1',
+      'gift://audit',
+      'gift://nope',
+    ]);
     expect(ada.status).toBe(200);
     expect(await ada.next()).toEqual({
       jsonrpc: '2.0',
       method: 'notifications/subscriptions/acknowledged',
-      params: { notifications: { resourceSubscriptions: ['gift://stock', 'gift://orders/1'] }, _meta: META(1) },
+      params: {
+        notifications: { resourceSubscriptions: ['gift://stock', 'gift://orders/1'] },
+        _meta: META(1),
+      },
     });
     const bob = await listen(gw, 'bob', 2, ['gift://orders/1', 'gift://stock']);
     await bob.next();
@@ -108,7 +116,9 @@ describe('resource updates over subscriptions/listen (2026-07-28)', () => {
       error: { code: -32603, message: 'Subscription limit reached' },
     });
     const bob = await listen(gw, 'bob', 4, ['gift://stock']);
-    expect(((await bob.next()) as { method: string }).method).toBe('notifications/subscriptions/acknowledged');
+    expect(((await bob.next()) as { method: string }).method).toBe(
+      'notifications/subscriptions/acknowledged',
+    );
   });
 
   it('an update published on one gateway reaches listens and sessions on another on the same SQLite file', async () => {
@@ -122,7 +132,10 @@ describe('resource updates over subscriptions/listen (2026-07-28)', () => {
     const session = await connectClient(two.mcpUrl, as('ada'));
     cleanups.push(() => session.close());
     const heard: string[] = [];
-    session.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void heard.push(n.params.uri));
+    session.client.setNotificationHandler(
+      ResourceUpdatedNotificationSchema,
+      (n) => void heard.push(n.params.uri),
+    );
     await session.standaloneStream;
     await session.client.subscribeResource({ uri: 'gift://orders/1' });
 

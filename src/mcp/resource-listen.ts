@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { hasScope, type Clock, type Disposable, type Principal } from '../core/index.js';
+import { hasScope, type Clock, type Principal } from '../core/index.js';
 import type { Catalog } from './catalog.js';
 import {
   listenHeadersOk,
@@ -108,7 +108,6 @@ export class ResourceListeners {
     if (release === undefined)
       return replyError(res, 200, listen.id, RPC.internalError, 'Subscription limit reached');
     const admin = hasScope(principal, 'admin');
-    let consumer: Disposable | undefined;
     // Held before the acknowledgement: an update announced on any gateway after it is heard.
     const hold = this.options.feed.hold();
     await this.options.feed.ready();
@@ -116,6 +115,13 @@ export class ResourceListeners {
       hold.dispose(); // the client left while the feed got ready
       return release();
     }
+    // Registered before the acknowledgement is written (nothing can be announced in between: both are
+    // synchronous), so every update announced after it is heard.
+    const consumer = this.options.feed.consume((update) => {
+      if (!honoured.has(update.uri)) return;
+      if (update.principalId !== undefined && update.principalId !== principal.id && !admin) return;
+      stream.notify('notifications/resources/updated', { uri: update.uri });
+    });
     const stream: ListenStream = openListenStream(req, res, {
       subscriptionId: listen.id,
       acknowledged: { resourceSubscriptions: [...honoured] },
@@ -123,19 +129,13 @@ export class ResourceListeners {
       keepAliveMs: this.options.keepAliveMs ?? RESOURCE_LISTEN_DEFAULTS.keepAliveMs,
       onEnd: () => {
         this.streams.delete(stream);
-        consumer?.dispose();
+        consumer.dispose();
         hold.dispose();
         release();
       },
     });
     if (stream.closed) return;
     this.streams.add(stream);
-    // Registered synchronously after the acknowledgement was written: nothing announced after it is missed.
-    consumer = this.options.feed.consume((update) => {
-      if (!honoured.has(update.uri)) return;
-      if (update.principalId !== undefined && update.principalId !== principal.id && !admin) return;
-      stream.notify('notifications/resources/updated', { uri: update.uri });
-    });
   }
 
   /** Ends every open listen gracefully. */

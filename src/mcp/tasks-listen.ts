@@ -44,7 +44,6 @@ export const MAX_TASK_IDS_PER_LISTEN = 100;
 /** Defaults of {@link TaskListenersOptions}. */
 export const TASK_LISTEN_DEFAULTS = { maxPerPrincipal: 8, maxListens: 256, keepAliveMs: 15_000 } as const;
 
-
 /** Options of {@link TaskListeners}. */
 export interface TaskListenersOptions {
   jobs: Jobs;
