@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { jsonSchemaInput, resilientTool, type McpTool } from '../../src/entries/mcp.js';
+import { wait } from './wait.js';
 
 /** Ms between two log messages of `test_tool_with_logging` (the suite asks for about 50). */
 export const LOG_STEP_MS = 50;
@@ -35,19 +36,6 @@ export const JSON_SCHEMA_2020_12 = {
   additionalProperties: false,
 };
 
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason as Error);
-      },
-      { once: true },
-    );
-  });
-
 export function diagnosticTools(): McpTool[] {
   return [
     resilientTool({
@@ -57,9 +45,9 @@ export function diagnosticTools(): McpTool[] {
       annotations: { readOnlyHint: true },
       handler: async (_args, ctx) => {
         ctx.log('info', 'Tool execution started');
-        await pause(LOG_STEP_MS, ctx.signal);
+        await wait(LOG_STEP_MS, ctx.signal);
         ctx.log('info', 'Tool processing data');
-        await pause(LOG_STEP_MS, ctx.signal);
+        await wait(LOG_STEP_MS, ctx.signal);
         ctx.log('info', 'Tool execution completed');
         return { text: 'Tool with logging executed successfully' };
       },

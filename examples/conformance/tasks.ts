@@ -9,25 +9,12 @@ import { z } from 'zod';
 import { BreakwaterError } from '../../src/entries/index.js';
 import type { Jobs } from '../../src/entries/jobs.js';
 import { jobTool, resilientTool, type McpTool } from '../../src/entries/mcp.js';
+import { wait } from './wait.js';
 
 /** The message of the tool error `failing_job` ends with. */
 export const FAILING_JOB_TEXT = 'This job intentionally fails with a tool error (conformance fixture).';
 /** Ms `failing_job` works before it fails (the suite says about a second). */
 export const FAILING_JOB_MS = 1_000;
-
-const wait = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error);
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason as Error);
-      },
-      { once: true },
-    );
-  });
 
 interface ComputePayload {
   seconds: number;

@@ -6,6 +6,7 @@
  */
 import { BreakwaterError } from '../../src/entries/index.js';
 import { resilientTool, type McpTool } from '../../src/entries/mcp.js';
+import { wait } from './wait.js';
 
 /** The text `test_simple_text` answers. */
 export const SIMPLE_TEXT = 'This is a simple text response for testing.';
@@ -15,20 +16,6 @@ export const ERROR_TEXT = 'This tool intentionally returns an error for testing'
 export const RECONNECTED_TEXT = 'Reconnected: the result arrived on the resumed stream.';
 /** Ms between two progress steps of `test_tool_with_progress` (the suite asks for about 50). */
 export const PROGRESS_STEP_MS = 50;
-
-const wait = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error);
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason as Error);
-      },
-      { once: true },
-    );
-  });
 
 /** The text tool fixtures, in the order `tools/list` shows them. */
 export function textTools(): McpTool[] {

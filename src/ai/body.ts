@@ -23,17 +23,7 @@ export interface ChatBodyInfo {
  * @throws BreakwaterError `invalid_payload` (400) naming the field; `details.reason: 'too_deep'` for the depth.
  */
 export function readChatBody(body: unknown): ChatBodyInfo {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw invalidBody('The request body must be a JSON object.', undefined);
-  }
-  checkJsonDepth(body);
-  const b = body as Record<string, unknown>;
-  if (typeof b.model !== 'string' || b.model === '') {
-    throw invalidBody(
-      'model must be a non-empty string: "<provider>/<model>" or "dynamic/<route>".',
-      'model',
-    );
-  }
+  const b = readModelBody(body);
   if (!Array.isArray(b.messages) || b.messages.length === 0) {
     throw invalidBody('messages must be a non-empty array.', 'messages');
   }
@@ -109,7 +99,29 @@ export function estimateInput(request: AiRequest): EstimateInput {
   return input;
 }
 
-function invalidBody(message: string, field: string | undefined): BreakwaterError {
+/**
+ * What every endpoint's body starts with: a JSON object no deeper than core's `checkJsonDepth` allows, with
+ * `model` a non-empty string.
+ * @throws BreakwaterError `invalid_payload` (400, `details.reason: 'invalid_body'`, `details.field` `model`
+ *   when it names one; `'too_deep'` for the depth).
+ */
+export function readModelBody(body: unknown): Record<string, unknown> & { model: string } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw invalidBody('The request body must be a JSON object.', undefined);
+  }
+  checkJsonDepth(body);
+  const b = body as Record<string, unknown>;
+  if (typeof b.model !== 'string' || b.model === '') {
+    throw invalidBody(
+      'model must be a non-empty string: "<provider>/<model>" or "dynamic/<route>".',
+      'model',
+    );
+  }
+  return b as Record<string, unknown> & { model: string };
+}
+
+/** The `invalid_payload` error of a bad body field (`field` undefined: the body as a whole). */
+export function invalidBody(message: string, field: string | undefined): BreakwaterError {
   return new BreakwaterError('invalid_payload', {
     message,
     details: field === undefined ? { reason: 'invalid_body' } : { reason: 'invalid_body', field },

@@ -2,7 +2,7 @@
  * `POST /v1/embeddings`: OpenAI's embeddings format. Never streamed; priced per input token (the model's
  * `inputPerMTok`), usage `{ prompt_tokens, total_tokens }`.
  */
-import { BreakwaterError, checkJsonDepth } from '../../core/index.js';
+import { invalidBody, readModelBody } from '../body.js';
 import type { EstimateInput } from '../pricing.js';
 import type { AiRequest, Usage } from '../types.js';
 import type { AiEndpoint, EndpointBodyInfo } from './endpoint.js';
@@ -18,17 +18,7 @@ export const MAX_EMBEDDING_INPUTS = 2_048;
  * @throws BreakwaterError `invalid_payload` (400, `details.reason: 'invalid_body'`, `details.field`).
  */
 function readEmbeddingsBody(body: unknown): EndpointBodyInfo {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw invalidBody('The request body must be a JSON object.', undefined);
-  }
-  checkJsonDepth(body);
-  const b = body as Record<string, unknown>;
-  if (typeof b.model !== 'string' || b.model === '') {
-    throw invalidBody(
-      'model must be a non-empty string: "<provider>/<model>" or "dynamic/<route>".',
-      'model',
-    );
-  }
+  const b = readModelBody(body);
   if (!validInput(b.input)) {
     throw invalidBody(
       `input must be a non-empty string, or a non-empty array (at most ${MAX_EMBEDDING_INPUTS}) of non-empty strings, of token ids, or of arrays of token ids.`,
@@ -100,10 +90,3 @@ export const EMBEDDINGS_ENDPOINT: AiEndpoint = Object.freeze({
   estimate: estimateEmbeddings,
   usage: readEmbeddingsUsage,
 });
-
-function invalidBody(message: string, field: string | undefined): BreakwaterError {
-  return new BreakwaterError('invalid_payload', {
-    message,
-    details: field === undefined ? { reason: 'invalid_body' } : { reason: 'invalid_body', field },
-  });
-}
