@@ -8,6 +8,7 @@ import { SESSION_DEFAULTS } from './sessions.js';
 import { TASK_STORE_DEFAULTS, type JobTaskStore } from './task-store.js';
 import { TASKS_EXTENSION_DEFAULTS } from './tasks-ext.js';
 import { TASK_LISTEN_DEFAULTS } from './tasks-listen.js';
+import { RESOURCE_LISTEN_DEFAULTS } from './resource-listen.js';
 import type { McpPrompt } from './prompt.js';
 import { cacheHintOption, type CacheHint, type McpResource } from './resource.js';
 import type { McpResourceTemplate } from './resource-template.js';
@@ -83,6 +84,13 @@ export interface McpServerOptions {
   maxTaskListensPerPrincipal?: number;
   /** Most open streams of task notifications in all, this process (integer >= 1, default 256). */
   maxTaskListens?: number;
+  /**
+   * Most open `subscriptions/listen` streams of resource updates (2026-07-28 `resourceSubscriptions`) of one
+   * principal, this process (integer >= 1, default 8); over it a listen gets -32603.
+   */
+  maxResourceListensPerPrincipal?: number;
+  /** Most open streams of resource updates in all, this process (integer >= 1, default 256). */
+  maxResourceListens?: number;
   /** Tasks per `tasks/list` page (integer in [1, 1000], default 50). */
   taskPageSize?: number;
   /**
@@ -142,7 +150,9 @@ export interface BreakwaterMcpServer {
    * Tells the sessions subscribed to `uri` (`resources/subscribe`, 2025 revisions) that it changed:
    * `notifications/resources/updated` on their standalone stream. With `principalId` (the resource's
    * owner, a `Principal.id`), only that principal's sessions and admin ones hear it. Never waits or throws;
-   * returns how many sessions it was sent to. 2026-07-28 clients (`subscriptions/listen`) are not told yet.
+   * returns how many sessions of this process it was sent to. 2026-07-28 listens naming `uri` in
+   * `resourceSubscriptions` hear it alike (see `resource-listen.ts`); with a shared `store`, sessions and
+   * listens on every gateway of the store hear it too (see `resource-feed.ts`).
    */
   notifyResourceUpdated(uri: string, options?: { principalId?: string }): number;
   /**
@@ -166,6 +176,8 @@ export const MCP_SERVER_DEFAULTS = {
   taskTtlMs: TASKS_EXTENSION_DEFAULTS.ttlMs,
   maxTaskListensPerPrincipal: TASK_LISTEN_DEFAULTS.maxPerPrincipal,
   maxTaskListens: TASK_LISTEN_DEFAULTS.maxListens,
+  maxResourceListensPerPrincipal: RESOURCE_LISTEN_DEFAULTS.maxPerPrincipal,
+  maxResourceListens: RESOURCE_LISTEN_DEFAULTS.maxListens,
   ...SESSION_DEFAULTS,
 } as const;
 
@@ -221,6 +233,12 @@ export const parseMcpServerOptions = defineOptions<McpServerOptions>()(
       .min(1)
       .default(MCP_SERVER_DEFAULTS.maxTaskListensPerPrincipal),
     maxTaskListens: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxTaskListens),
+    maxResourceListensPerPrincipal: o
+      .number()
+      .int()
+      .min(1)
+      .default(MCP_SERVER_DEFAULTS.maxResourceListensPerPrincipal),
+    maxResourceListens: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxResourceListens),
     maxSessions: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxSessions),
     maxSessionsPerPrincipal: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.maxSessionsPerPrincipal),
     sessionIdleMs: o.number().int().min(1).default(MCP_SERVER_DEFAULTS.sessionIdleMs),

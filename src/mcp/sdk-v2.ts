@@ -270,7 +270,7 @@ function modernServer(
         tools: { listChanged: false },
         // Log messages go out only for a request whose `_meta` names a log level (the SDK's `mcpReq.log`).
         logging: {},
-        ...(resources === undefined ? {} : { resources: { listChanged: false } }),
+        ...(resources === undefined ? {} : { resources: { listChanged: false, subscribe: true } }),
         ...(prompts === undefined ? {} : { prompts: { listChanged: false } }),
         ...(completions === undefined ? {} : { completions: {} }),
         ...(handlers.tasks === undefined ? {} : { extensions: { [TASKS_EXTENSION]: {} } }),

@@ -11,6 +11,8 @@ import { respondToJobTool } from './respond-tool.js';
 import { isTerminalTask, JobTaskStore } from './task-store.js';
 import { JobTasksExtension, type CreateTaskResult } from './tasks-ext.js';
 import { TaskListeners } from './tasks-listen.js';
+import { ResourceListeners } from './resource-listen.js';
+import { ResourceUpdateFeed } from './resource-feed.js';
 import { createToolCaller } from './tool-calls.js';
 import { widgetAccessible, withUiResources } from './ui.js';
 import type { JobTool, McpTool, SyncTool } from './tool.js';
@@ -132,7 +134,16 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     report,
   });
 
-  const subscriptions = new ResourceSubscriptions();
+  // Resource updates reach 2025 sessions and 2026-07-28 listens on every gateway of the store (see
+  // `resource-feed.ts`): this process's sessions are told at once, other gateways' through the feed.
+  const feed = new ResourceUpdateFeed({ store: config.store, clock, onError: (error) => report(error, {}) });
+  const subscriptions = new ResourceSubscriptions(feed);
+  const resourceListeners =
+    catalog.resources &&
+    new ResourceListeners({
+      ...{ feed, clock },
+      ...{ maxPerPrincipal: config.maxResourceListensPerPrincipal, maxListens: config.maxResourceListens },
+    });
 
   const callTool = createToolCaller({ clock, deps, taskStore, tasksExt, byName, observer, report });
 
@@ -245,7 +256,11 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     get sessionCount() {
       return table.size;
     },
-    notifyResourceUpdated: (uri, options) => subscriptions.notify(uri, options?.principalId),
+    notifyResourceUpdated(uri, options) {
+      const principalId = options?.principalId;
+      feed.publish(principalId === undefined ? { uri } : { uri, principalId });
+      return subscriptions.notify(uri, principalId);
+    },
     async handle(req, res, body) {
       // After close, the session table answers every request (503), whatever its revision.
       if (closed) return table.handle(req, res, body);
@@ -259,6 +274,11 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
       // A listen for task notifications is served from the job store, not by the SDK (see `tasks-listen.ts`).
       if (listeners !== undefined && TaskListeners.claims(body))
         return listeners.serve(req, res, body, callerPrincipal());
+      // So is a listen for resource updates, from the feed every gateway of the store writes (`resource-listen.ts`).
+      if (resourceListeners !== undefined && ResourceListeners.claims(body)) {
+        const principal = callerPrincipal();
+        return resourceListeners.serve(req, res, body, principal, catalogFor(catalog, principal));
+      }
       try {
         await modern.handle(req, res, body, modernHandlersFor(callerPrincipal()));
       } catch {
@@ -273,6 +293,8 @@ export function createMcpServer(options: McpServerOptions): BreakwaterMcpServer 
     async close() {
       closed = true;
       listeners?.closeAll();
+      resourceListeners?.closeAll();
+      feed.close();
       await Promise.all([table.close(), modern.close()]);
     },
   };

@@ -9,8 +9,9 @@
  * resource's owner (`principalId`), only that principal's sessions and admin ones, so a stranger who knows a
  * URI does not learn when another principal's resource changes.
  */
-import { hasScope } from '../core/index.js';
+import { hasScope, type Disposable } from '../core/index.js';
 import type { Catalog } from './catalog.js';
+import type { ResourceUpdateFeed } from './resource-feed.js';
 import type { Session } from './sessions.js';
 import { McpProtocolError, RPC } from './types.js';
 
@@ -27,6 +28,15 @@ export interface SessionSubscriptions {
 /** The subscriptions of every open session. */
 export class ResourceSubscriptions {
   private readonly bySession = new Map<Session, Set<string>>();
+  private hold: Disposable | undefined;
+
+  /**
+   * With `feed`, other gateways' updates (see `resource-feed.ts`) reach this process's sessions too, read
+   * while any session has a subscription.
+   */
+  constructor(private readonly feed?: ResourceUpdateFeed) {
+    feed?.consume((update) => void this.notify(update.uri, update.principalId), true);
+  }
 
   /** `session`'s side, checking URIs against `catalog` bound to its principal (see `catalogFor`). */
   forSession(session: Session, catalog: Catalog): SessionSubscriptions | undefined {
@@ -45,11 +55,13 @@ export class ResourceSubscriptions {
           );
         uris.add(uri);
         this.bySession.set(session, uris);
+        this.holdWhileWanted();
       },
       unsubscribe: (uri) => {
         const uris = this.bySession.get(session);
         uris?.delete(uri);
         if (uris?.size === 0) this.bySession.delete(session);
+        this.holdWhileWanted();
       },
     };
   }
@@ -57,6 +69,16 @@ export class ResourceSubscriptions {
   /** Forgets a closed session's subscriptions. */
   closed(session: Session): void {
     this.bySession.delete(session);
+    this.holdWhileWanted();
+  }
+
+  /** Reads other gateways' updates while some session has a subscription. */
+  private holdWhileWanted(): void {
+    if (this.bySession.size > 0) this.hold ??= this.feed?.hold();
+    else {
+      this.hold?.dispose();
+      this.hold = undefined;
+    }
   }
 
   /**

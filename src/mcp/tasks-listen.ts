@@ -1,11 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  PrincipalContext,
-  type Clock,
-  type Disposable,
-  type Principal,
-  type TimerHandle,
-} from '../core/index.js';
+import { PrincipalContext, type Clock, type Disposable, type Principal } from '../core/index.js';
 import type { Jobs } from '../jobs/index.js';
 import {
   negotiatesTasks,
@@ -13,6 +7,15 @@ import {
   type DetailedTask,
   type JobTasksExtension,
 } from './tasks-ext.js';
+import {
+  CLIENT_CAPABILITIES_META,
+  listenHeadersOk,
+  listenParams,
+  ListenSlots,
+  openListenStream,
+  replyError,
+  type ListenStream,
+} from './listen-stream.js';
 import { McpProtocolError, RPC } from './types.js';
 
 /**
@@ -41,9 +44,6 @@ export const MAX_TASK_IDS_PER_LISTEN = 100;
 /** Defaults of {@link TaskListenersOptions}. */
 export const TASK_LISTEN_DEFAULTS = { maxPerPrincipal: 8, maxListens: 256, keepAliveMs: 15_000 } as const;
 
-const SUBSCRIPTION_ID_META = 'io.modelcontextprotocol/subscriptionId';
-const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilities';
-
 /** Options of {@link TaskListeners}. */
 export interface TaskListenersOptions {
   jobs: Jobs;
@@ -65,11 +65,15 @@ interface ListenRequest {
 
 /** The `subscriptions/listen` streams of task notifications, of one MCP server. */
 export class TaskListeners {
-  private readonly open = new Map<string, number>();
-  private readonly teardowns = new Set<() => void>();
-  private count = 0;
+  private readonly slots: ListenSlots;
+  private readonly streams = new Set<ListenStream>();
 
-  constructor(private readonly options: TaskListenersOptions) {}
+  constructor(private readonly options: TaskListenersOptions) {
+    this.slots = new ListenSlots(
+      options.maxPerPrincipal ?? TASK_LISTEN_DEFAULTS.maxPerPrincipal,
+      options.maxListens ?? TASK_LISTEN_DEFAULTS.maxListens,
+    );
+  }
 
   /** True for a `subscriptions/listen` request whose filter names `taskIds` (this class serves it). */
   static claims(body: unknown): boolean {
@@ -78,29 +82,16 @@ export class TaskListeners {
 
   /** Open listens right now. */
   get size(): number {
-    return this.count;
+    return this.slots.size;
   }
 
   /** Serves one listen {@link TaskListeners.claims} took, for `principal`. Never rejects. */
   async serve(req: IncomingMessage, res: ServerResponse, body: unknown, principal: Principal): Promise<void> {
     const request = listenRequest(body)!;
-    // The standard headers (SEP-2243), checked as the SDK checks them on the requests it serves: -32020.
-    if (req.headers['mcp-protocol-version'] === undefined) {
-      return reply(res, 400, request.id, -32020, 'Bad Request: the MCP-Protocol-Version header is missing.');
-    }
-    const method = req.headers['mcp-method'];
-    if (method !== 'subscriptions/listen') {
-      return reply(
-        res,
-        400,
-        request.id,
-        -32020,
-        'Bad Request: the Mcp-Method header does not name subscriptions/listen.',
-      );
-    }
+    if (!listenHeadersOk(req, res, request.id)) return;
     if (!negotiatesTasks(request.clientCapabilities)) {
       const error = tasksCapabilityMissing('notifications/tasks');
-      return reply(res, 400, request.id, error.rpcCode, error.message, error.data);
+      return replyError(res, 400, request.id, error.rpcCode, error.message, error.data);
     }
     const ids = request.taskIds;
     if (
@@ -108,7 +99,7 @@ export class TaskListeners {
       ids.some((id) => typeof id !== 'string') ||
       ids.length > MAX_TASK_IDS_PER_LISTEN
     ) {
-      return reply(
+      return replyError(
         res,
         200,
         request.id,
@@ -116,23 +107,9 @@ export class TaskListeners {
         `taskIds must be an array of at most ${MAX_TASK_IDS_PER_LISTEN} task ids.`,
       );
     }
-    const max = this.options.maxListens ?? TASK_LISTEN_DEFAULTS.maxListens;
-    const perPrincipal = this.options.maxPerPrincipal ?? TASK_LISTEN_DEFAULTS.maxPerPrincipal;
-    const mine = this.open.get(principal.id) ?? 0;
-    if (this.count >= max || mine >= perPrincipal) {
-      return reply(res, 200, request.id, RPC.internalError, 'Subscription limit reached');
-    }
-    this.count++;
-    this.open.set(principal.id, mine + 1);
-    let released = false;
-    const release = (): void => {
-      if (released) return;
-      released = true;
-      this.count--;
-      const left = (this.open.get(principal.id) ?? 1) - 1;
-      if (left === 0) this.open.delete(principal.id);
-      else this.open.set(principal.id, left);
-    };
+    const release = this.slots.take(principal.id);
+    if (release === undefined)
+      return replyError(res, 200, request.id, RPC.internalError, 'Subscription limit reached');
     try {
       const snapshots = new Map<string, DetailedTask>();
       for (const id of new Set(ids as string[])) {
@@ -142,13 +119,13 @@ export class TaskListeners {
       this.stream(req, res, request.id, principal, snapshots, release);
     } catch {
       release();
-      reply(res, 200, request.id, RPC.internalError, 'Internal error');
+      replyError(res, 200, request.id, RPC.internalError, 'Internal error');
     }
   }
 
   /** Ends every open listen gracefully. */
   closeAll(): void {
-    for (const teardown of [...this.teardowns]) teardown();
+    for (const stream of [...this.streams]) stream.end(true);
   }
 
   private read(principal: Principal, id: string): Promise<DetailedTask | undefined> {
@@ -169,55 +146,26 @@ export class TaskListeners {
     release: () => void,
   ): void {
     const { jobs, clock } = this.options;
-    const keepAliveMs = this.options.keepAliveMs ?? TASK_LISTEN_DEFAULTS.keepAliveMs;
-    const meta = { [SUBSCRIPTION_ID_META]: subscriptionId };
     const followers = new Map<string, Disposable>();
-    let closed = false;
-    let keepAlive: TimerHandle | undefined;
-    const write = (message: unknown): void => {
-      if (!closed) res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
-    };
-    const notify = (task: DetailedTask): void =>
-      write({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: meta } });
-    const teardown = (graceful: boolean): void => {
-      if (closed) return;
-      if (graceful)
-        write({ jsonrpc: '2.0', id: subscriptionId, result: { resultType: 'complete', _meta: meta } });
-      closed = true;
-      this.teardowns.delete(onClose);
-      for (const follower of followers.values()) follower.dispose();
-      if (keepAlive !== undefined) clock.clearTimeout(keepAlive);
-      release();
-      res.end();
-    };
-    const onClose = (): void => teardown(true);
-    this.teardowns.add(onClose);
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
+    const stream: ListenStream = openListenStream(req, res, {
+      subscriptionId,
+      acknowledged: { taskIds: [...snapshots.keys()] },
+      clock,
+      keepAliveMs: this.options.keepAliveMs ?? TASK_LISTEN_DEFAULTS.keepAliveMs,
+      onEnd: () => {
+        this.streams.delete(stream);
+        for (const follower of followers.values()) follower.dispose();
+        release();
+      },
     });
-    res.on('close', () => teardown(false));
-    req.on('aborted', () => teardown(false));
-    write({
-      jsonrpc: '2.0',
-      method: 'notifications/subscriptions/acknowledged',
-      params: { notifications: { taskIds: [...snapshots.keys()] }, _meta: meta },
-    });
+    this.streams.add(stream);
+    const notify = (task: DetailedTask): void => stream.notify('notifications/tasks', { ...task });
     const live = new Set<string>();
     for (const [id, task] of snapshots) {
       notify(task);
       if (!isTerminal(task)) live.add(id);
     }
-    if (live.size === 0) return teardown(true);
-    const arm = (): void => {
-      keepAlive = clock.setTimeout(() => {
-        if (closed) return;
-        res.write(': keepalive\n\n');
-        arm();
-      }, keepAliveMs);
-    };
-    arm();
+    if (live.size === 0) return stream.end(true);
     for (const id of live) {
       let last = snapshots.get(id)!;
       let reading = false;
@@ -233,12 +181,12 @@ export class TaskListeners {
           do {
             again = false;
             const task = await this.read(principal, id);
-            if (closed) return;
+            if (stream.closed) return;
             if (task !== undefined && changed(last, task)) {
               last = task;
               notify(task);
             }
-          } while (again && !closed);
+          } while (again && !stream.closed);
         } catch {
           // A failed read is retried by the next event; the end re-reads in any case.
         } finally {
@@ -251,7 +199,7 @@ export class TaskListeners {
         followers.get(id)?.dispose();
         followers.delete(id);
         live.delete(id);
-        if (live.size === 0) teardown(true);
+        if (live.size === 0) stream.end(true);
       };
       followers.set(
         id,
@@ -282,32 +230,11 @@ function changed(before: DetailedTask, after: DetailedTask): boolean {
 
 /** The parts of a `subscriptions/listen` request naming `taskIds`, or undefined for anything else. */
 function listenRequest(body: unknown): ListenRequest | undefined {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const message = body as { method?: unknown; id?: unknown; params?: unknown };
-  if (message.method !== 'subscriptions/listen') return undefined;
-  if (typeof message.id !== 'string' && typeof message.id !== 'number') return undefined;
-  const params = (message.params ?? {}) as {
-    notifications?: { taskIds?: unknown };
-    _meta?: Record<string, unknown>;
-  };
-  if (params.notifications?.taskIds === undefined) return undefined;
+  const listen = listenParams(body);
+  if (listen?.notifications.taskIds === undefined) return undefined;
   return {
-    id: message.id,
-    taskIds: params.notifications.taskIds,
-    clientCapabilities: params._meta?.[CLIENT_CAPABILITIES_META],
+    id: listen.id,
+    taskIds: listen.notifications.taskIds,
+    clientCapabilities: listen.meta[CLIENT_CAPABILITIES_META],
   };
-}
-
-function reply(
-  res: ServerResponse,
-  status: number,
-  id: string | number,
-  code: number,
-  message: string,
-  data?: unknown,
-): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(
-    JSON.stringify({ jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } }),
-  );
 }

@@ -232,7 +232,8 @@ export async function openListen(
   url: URL | string,
   headers: Record<string, string>,
   id: number,
-  taskIds: string[],
+  /** The task ids to follow, or the whole `notifications` filter (`{ resourceSubscriptions }`, say). */
+  taskIds: string[] | Record<string, unknown>,
   tasks = true,
 ): Promise<ListenStream> {
   const abort = new AbortController();
@@ -250,7 +251,10 @@ export async function openListen(
       jsonrpc: '2.0',
       id,
       method: 'subscriptions/listen',
-      params: { notifications: { taskIds }, _meta: modernEnvelope(tasks) },
+      params: {
+        notifications: Array.isArray(taskIds) ? { taskIds } : taskIds,
+        _meta: modernEnvelope(tasks),
+      },
     }),
   });
   const queue: unknown[] = [];
