@@ -56,6 +56,13 @@ export function approvalQuestions() {
 
 /** Defines the job types behind {@link taskTools} (each run once: a failure is the fixture's answer). */
 export function defineTaskJobs(jobs: Jobs): void {
+  jobs.defineJob<{ name: string }>(
+    'conformance.greet_task',
+    ({ payload }) => ({ greeting: `Hello, ${payload.name}!` }),
+    {
+      maxAttempts: 1,
+    },
+  );
   jobs.defineJob<ComputePayload>(
     'conformance.slow_compute',
     async ({ payload, signal }) => {
@@ -156,6 +163,23 @@ export function taskTools(): McpTool[] {
       description: 'Fails with an internal error (conformance fixture).',
       inputSchema: {},
       jobType: 'conformance.protocol_error_job',
+    }),
+    jobTool({
+      name: 'test_tool_with_task',
+      description:
+        'Asks for a name (input_required), then runs as a task that greets it; runs only as a task (conformance fixture).',
+      inputSchema: {},
+      jobType: 'conformance.greet_task',
+      taskSupport: 'required',
+      toPayload: async (_args, ctx) => {
+        const answer = await ctx.requestInput({
+          key: 'user_name',
+          message: 'What is your name?',
+          schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+        });
+        return { name: String(answer.content?.['name'] ?? 'stranger') };
+      },
+      toText: (result) => (result as { greeting: string }).greeting,
     }),
   ];
 }

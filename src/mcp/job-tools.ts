@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BreakwaterError, defineOptions, invalidOption, o, type Clock } from '../core/index.js';
 import { callerPrincipal, jobPaths, jobVisibleTo, type EnqueueOptions, type Jobs } from '../jobs/index.js';
 import type { InputRequest, JobEvent, JobRecord, JobStore } from '../store/index.js';
+import { inputContext, type InputContext } from './input.js';
 import { jobErrorInfo, jobErrorResult, successResult } from './results.js';
 import {
   resilientTool,
@@ -20,8 +21,15 @@ export interface JobToolDefinition<I extends ToolInput> extends ToolBaseDefiniti
   inputSchema: I;
   /** The job type to enqueue; it must be defined (`jobs.defineJob`) in the serving process. */
   jobType: string;
-  /** The job's payload from the parsed arguments (default: the arguments). */
-  toPayload?(args: ToolArgs<I>): unknown;
+  /**
+   * The job's payload from the parsed arguments (default: the arguments). It may ask the user first
+   * (`ctx.requestInput`, as a `resilientTool` handler does; docs/mcp.md "Asking the user during a call"): on
+   * 2026-07-28 the call answers `input_required` and runs `toPayload` again with the answers, and the job is
+   * enqueued (and its task made) only once every answer is in; on a 2025 session the question goes to the
+   * client while the call waits. Where no one can be asked (a 2025-11-25 task-augmented call), a question
+   * fails the call with `input_unavailable`.
+   */
+  toPayload?(args: ToolArgs<I>, ctx: InputContext): unknown;
   /** Enqueue options (an idempotency key, a priority, …), fixed or from the arguments. */
   enqueueOptions?: EnqueueOptions | ((args: ToolArgs<I>) => EnqueueOptions);
   /** The tool result's value from the job's result, for `tasks/result` and `get_job_status` (default: as is). */
@@ -139,13 +147,21 @@ export interface JobToolDeps {
 /**
  * Enqueues the job of a job tool for already parsed arguments and returns the job as stored. The job belongs
  * to the current principal (the caller of the tool call; `jobs.enqueue`'s default) unless the tool's
- * `enqueueOptions` name another owner.
- * @throws BreakwaterError from `jobs.enqueue` (`invalid_payload` for a type this process does not define).
+ * `enqueueOptions` name another owner. `input` is how the tool's `toPayload` may ask the user (the call's
+ * context; default: no one to ask, a question fails `input_unavailable`).
+ * @throws BreakwaterError from `jobs.enqueue` (`invalid_payload` for a type this process does not define);
+ *   whatever `toPayload` throws, its input signal included (the caller answers `input_required`).
  */
-export async function enqueueFor(deps: JobToolDeps, tool: JobTool, args: unknown): Promise<JobRecord> {
+export async function enqueueFor(
+  deps: JobToolDeps,
+  tool: JobTool,
+  args: unknown,
+  input: InputContext = inputContext(undefined, new AbortController().signal),
+): Promise<JobRecord> {
   const options =
     typeof tool.enqueueOptions === 'function' ? tool.enqueueOptions(args as never) : tool.enqueueOptions;
-  const id = await deps.jobs.enqueue(tool.jobType, tool.toPayload(args as never), options);
+  const payload: unknown = await tool.toPayload(args as never, input);
+  const id = await deps.jobs.enqueue(tool.jobType, payload, options);
   const job = await deps.jobs.get(id);
   if (job === undefined)
     throw new BreakwaterError('internal_error', { message: `Job ${id} vanished after enqueue.` });

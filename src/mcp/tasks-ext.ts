@@ -8,6 +8,7 @@ import {
 import { callerPrincipal } from '../jobs/index.js';
 import type { InputRequest, JobRecord } from '../store/index.js';
 import { completedResult, enqueueFor, latestProgress, visibleJob, type JobToolDeps } from './job-tools.js';
+import type { InputContext } from './input.js';
 import { jobErrorInfo, jobErrorResult } from './results.js';
 import { taskNotFound, taskStatus } from './task-store.js';
 import type { JobTool } from './tool.js';
@@ -93,8 +94,8 @@ export class JobTasksExtension {
    * job row is committed and read back (SEP-2663 "Task Creation": durable before the answer).
    * @throws BreakwaterError from the enqueue (the caller turns it into a tool error or a protocol error).
    */
-  async create(tool: JobTool, args: unknown): Promise<CreateTaskResult> {
-    const job = await enqueueFor(this.deps, tool, args);
+  async create(tool: JobTool, args: unknown, input?: InputContext): Promise<CreateTaskResult> {
+    const job = await enqueueFor(this.deps, tool, args, input);
     const { taskId, status, createdAt, lastUpdatedAt, ttlMs, pollIntervalMs } = this.detailed(job, null);
     return { resultType: 'task', taskId, status, createdAt, lastUpdatedAt, ttlMs, pollIntervalMs };
   }

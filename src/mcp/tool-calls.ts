@@ -69,14 +69,7 @@ export function createToolCaller(
     const settled = await runUnderDeadline(tool, scope, clock, (ctx) =>
       tool.handler(parsed.value as never, ctx),
     );
-    let asked: InputRequiredAnswer | undefined;
-    try {
-      asked = inputRequiredOf(scope.input);
-    } catch (error) {
-      // A capability the client did not declare is the request's error (-32021), not the tool's.
-      if (error instanceof McpProtocolError) throw error;
-      return finish(tool, scope, { ok: false, error }, () => ({ content: [] }));
-    }
+    const asked = pendingInput(tool, scope);
     if (asked !== undefined) return asked;
     return finish(tool, scope, settled, (value) =>
       successResult(value, tool.toText?.(value as never), tool.toContent?.(value as never)),
@@ -87,12 +80,20 @@ export function createToolCaller(
    * A plain call of a job tool: enqueues the job under the tool's deadline and answers with its handle; with a
    * progress token, first waits for the job until the call's deadline (see `jobTool`).
    */
-  async function callJob(tool: JobTool, call: SdkToolCall, scope: CallScope): Promise<ToolResult> {
+  async function callJob(
+    tool: JobTool,
+    call: SdkToolCall,
+    scope: CallScope,
+  ): Promise<ToolResult | InputRequiredAnswer> {
     // The call's deadline: the tool's from now, or the request's when that is sooner.
     const until = clock.now() + Math.min(tool.deadlineMs, Deadline.remaining());
     const parsed = await parseArgs(tool, call.arguments);
     if (!parsed.ok) return invalidArguments(parsed.problems);
-    const settled = await runUnderDeadline(tool, scope, clock, () => enqueueFor(deps!, tool, parsed.value));
+    const settled = await runUnderDeadline(tool, scope, clock, (ctx) =>
+      enqueueFor(deps!, tool, parsed.value, ctx),
+    );
+    const asked = pendingInput(tool, scope);
+    if (asked !== undefined) return asked;
     if (!settled.ok || scope.progressToken === undefined)
       return finish(tool, scope, settled, (job) => successResult(jobHandle(deps!, job)));
     const job = settled.value;
@@ -151,10 +152,15 @@ export function createToolCaller(
     tool: JobTool,
     call: SdkToolCall,
     scope: CallScope,
-  ): Promise<ToolResult | CreateTaskResult> {
+  ): Promise<ToolResult | CreateTaskResult | InputRequiredAnswer> {
     const parsed = await parseArgs(tool, call.arguments);
     if (!parsed.ok) return invalidArguments(parsed.problems);
-    const settled = await runUnderDeadline(tool, scope, clock, () => tasksExt!.create(tool, parsed.value));
+    const settled = await runUnderDeadline(tool, scope, clock, (ctx) =>
+      tasksExt!.create(tool, parsed.value, ctx),
+    );
+    // Questions first (SEP-2663 "MRTR → Tasks"): the task is made only on the round that has every answer.
+    const asked = pendingInput(tool, scope);
+    if (asked !== undefined) return asked;
     if (settled.ok) return settled.value;
     return finish(tool, scope, settled, () => ({ content: [] }));
   }
@@ -174,6 +180,20 @@ export function createToolCaller(
       onEnd: () => session.forwarders.delete(forwarder),
     });
     session.forwarders.add(forwarder);
+  }
+
+  /**
+   * What a run that asked the user answers instead of its result: `input_required` with the questions left
+   * open (2026-07-28), or the tool error of a round that cannot go on (too many rounds, too much state); none
+   * when nothing is open. A capability the client did not declare is the request's error (-32021), thrown.
+   */
+  function pendingInput(tool: McpTool, scope: CallScope): InputRequiredAnswer | ToolResult | undefined {
+    try {
+      return inputRequiredOf(scope.input);
+    } catch (error) {
+      if (error instanceof McpProtocolError) throw error;
+      return finish(tool, scope, { ok: false, error }, () => ({ content: [] }));
+    }
   }
 
   function finish<T>(
@@ -227,7 +247,9 @@ export function createToolCaller(
     }
     if (tool.kind === 'job' && session === undefined && call.tasksExtension === true) {
       const start = () => startExtTask(tool, call, scope);
-      return observer.observe(tool, scope, call.headers, start, summarizeTaskOrResult);
+      return observer.observe(tool, scope, call.headers, start, (answer) =>
+        isInputRequiredAnswer(answer) ? { outcome: 'succeeded' } : summarizeTaskOrResult(answer),
+      );
     }
     if (tool.kind === 'job' && tool.taskSupport === 'required') {
       // SEP-2663: a tool that cannot answer without a task needs the extension (-32021); 2025-11-25 answers

@@ -113,7 +113,7 @@ export interface SyncTool extends ToolBase {
 export interface JobTool extends ToolBase {
   readonly kind: 'job';
   readonly jobType: string;
-  readonly toPayload: (args: never) => unknown;
+  readonly toPayload: (args: never, ctx: InputContext) => unknown;
   readonly enqueueOptions?: EnqueueOptions | ((args: never) => EnqueueOptions);
   readonly toResult?: (result: never) => unknown;
   readonly toText?: (result: never) => string;

@@ -78,6 +78,7 @@ describe('the conformance fixture app', () => {
       'confirm_delete',
       'multi_input',
       'protocol_error_job',
+      'test_tool_with_task',
       'test_input_required_result_elicitation',
       'test_input_required_result_sampling',
       'test_input_required_result_list_roots',
