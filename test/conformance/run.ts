@@ -14,6 +14,9 @@
  * - `2026-07-28` (`--suite all --spec-version 2026-07-28`): every scenario of 2026-07-28 at its wire, so the
  *   scenarios of both eras run at the new wire too.
  *
+ * - `giftgenius`: the protocol-level scenarios (stateless at 2026-07-28, header validation, DNS rebinding) against
+ *   a GiftGenius gateway, one `--scenario` run each (see `GIFTGENIUS_SCENARIOS`).
+ *
  * Each pass hands the suite its own baseline, `test/conformance/expected-failures.<pass>.yaml` (the suite's
  * format: `server:` entries, a whole scenario or `scenario:check-id`). The suite exits non-zero on a failure
  * the baseline does not list and on a baseline entry that now passes (stale); so does this script, after
@@ -28,7 +31,7 @@
  * only this script needs it. Both come from the npm registry only. On a Node 22+ machine the running Node is used;
  * `$BREAKWATER_CONFORMANCE_NODE` names another Node 22+ binary to use instead.
  *
- * Options: `--pass all|2026-07-28` (repeatable) runs only the named passes; `--timeout <ms>` per scenario
+ * Options: `--pass all|2026-07-28|giftgenius` (repeatable) runs only the named passes; `--timeout <ms>` per scenario
  * (default 30 000). One scenario alone: run the suite's CLI as the pass's log shows it, with `--scenario`.
  * Exit codes: 0 every failure is in the baselines, 1 an unexpected failure or a stale entry, 2 bad usage or
  * the suite could not be installed or started.
@@ -39,8 +42,17 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createConformanceApp } from '../../examples/conformance/app.js';
+import { createGiftGeniusApp } from '../../examples/giftgenius/app.js';
 import { startGateway } from '../../src/entries/gateway.js';
-import { MIN_SUITE_NODE_MAJOR, NODE_VERSION, PASSES, SUITE_VERSION, report } from './suite.js';
+import {
+  GIFTGENIUS_SCENARIOS,
+  MIN_SUITE_NODE_MAJOR,
+  NODE_VERSION,
+  PASSES,
+  SUITE_VERSION,
+  report,
+  scenarioReport,
+} from './suite.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const HERE = join(ROOT, 'test/conformance');
@@ -55,7 +67,7 @@ interface Options {
 
 function usage(message: string): never {
   process.stderr.write(
-    `${message}\nUsage: npm run conformance -- [--pass all|2026-07-28]... [--timeout <ms per scenario>]\n`,
+    `${message}\nUsage: npm run conformance -- [--pass all|2026-07-28|giftgenius]... [--timeout <ms per scenario>]\n`,
   );
   process.exit(2);
 }
@@ -67,7 +79,7 @@ function parseOptions(argv: string[]): Options {
     const value = argv[i + 1];
     if (value === undefined) usage(`${flag} needs a value`);
     if (flag === '--pass') {
-      if (!PASSES.some((p) => p.name === value)) usage(`unknown pass ${value}`);
+      if (!PASSES.some((p) => p.name === value) && value !== 'giftgenius') usage(`unknown pass ${value}`);
       options.passes.add(value);
     } else if (flag === '--timeout') {
       options.timeoutMs = Number(value);
@@ -216,6 +228,8 @@ async function main(): Promise<number> {
       );
       if (code !== 0) exitCode = Math.max(exitCode, 1);
     }
+    if (options.passes.size === 0 || options.passes.has('giftgenius'))
+      exitCode = Math.max(exitCode, await giftGeniusPass(node.binary, dir, options.timeoutMs));
   } finally {
     await gateway.close();
     rmSync(dir, { recursive: true, force: true });
@@ -227,6 +241,53 @@ async function main(): Promise<number> {
         ? 'every failure is in the baselines\n'
         : 'FAILED: a failure not in the baselines, a baseline entry that now passes, or a pass that did not run (see above)\n'),
   );
+  return exitCode;
+}
+
+/**
+ * Pass `giftgenius`: the protocol-level scenarios of {@link GIFTGENIUS_SCENARIOS} against a GiftGenius
+ * gateway (its own SQLite file), one suite run each, with the baseline `expected-failures.giftgenius.yaml`.
+ * Returns the pass's exit code (0, 1, or 2 when a run printed no result).
+ */
+async function giftGeniusPass(node: string, dir: string, timeoutMs: number): Promise<number> {
+  const gateway = await startGateway({
+    app: createGiftGeniusApp(),
+    store: join(dir, 'giftgenius.db'),
+    port: 0,
+    log: () => undefined,
+    graceMs: 1_000,
+  });
+  const log = join(ARTIFACTS, 'giftgenius.log');
+  const baseline = join(HERE, 'expected-failures.giftgenius.yaml');
+  let exitCode = 0;
+  const passStarted = performance.now();
+  const lines: string[] = [];
+  try {
+    for (const { scenario, select } of GIFTGENIUS_SCENARIOS) {
+      const args = ['server', '--url', gateway.mcpUrl, '--scenario', scenario, ...select];
+      args.push('--timeout', String(timeoutMs), '-o', join(ARTIFACTS, 'giftgenius', scenario));
+      if (existsSync(baseline)) args.push('--expected-failures', baseline);
+      const { code, output } = await runSuite(node, args, log);
+      const { passed, problems } = scenarioReport(output);
+      if (passed === undefined) {
+        lines.push(`${scenario}: the suite printed no result (exit ${code})`);
+        exitCode = Math.max(exitCode, 2);
+        continue;
+      }
+      lines.push(
+        `${code === 0 ? '✓' : '✗'} ${scenario}: ${passed}`,
+        ...problems.filter((p) => p.includes('✗') || p.includes('stale') || p.includes('nexpected')),
+      );
+      if (code !== 0) exitCode = Math.max(exitCode, 1);
+    }
+  } finally {
+    await gateway.close();
+  }
+  const seconds = ((performance.now() - passStarted) / 1000).toFixed(1);
+  process.stdout.write(
+    `\n=== pass giftgenius (protocol-level scenarios against GiftGenius), ${seconds} s ===\n`,
+  );
+  process.stdout.write(`${lines.join('\n')}\n(the suite's output: ${relative(ROOT, log)})\n`);
   return exitCode;
 }
 

@@ -3,7 +3,7 @@
  * from output in the suite's own format (its colours included).
  */
 import { describe, expect, it } from 'vitest';
-import { report } from './suite.js';
+import { report, scenarioReport } from './suite.js';
 
 const red = (text: string) => `\u001b[31m${text}\u001b[0m`;
 const yellow = (text: string) => `\u001b[33m${text}\u001b[0m`;
@@ -80,5 +80,32 @@ describe("the suite's report", () => {
       verdict: [],
       problems: [],
     });
+  });
+});
+
+describe('scenarioReport', () => {
+  it('reads the result line of a single --scenario run and what broke the baseline', () => {
+    const output = [
+      'Checks:',
+      '',
+      'Test Results:',
+      'Passed: 24/28, 4 failed, 0 warnings',
+      '',
+      yellow('Expected failures (in baseline):'),
+      '  ~ server-stateless:sep-2575-missing-capability-http-400',
+      red('Unexpected failures detected: these are not in your expected-failures baseline.'),
+      '  ✗ server-stateless:sep-2575-server-no-log-without-loglevel',
+    ].join('\n');
+    expect(scenarioReport(output)).toEqual({
+      passed: 'Passed: 24/28, 4 failed, 0 warnings',
+      problems: [
+        'Unexpected failures detected: these are not in your expected-failures baseline.',
+        '  ✗ server-stateless:sep-2575-server-no-log-without-loglevel',
+      ],
+    });
+  });
+
+  it('has no result for output without one', () => {
+    expect(scenarioReport('error: unknown option')).toEqual({ problems: [] });
   });
 });

@@ -53,3 +53,29 @@ export function report(output: string): SuiteReport {
   const problems = verdict.filter((line) => !/^\s+~ /.test(line) && !line.startsWith('Expected failures'));
   return { summary, verdict, problems };
 }
+
+/**
+ * The suite's protocol-level scenarios run against GiftGenius itself (pass `giftgenius`), one `--scenario`
+ * invocation each (the suite has no suite of them), with their wire: what an app built on Breakwater gets from
+ * the gateway whatever its tools. The `tasks-*` scenarios are not here: they call the suite's fixture tools by
+ * name (`greet`, `slow_compute`, …), which only the fixture app serves.
+ */
+export const GIFTGENIUS_SCENARIOS: readonly { scenario: string; select: string[] }[] = [
+  { scenario: 'server-stateless', select: ['--spec-version', '2026-07-28'] },
+  { scenario: 'http-header-validation', select: [] },
+  { scenario: 'dns-rebinding-protection', select: [] },
+];
+
+/**
+ * Reads a single `--scenario` run's result line (`Passed: 14/14, 0 failed, 0 warnings`) and the baseline
+ * verdict after it; `passed` is undefined when the output holds no such line.
+ */
+export function scenarioReport(output: string): { passed?: string; problems: string[] } {
+  // eslint-disable-next-line no-control-regex -- the escape character is what is matched
+  const lines = output.replace(/\u001b\[[0-9;]*m/g, '').split('\n');
+  const at = lines.findIndex((line) => line.startsWith('Passed: '));
+  if (at < 0) return { problems: [] };
+  const verdict = lines.slice(at + 1).filter((line) => line.trim() !== '');
+  const problems = verdict.filter((line) => !/^\s+~ /.test(line) && !line.startsWith('Expected failures'));
+  return { passed: lines[at], problems };
+}
