@@ -3,9 +3,16 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { as } from '../../test/support/principals.js';
-import type { InputSchema } from '../store/index.js';
+import type { InputSchema, JobStatus } from '../store/index.js';
 import { jobTool } from './job-tools.js';
-import { connectClient, PUBLIC_URL, startGateway, type Gateway, type TestClient } from './test-support.js';
+import {
+  connectClient,
+  PUBLIC_URL,
+  startGateway,
+  untilJobStatus,
+  type Gateway,
+  type TestClient,
+} from './test-support.js';
 
 /**
  * Input during a job over MCP, with the official SDK clients over real HTTP: `get_job_status` shows the
@@ -56,11 +63,8 @@ async function v1(caller: string): Promise<TestClient> {
   return tc;
 }
 
-async function waitingFor(id: string, status: string): Promise<void> {
-  for (let i = 0; i < 200 && (await gw.jobs.get(id))?.status !== status; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  expect((await gw.jobs.get(id))?.status).toBe(status);
+async function waitingFor(id: string, status: JobStatus): Promise<void> {
+  expect((await untilJobStatus(gw.jobs, id, status)).status).toBe(status);
 }
 
 describe('MCP: a job that asks for input', () => {

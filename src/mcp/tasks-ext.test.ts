@@ -11,6 +11,7 @@ import {
   openListen,
   startGateway,
   tempDir,
+  untilJobStatus,
   type Gateway,
   type RpcAnswer,
 } from './test-support.js';
@@ -229,10 +230,7 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) on 2026-07-28', ()
       status: 'cancelled',
       statusMessage: 'The task was cancelled.',
     });
-    for (;;) {
-      if ((await gw.jobs.get(taskId))!.status === 'canceled') break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await untilJobStatus(gw.jobs, taskId, 'canceled');
     // Idempotent on a finished task; tasks/update of a task with nothing outstanding is acknowledged.
     expect(body(await rpc(gw, 'ada', 'tasks/cancel', { taskId }))).toEqual({ resultType: 'complete' });
     expect(body(await rpc(gw, 'ada', 'tasks/update', { taskId, inputResponses: { nope: {} } }))).toEqual({

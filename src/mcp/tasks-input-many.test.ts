@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { as } from '../../test/support/principals.js';
 import type { Jobs } from '../jobs/index.js';
 import { jobTool } from './job-tools.js';
-import { modernRpc, startGateway, type Gateway, type RpcAnswer } from './test-support.js';
+import { modernRpc, untilJobStatus, startGateway, type Gateway, type RpcAnswer } from './test-support.js';
 
 /**
  * A job that asks several questions at once (`ctx.requestInputs`), through the tasks extension of 2026-07-28:
@@ -61,11 +61,12 @@ function body(answer: RpcAnswer): Record<string, unknown> {
 }
 
 async function until(gw: Gateway, taskId: string, status: string): Promise<Record<string, unknown>> {
-  for (;;) {
-    const task = body(await rpc(gw, 'ada', 'tasks/get', { taskId }));
-    if (task['status'] === status) return task;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  // The task follows its job: input_required while the job waits, completed once the job has ended.
+  if (status === 'input_required') await untilJobStatus(gw.jobs, taskId, 'input_required');
+  else for await (const _event of gw.jobs.events(taskId)); // drains until the job's terminal event
+  const task = body(await rpc(gw, 'ada', 'tasks/get', { taskId }));
+  expect(task['status']).toBe(status);
+  return task;
 }
 
 const ask = (message: string) => ({

@@ -11,7 +11,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { as, principalFromHeader } from '../../test/support/principals.js';
 import { createJobs, type Jobs } from '../jobs/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
-import { type JobStore } from '../store/index.js';
+import type { JobRecord, JobStatus, JobStore } from '../store/index.js';
 import { mcpRoutes, type McpRoutes } from './routes.js';
 import type { McpServerOptions } from './server.js';
 import type { McpTool } from './tool.js';
@@ -148,6 +148,22 @@ function countingStore(real: JobStore): { store: JobStore; active: () => number 
     },
   });
   return { store, active: () => active };
+}
+
+/**
+ * Resolves with the job once job `id` is in `status`, following the store's own event push (no polling, no
+ * timer); throws when the job ends in another status.
+ */
+export async function untilJobStatus(jobs: Jobs, id: string, status: JobStatus): Promise<JobRecord> {
+  const now = await jobs.get(id);
+  if (now?.status === status) return now;
+  for await (const _event of jobs.events(id)) {
+    const job = await jobs.get(id);
+    if (job?.status === status) return job;
+  }
+  const last = await jobs.get(id);
+  if (last?.status === status) return last;
+  throw new Error(`job ${id} ended ${String(last?.status)}, never ${status}`);
 }
 
 /** A fresh temporary directory, removed by the returned cleanup. */

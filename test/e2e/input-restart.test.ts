@@ -9,6 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { defineApp, type BreakwaterApp } from '../../src/entries/gateway.js';
 import { jobTool } from '../../src/entries/mcp.js';
 import { startGateway, type Gateway } from '../../src/gateway/index.js';
+import { untilJobStatus } from '../../src/mcp/test-support.js';
+import type { JobStatus } from '../../src/store/index.js';
 import { connect, tempDb, useCleanups, type McpClient } from './support.js';
 
 const defer = useCleanups();
@@ -59,13 +61,10 @@ async function status(mcp: McpClient, jobId: string): Promise<Record<string, unk
   return result.structuredContent as Record<string, unknown>;
 }
 
-async function until(mcp: McpClient, jobId: string, wanted: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 200; i++) {
-    const seen = await status(mcp, jobId);
-    if (seen['status'] === wanted) return seen;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`job ${jobId} never reached ${wanted}`);
+/** `get_job_status` of `jobId` once the job is in `wanted` (followed through the store's event push). */
+async function until(gw: Gateway, mcp: McpClient, jobId: string, wanted: JobStatus) {
+  await untilJobStatus(gw.jobs, jobId, wanted);
+  return status(mcp, jobId);
 }
 
 describe('a job waiting for input across a gateway restart', () => {
@@ -76,7 +75,7 @@ describe('a job waiting for input across a gateway restart', () => {
     const before = await connect(defer, first.mcpUrl);
     const started = await before.client.callTool({ name: 'confirm_order', arguments: { item: 'scarf' } });
     const jobId = (started.structuredContent as { job_id: string }).job_id;
-    const waiting = await until(before, jobId, 'input_required');
+    const waiting = await until(first, before, jobId, 'input_required');
     expect(waiting['input_request']).toMatchObject({ key: 'go_on', message: 'Order scarf again?' });
     expect(runs).toBe(1);
     await before.close();
@@ -90,7 +89,7 @@ describe('a job waiting for input across a gateway restart', () => {
       arguments: { job_id: jobId, key: 'go_on', answer: { action: 'accept', content: { yes: true } } },
     });
     expect(answered.isError).toBeUndefined();
-    const done = await until(after, jobId, 'completed');
+    const done = await until(second, after, jobId, 'completed');
     expect(done['result']).toEqual({ item: 'scarf', ordered: true });
     expect(runs).toBe(2);
   });
